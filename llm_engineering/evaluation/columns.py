@@ -1,0 +1,38 @@
+"""Column and artifact names: the contract between steps, defined once."""
+
+# Artifact names shown in the ZenML dashboard (see ARCHITECTURE.md).
+TEST_SPLIT = "test_split"
+GENERATIONS = "generations"
+EVALUATIONS = "evaluations"
+EVALUATION_SUMMARY = "evaluation_summary"
+EVALUATION_REPORT = "evaluation_report"
+
+# test_split
+ID = "id"
+INSTRUCTION = "instruction"
+REFERENCE = "reference"
+PROMPT = "prompt"
+
+# generations
+MODEL_ID = "model_id"
+ANSWER = "answer"
+FINISH_REASON = "finish_reason"
+PROMPT_TOKENS = "prompt_tokens"
+COMPLETION_TOKENS = "completion_tokens"
+
+# evaluations
+JUDGE_MODEL = "judge_model"
+ACCURACY_SCORE = "accuracy_score"
+ACCURACY_ANALYSIS = "accuracy_analysis"
+STYLE_SCORE = "style_score"
+STYLE_ANALYSIS = "style_analysis"
+JUDGE_ERROR = "judge_error"
+JUDGE_RAW = "judge_raw"
+
+# The reference answer may be called either way in the source data (the original uses `output`).
+REFERENCE_ALIASES = ("answer", "output", "reference")
+INSTRUCTION_ALIASES = ("instruction", "question", "prompt")
+
+# Secondary artifacts
+GENERATION_STATS = "generation_stats"
+RESULTS_REPO = "results_repo"

@@ -1,0 +1,196 @@
+"""Typed run configuration: one pydantic model per component, validated at the edge.
+
+A run config is a ZenML-style YAML file: the evaluation itself lives under `parameters`
+(validated here with `extra="forbid"`, because ZenML silently ignores unknown keys), and
+ZenML's own keys (`settings`, `steps`, `enable_cache`, `run_name`) are passed through to it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeInt,
+    PositiveInt,
+    ValidationError,
+    field_validator,
+)
+
+ZENML_KEYS = {"settings", "steps", "enable_cache", "run_name", "extra", "model", "tags"}
+TOP_LEVEL_KEYS = ZENML_KEYS | {"parameters"}
+
+
+class ConfigError(ValueError):
+    """A run configuration a user must fix; the message says what and how."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DatasetConfig(_Strict):
+    """Where the test split comes from and which rows to evaluate."""
+
+    source: str = Field(
+        "embedded",
+        description="'embedded', a Hugging Face dataset id, or a local path (json, jsonl, parquet, "
+        "csv, or a save_to_disk / dataset repo folder).",
+    )
+    split: str = "test"
+    limit: Optional[PositiveInt] = Field(None, description="Evaluate only the first N rows.")
+    dummy: bool = Field(False, description="Evaluate only 10 rows, as the original's dummy mode.")
+    revision: Optional[str] = None
+
+    @property
+    def row_limit(self) -> Optional[int]:
+        limits = [n for n in (self.limit, 10 if self.dummy else None) if n]
+        return min(limits) if limits else None
+
+
+class PromptConfig(_Strict):
+    """How an instruction becomes the text the model sees."""
+
+    template: Literal["alpaca", "chat"] = "alpaca"
+    system_prompt: Optional[str] = Field(None, description="Only used with the chat template.")
+
+
+class SamplingConfig(_Strict):
+    """vLLM sampling parameters for answer generation (the original's defaults)."""
+
+    temperature: float = Field(0.8, ge=0.0, le=5.0)
+    top_p: float = Field(0.95, gt=0.0, le=1.0)
+    min_p: float = Field(0.05, ge=0.0, le=1.0)
+    max_tokens: PositiveInt = 256
+    seed: Optional[int] = 42
+
+
+class EngineConfig(_Strict):
+    """How vLLM is built. Defaults are the fast ones on a 2-core CPU (see shared FACTS)."""
+
+    dtype: str = "auto"
+    max_model_len: PositiveInt = 2048
+    enforce_eager: Optional[bool] = Field(
+        None, description="None: eager on CPU (compilation costs ~150 s there), compiled on GPU."
+    )
+    gpu_memory_utilization: float = Field(0.85, gt=0.0, le=1.0)
+    tensor_parallel_size: PositiveInt = 1
+    cpu_kvcache_space_gib: PositiveInt = 2
+    cpu_threads: Optional[str] = Field(
+        None, description="VLLM_CPU_OMP_THREADS_BIND value; None binds every core."
+    )
+    max_num_seqs: Optional[PositiveInt] = None
+    enable_prefix_caching: Optional[bool] = None
+
+
+class JudgeConfig(_Strict):
+    """The LLM judge: backend, model and how it samples."""
+
+    backend: Literal["vllm"] = "vllm"
+    model: str = "smollm2-135m"
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    max_tokens: PositiveInt = 384
+    seed: Optional[int] = 0
+    max_analysis_chars: PositiveInt = 400
+
+
+class PublishConfig(_Strict):
+    """Where generated answers are published."""
+
+    target: Literal["local"] = "local"
+    workspace: Optional[str] = Field(
+        None, description="Namespace of the results repos; defaults to the settings' workspace."
+    )
+
+
+class EvaluationConfig(_Strict):
+    """Everything one evaluation run needs; the `parameters` section of a run config."""
+
+    models: list[str] = Field(default_factory=lambda: ["smollm2-135m"], min_length=1)
+    dataset: DatasetConfig = DatasetConfig()
+    prompt: PromptConfig = PromptConfig()
+    sampling: SamplingConfig = SamplingConfig()
+    engine: EngineConfig = EngineConfig()
+    judge: JudgeConfig = JudgeConfig()
+    publish: PublishConfig = PublishConfig()
+
+    @field_validator("models")
+    @classmethod
+    def _unique_models(cls, models: list[str]) -> list[str]:
+        duplicates = sorted({m for m in models if models.count(m) > 1})
+        if duplicates:
+            raise ValueError(f"models are listed twice: {duplicates}; list each model once")
+        return models
+
+
+class RunConfig(BaseModel):
+    """A parsed run config file: our validated parameters plus ZenML's own options."""
+
+    evaluation: EvaluationConfig
+    zenml_options: dict[str, Any]
+    path: Optional[Path] = None
+
+
+def _format_validation_error(error: ValidationError, path: Optional[Path]) -> str:
+    where = f" in {path}" if path else ""
+    lines = [f"Invalid evaluation config{where}:"]
+    for item in error.errors():
+        loc = ".".join(str(part) for part in item["loc"]) or "parameters"
+        if item["type"] == "extra_forbidden":
+            lines.append(f"  - parameters.{loc}: unknown key; remove it or fix its spelling")
+        else:
+            lines.append(f"  - parameters.{loc}: {item['msg']}")
+    return "\n".join(lines)
+
+
+def parse_evaluation(parameters: dict[str, Any], path: Optional[Path] = None) -> EvaluationConfig:
+    """Validate the `parameters` mapping, with errors that name the key and the fix."""
+    try:
+        return EvaluationConfig.model_validate(parameters or {})
+    except ValidationError as error:
+        raise ConfigError(_format_validation_error(error, path)) from None
+
+
+def load_run_config(path: Path) -> RunConfig:
+    """Read and validate a ZenML-style run config YAML file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"Config file not found: {path}. Pass an existing file with --config.")
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as error:
+        raise ConfigError(f"Config file {path} is not valid YAML: {error}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"Config file {path} must hold a mapping at the top level.")
+    unknown = sorted(set(raw) - TOP_LEVEL_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"Unknown top-level key(s) {unknown} in {path}; allowed: {sorted(TOP_LEVEL_KEYS)}."
+        )
+    evaluation = parse_evaluation(raw.get("parameters") or {}, path)
+    options = {key: value for key, value in raw.items() if key != "parameters"}
+    return RunConfig(evaluation=evaluation, zenml_options=options, path=path)
+
+
+def apply_overrides(
+    config: EvaluationConfig,
+    models: Optional[list[str]] = None,
+    dataset: Optional[str] = None,
+    limit: Optional[int] = None,
+    dummy: bool = False,
+) -> EvaluationConfig:
+    """The config with command-line overrides applied, validated again."""
+    data = config.model_dump()
+    if models:
+        data["models"] = list(models)
+    if dataset:
+        data["dataset"]["source"] = dataset
+    if limit:
+        data["dataset"]["limit"] = limit
+    if dummy:
+        data["dataset"]["dummy"] = True
+    return parse_evaluation(data)

@@ -1,0 +1,144 @@
+"""Load, validate and subset the test split from the embedded set, the Hub or local files."""
+
+from __future__ import annotations
+
+import logging
+from importlib import resources
+from pathlib import Path
+from typing import Optional
+
+from datasets import Dataset, DatasetDict, load_dataset, load_from_disk
+
+from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.config import DatasetConfig, PromptConfig
+from llm_engineering.evaluation.prompts import alpaca_prompt
+
+logger = logging.getLogger(__name__)
+
+EMBEDDED = "embedded"
+EMBEDDED_FILE = "llm_twin_test.jsonl"
+_FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".csv": "csv"}
+
+
+class DatasetError(ValueError):
+    """The test split cannot be used as given; the message says why and how to fix it."""
+
+
+def embedded_split_path() -> Path:
+    """The evaluation set this package ships: LLM-engineering instructions with references."""
+    return Path(str(resources.files("llm_engineering.evaluation") / "data" / EMBEDDED_FILE))
+
+
+def _pick_split(loaded: Dataset | DatasetDict, split: str, source: str) -> Dataset:
+    if isinstance(loaded, Dataset):
+        return loaded
+    if split not in loaded:
+        raise DatasetError(
+            f"Dataset {source!r} has no {split!r} split (it has {sorted(loaded)}); "
+            f"set dataset.split to one of those."
+        )
+    return loaded[split]
+
+
+def read_split(source: str, split: str = "test", revision: Optional[str] = None) -> Dataset:
+    """Read one split from 'embedded', a local file/folder, or a Hugging Face dataset id."""
+    if source == EMBEDDED:
+        return load_dataset("json", data_files={split: str(embedded_split_path())}, split=split)
+    path = Path(source).expanduser()
+    try:
+        if path.is_file():
+            builder = _FILE_BUILDERS.get(path.suffix.lower())
+            if builder is None:
+                raise DatasetError(
+                    f"Cannot read {path}: unsupported file type {path.suffix!r}; "
+                    f"use one of {sorted(_FILE_BUILDERS)} or a dataset folder."
+                )
+            return load_dataset(builder, data_files={split: str(path)}, split=split)
+        if path.is_dir():
+            if (path / "dataset_dict.json").exists() or (path / "dataset_info.json").exists():
+                return _pick_split(load_from_disk(str(path)), split, source)
+            return load_dataset(str(path), split=split)
+        if path.suffix.lower() in _FILE_BUILDERS or source.startswith((".", "/", "~")):
+            raise DatasetError(f"Dataset file not found: {path}. Check the path given to --dataset.")
+        return load_dataset(source, split=split, revision=revision)
+    except DatasetError:
+        raise
+    except ValueError as error:
+        if "split" in str(error).lower():
+            raise DatasetError(f"Dataset {source!r} has no {split!r} split: {error}") from error
+        raise DatasetError(f"Cannot read dataset {source!r}: {error}") from error
+    except Exception as error:  # the datasets library raises many types for one cause
+        raise DatasetError(
+            f"Cannot read dataset {source!r} ({type(error).__name__}: {error}). Give a Hub dataset "
+            f"id that is reachable, or a local json/jsonl/parquet/csv file or dataset folder."
+        ) from error
+
+
+def _find_column(dataset: Dataset, aliases: tuple[str, ...], role: str) -> str:
+    for name in aliases:
+        if name in dataset.column_names:
+            return name
+    raise DatasetError(
+        f"The test split has no {role} column: looked for {list(aliases)}, found "
+        f"{dataset.column_names}. Rename the column to {aliases[0]!r}."
+    )
+
+
+def validate_split(dataset: Dataset) -> Dataset:
+    """Normalise to columns (id, instruction, reference) and reject unusable rows.
+
+    The reference column may be called `answer` or `output`; a missing `id` column is filled
+    with the row number so every generated answer can be matched back to its row.
+    """
+    if len(dataset) == 0:
+        raise DatasetError("The test split is empty: point --dataset at a split with rows.")
+    instruction = _find_column(dataset, col.INSTRUCTION_ALIASES, "instruction")
+    reference = _find_column(dataset, col.REFERENCE_ALIASES, "reference answer")
+    ids = (
+        [str(value) for value in dataset[col.ID]]
+        if col.ID in dataset.column_names
+        else [str(index) for index in range(len(dataset))]
+    )
+    instructions, references = dataset[instruction], dataset[reference]
+
+    problems = []
+    for row, (row_id, text, ref) in enumerate(zip(ids, instructions, references)):
+        if not isinstance(text, str) or not text.strip():
+            problems.append(f"row {row} (id {row_id}): empty or non-text {instruction!r}")
+        if not isinstance(ref, str) or not ref.strip():
+            problems.append(f"row {row} (id {row_id}): empty or non-text {reference!r}")
+    seen: set[str] = set()
+    duplicates = sorted({row_id for row_id in ids if row_id in seen or seen.add(row_id)})
+    if duplicates:
+        problems.append(f"duplicate ids {duplicates[:5]}: every row needs a unique id")
+    if problems:
+        shown = "\n  - ".join(problems[:10])
+        more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
+        raise DatasetError(f"The test split has {len(problems)} bad row(s):\n  - {shown}{more}")
+
+    return Dataset.from_dict(
+        {col.ID: ids, col.INSTRUCTION: instructions, col.REFERENCE: references}
+    )
+
+
+def select_rows(dataset: Dataset, limit: Optional[int]) -> Dataset:
+    """The first `limit` rows (all rows when None)."""
+    if limit is None or limit >= len(dataset):
+        return dataset
+    return dataset.select(range(limit))
+
+
+def load_test_split(config: DatasetConfig) -> Dataset:
+    """Read, validate and subset the configured test split."""
+    raw = read_split(config.source, config.split, config.revision)
+    split = select_rows(validate_split(raw), config.row_limit)
+    logger.info("Loaded %d rows from %s (split %s)", len(split), config.source, config.split)
+    return split
+
+
+def with_prompts(split: Dataset, prompt: PromptConfig) -> Dataset:
+    """Add the `prompt` column: the Alpaca-formatted instruction, or, for the chat template
+    (which depends on each model's tokenizer), the bare instruction that generation renders."""
+    instructions = split[col.INSTRUCTION]
+    prompts = [alpaca_prompt(text) for text in instructions] if prompt.template == "alpaca" else instructions
+    return split.add_column(col.PROMPT, prompts)

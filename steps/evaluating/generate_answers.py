@@ -1,0 +1,34 @@
+from typing import Annotated
+
+from datasets import Dataset
+from zenml import log_metadata, step
+
+from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation import generation
+from llm_engineering.evaluation.config import EngineConfig, PromptConfig, SamplingConfig
+from llm_engineering.evaluation.generation import GenerationStats
+from llm_engineering.evaluation.models import resolve_model
+from llm_engineering.infrastructure.vllm_engine import ENGINES
+from llm_engineering.settings import get_settings
+from steps.materializers import DatasetMaterializer
+
+
+@step(output_materializers={col.GENERATIONS: DatasetMaterializer})
+def generate_answers(
+    test_split: Dataset,
+    model: str,
+    sampling: SamplingConfig,
+    engine: EngineConfig,
+    prompt: PromptConfig,
+) -> tuple[
+    Annotated[Dataset, col.GENERATIONS],
+    Annotated[GenerationStats, col.GENERATION_STATS],
+]:
+    """Generate every answer of one model with vLLM, in one batched call."""
+    resolved = resolve_model(model, get_settings().MODEL_CACHE_DIR)
+    llm = ENGINES.get(resolved.path, engine)
+    generations, stats = generation.generate_answers(
+        llm, test_split, model, sampling, prompt, engine.max_model_len
+    )
+    log_metadata(metadata={"model": model, **stats.model_dump()})
+    return generations, stats

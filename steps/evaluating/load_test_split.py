@@ -1,0 +1,22 @@
+from typing import Annotated
+
+from datasets import Dataset
+from zenml import log_metadata, step
+
+from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation import dataset as test_data
+from llm_engineering.evaluation.config import DatasetConfig, PromptConfig
+from steps.materializers import DatasetMaterializer
+
+
+# Never cached: a local file may change under the same path. Re-running costs a second, and
+# the content hash of its output keeps generation cached when the rows did not change.
+@step(enable_cache=False, output_materializers=DatasetMaterializer)
+def load_test_split(dataset: DatasetConfig, prompt: PromptConfig) -> Annotated[Dataset, col.TEST_SPLIT]:
+    """Load, validate and subset the test split, and format its prompts."""
+    split = test_data.with_prompts(test_data.load_test_split(dataset), prompt)
+    log_metadata(
+        metadata={"source": dataset.source, "split": dataset.split, "rows": len(split),
+                  "prompt_template": prompt.template},
+    )
+    return split

@@ -1,0 +1,76 @@
+"""ZenML materializer for `datasets.Dataset` (no pickling, works with remote artifact stores).
+
+ZenML's own huggingface integration needs datasets<4; this one is small and stable.
+Its import path is stored with every artifact: do not move it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import os
+import tempfile
+from typing import Any, ClassVar, Optional
+
+from datasets import Dataset, load_from_disk
+from zenml.enums import ArtifactType, VisualizationType
+from zenml.io import fileio
+from zenml.materializers.base_materializer import BaseMaterializer
+
+_PREVIEW_ROWS = 20
+_PREVIEW_CHARS = 300
+
+
+def _copy_tree(source: str, target: str) -> None:
+    fileio.makedirs(target)
+    for name in os.listdir(source):
+        fileio.copy(os.path.join(source, name), os.path.join(target, name), overwrite=True)
+
+
+class DatasetMaterializer(BaseMaterializer):
+    ASSOCIATED_TYPES: ClassVar[tuple[type[Any], ...]] = (Dataset,)
+    ASSOCIATED_ARTIFACT_TYPE: ClassVar[ArtifactType] = ArtifactType.DATA
+
+    def load(self, data_type: type[Any]) -> Dataset:
+        with tempfile.TemporaryDirectory() as local:
+            for name in fileio.listdir(self.uri):
+                name = str(name)
+                if name.endswith(".html"):
+                    continue
+                fileio.copy(os.path.join(self.uri, name), os.path.join(local, name))
+            # Keep the data in memory: the temporary folder is gone after this.
+            return load_from_disk(local, keep_in_memory=True)
+
+    def save(self, data: Dataset) -> None:
+        with tempfile.TemporaryDirectory() as local:
+            data.save_to_disk(local)
+            _copy_tree(local, self.uri)
+
+    def extract_metadata(self, data: Dataset) -> dict[str, Any]:
+        return {"num_rows": len(data), "columns": list(data.column_names)}
+
+    def compute_content_hash(self, data: Dataset) -> Optional[str]:
+        # Lets downstream steps stay cached when an upstream step re-runs with the same output.
+        digest = hashlib.sha256(str(data.features).encode())
+        for batch in data.data.to_batches():
+            digest.update(batch.serialize())
+        return digest.hexdigest()
+
+    def save_visualizations(self, data: Dataset) -> dict[str, VisualizationType]:
+        rows = data.select(range(min(_PREVIEW_ROWS, len(data)))).to_list()
+
+        def cell(value: Any) -> str:
+            text = str(value)
+            text = text if len(text) <= _PREVIEW_CHARS else text[:_PREVIEW_CHARS] + "…"
+            return f"<td>{html.escape(text)}</td>"
+
+        header = "".join(f"<th>{html.escape(name)}</th>" for name in data.column_names)
+        body = "".join("<tr>" + "".join(cell(row[c]) for c in data.column_names) + "</tr>" for row in rows)
+        page = (
+            f"<p>{len(data)} rows; first {len(rows)} shown.</p>"
+            f"<table border='1'><tr>{header}</tr>{body}</table>"
+        )
+        path = os.path.join(self.uri, "preview.html")
+        with fileio.open(path, "w") as handle:
+            handle.write(page)
+        return {path: VisualizationType.HTML}

@@ -1,0 +1,34 @@
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+# Set before anything imports ZenML or reads settings: no test reaches the internet, and every
+# session gets its own ZenML store and output folder (the real local stack, on SQLite).
+_SESSION_DIR = Path(tempfile.mkdtemp(prefix="llm-eval-tests-"))
+os.environ["ZENML_ANALYTICS_OPT_IN"] = "false"
+os.environ["ZENML_CONFIG_PATH"] = str(_SESSION_DIR / "zenml")
+os.environ["OUTPUT_DIR"] = str(_SESSION_DIR / "outputs")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def session_dir() -> Path:
+    return _SESSION_DIR
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _free_engines_at_session_end():
+    """Shut down a shared vLLM engine while pytest's output streams are still open."""
+    yield
+    module = sys.modules.get("llm_engineering.infrastructure.vllm_engine")
+    if module is not None:
+        module.ENGINES.release()

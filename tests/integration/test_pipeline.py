@@ -1,0 +1,146 @@
+"""The real pipeline: real vLLM (CPU build) with the bundled SmolLM2, on ZenML's local stack.
+
+One engine serves the whole session (generation and judge use the same model and engine
+config), so only the rescore test, which frees it on purpose, pays for a second start.
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from datasets import load_dataset
+
+from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.config import EvaluationConfig
+from llm_engineering.infrastructure.vllm_engine import ENGINES
+from llm_engineering.infrastructure.zenml_runs import latest_generations, step_output
+
+pytestmark = pytest.mark.slow
+
+ROWS = 3
+SMALL = {
+    "dataset": {"limit": ROWS},
+    "sampling": {"max_tokens": 48},
+    "judge": {"max_tokens": 256, "max_analysis_chars": 160},
+}
+
+
+def _config(**judge):
+    data = json.loads(json.dumps(SMALL))
+    data["judge"].update(judge)
+    return EvaluationConfig.model_validate(data)
+
+
+def _status(run, step):
+    return str(run.steps[step].status.value).lower()
+
+
+@pytest.fixture(scope="session")
+def first_run():
+    from zenml.client import Client
+
+    from pipelines.evaluating import evaluating
+
+    run = evaluating.with_options(enable_cache=False)(config=_config())
+    return Client().get_pipeline_run(run.id)
+
+
+def test_pipeline_generates_aligned_answers_and_judges_every_row(first_run):
+    assert str(first_run.status.value).lower() == "completed"
+    test_split = step_output(first_run, "load_test_split", col.TEST_SPLIT)
+    generations = step_output(first_run, "generate_answers", col.GENERATIONS)
+    evaluations = step_output(first_run, "evaluate_answers", col.EVALUATIONS)
+
+    assert len(test_split) == len(generations) == len(evaluations) == ROWS
+    assert generations[col.ID] == test_split[col.ID] == evaluations[col.ID]
+    assert generations[col.INSTRUCTION] == test_split[col.INSTRUCTION]
+    for row in generations:
+        assert row[col.ANSWER].strip(), f"empty answer for row {row[col.ID]}"
+        assert row[col.FINISH_REASON] in {"stop", "length"}
+        assert row[col.PROMPT_TOKENS] > 0 and 0 < row[col.COMPLETION_TOKENS] <= 48
+    for row in evaluations:
+        if row[col.JUDGE_ERROR] is None:
+            assert row[col.ACCURACY_SCORE] in {1, 2, 3} and row[col.STYLE_SCORE] in {1, 2, 3}
+            assert row[col.ACCURACY_ANALYSIS] is not None
+        else:
+            assert row[col.ACCURACY_SCORE] is None and row[col.JUDGE_RAW] is not None
+
+    summary = step_output(first_run, "summarize", col.EVALUATION_SUMMARY)
+    (scores,) = summary.models
+    assert scores.rows == ROWS and scores.scored + scores.failed == ROWS
+    assert scores.tokens_per_second > 0
+
+
+def test_run_lists_the_four_named_artifacts(first_run):
+    from zenml.client import Client
+
+    produced = {name for step in first_run.steps.values() for name in step.outputs}
+    assert {col.TEST_SPLIT, col.GENERATIONS, col.EVALUATIONS, col.EVALUATION_SUMMARY} <= produced
+    for name in (col.TEST_SPLIT, col.GENERATIONS, col.EVALUATIONS, col.EVALUATION_SUMMARY):
+        assert Client().get_artifact_version(name).id is not None
+
+
+def test_published_results_repo_loads_with_datasets(first_run):
+    folder = step_output(first_run, "publish_results", col.RESULTS_REPO)
+    assert folder.endswith("/local/SmolLM2-135M-Instruct-results")
+    published = load_dataset(folder, split="test")
+    generations = step_output(first_run, "generate_answers", col.GENERATIONS)
+    assert published[col.ID] == generations[col.ID]
+    assert published[col.ANSWER] == generations[col.ANSWER]
+
+
+def test_changing_only_the_judge_does_not_rerun_generation(first_run):
+    from zenml.client import Client
+
+    from pipelines.evaluating import evaluating
+
+    run = Client().get_pipeline_run(evaluating(config=_config(max_analysis_chars=120)).id)
+    assert _status(run, "generate_answers") == "cached"
+    assert _status(run, "evaluate_answers") == "completed"
+    cached = step_output(run, "generate_answers", col.GENERATIONS)
+    assert cached[col.ANSWER] == step_output(first_run, "generate_answers", col.GENERATIONS)[col.ANSWER]
+
+
+def test_rescore_reuses_generations_without_inference(first_run):
+    from zenml.client import Client
+
+    from pipelines.evaluating import rescoring
+
+    ENGINES.release()  # so any engine the rescore needs must be built, and shows in `builds`
+    builds_before = len(ENGINES.builds)
+    generations, stats, source = latest_generations()
+    run = rescoring.with_options(enable_cache=False)(
+        config=_config(), generations_ids=[str(a.id) for a in generations], generation_stats=stats
+    )
+    run = Client().get_pipeline_run(run.id)
+    assert not [name for name in run.steps if name.startswith(("generate_answers", "load_test_split"))]
+    assert len(ENGINES.builds) == builds_before + 1  # the judge's engine only
+    stored = generations[0].load()
+    rescored = step_output(run, "evaluate_answers", col.EVALUATIONS)
+    assert rescored[col.ID] == stored[col.ID]
+    assert rescored[col.ANSWER] == stored[col.ANSWER]
+    assert step_output(run, "summarize", col.EVALUATION_SUMMARY).models[0].rows == ROWS
+
+
+def test_cli_runs_a_local_jsonl_with_output_column_and_limit(repo_root, tmp_path, session_dir):
+    rows = [{"instruction": f"In one sentence, what is {t}?", "output": f"{t} is a technique."}
+            for t in ["RAG", "LoRA", "QLoRA", "DPO", "vLLM", "PagedAttention", "a KV cache",
+                      "ZenML", "quantization", "an LLM judge", "a vector database", "SFT"]]
+    data = tmp_path / "rows.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in rows))
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        "parameters:\n  sampling: {max_tokens: 24}\n  judge: {max_tokens: 200, max_analysis_chars: 100}\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "tools/run.py", "--run-evaluation", "--config", str(config),
+         "--dataset", str(data), "--limit", "10"],
+        cwd=repo_root, capture_output=True, text=True, timeout=900,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "smollm2-135m" in result.stdout and "Evaluation summary" in result.stdout
+    report_line = next(line for line in result.stdout.splitlines() if line.startswith("JSON report:"))
+    report = json.loads(open(report_line.split(":", 1)[1].strip()).read())
+    assert report["models"][0]["rows"] == 10
+    assert report["models"][0]["scored"] + report["models"][0]["failed"] == 10

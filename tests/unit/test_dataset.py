@@ -1,0 +1,99 @@
+import json
+
+import pytest
+from datasets import Dataset
+
+from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.config import DatasetConfig, PromptConfig
+from llm_engineering.evaluation.dataset import (
+    DatasetError,
+    embedded_split_path,
+    load_test_split,
+    validate_split,
+    with_prompts,
+)
+
+
+def write_jsonl(path, rows):
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return path
+
+
+ROWS = [{"instruction": f"Explain topic {i}.", "output": f"Topic {i} is explained."} for i in range(12)]
+
+
+def test_embedded_split_is_a_valid_test_split_of_at_least_40_rows():
+    split = load_test_split(DatasetConfig())
+    assert len(split) >= 40
+    assert split.column_names == [col.ID, col.INSTRUCTION, col.REFERENCE]
+    assert len(set(split[col.ID])) == len(split)
+
+
+@pytest.mark.parametrize("suffix", ["jsonl", "json", "parquet", "csv"])
+def test_local_files_load_with_output_as_reference(tmp_path, suffix):
+    dataset = Dataset.from_list(ROWS)
+    path = tmp_path / f"data.{suffix}"
+    {"jsonl": lambda: dataset.to_json(str(path)), "json": lambda: dataset.to_json(str(path)),
+     "parquet": lambda: dataset.to_parquet(str(path)), "csv": lambda: dataset.to_csv(str(path), index=False)}[suffix]()
+    split = load_test_split(DatasetConfig(source=str(path), limit=5))
+    assert len(split) == 5
+    assert split[0][col.REFERENCE] == "Topic 0 is explained."
+    assert split[col.ID] == ["0", "1", "2", "3", "4"]
+
+
+def test_save_to_disk_folder_with_test_split(tmp_path):
+    from datasets import DatasetDict
+
+    DatasetDict({"test": Dataset.from_list(ROWS), "train": Dataset.from_list(ROWS[:2])}).save_to_disk(tmp_path / "d")
+    assert len(load_test_split(DatasetConfig(source=str(tmp_path / "d")))) == 12
+    with pytest.raises(DatasetError, match="no 'validation' split"):
+        load_test_split(DatasetConfig(source=str(tmp_path / "d"), split="validation"))
+
+
+def test_dummy_mode_keeps_ten_rows_and_limit_wins_when_smaller(tmp_path):
+    path = write_jsonl(tmp_path / "d.jsonl", ROWS)
+    assert len(load_test_split(DatasetConfig(source=str(path), dummy=True))) == 10
+    assert len(load_test_split(DatasetConfig(source=str(path), dummy=True, limit=3))) == 3
+
+
+@pytest.mark.parametrize(
+    "rows, message",
+    [
+        ([{"question_text": "q", "output": "a"}], "no instruction column"),
+        ([{"instruction": "q", "response": "a"}], "no reference answer column"),
+        ([{"instruction": "  ", "answer": "a"}], "empty or non-text 'instruction'"),
+        ([{"instruction": "q", "answer": ""}], "empty or non-text 'answer'"),
+        ([{"id": 1, "instruction": "q", "answer": "a"}, {"id": 1, "instruction": "r", "answer": "b"}], "duplicate ids"),
+    ],
+)
+def test_bad_rows_are_rejected_with_the_fix(rows, message):
+    with pytest.raises(DatasetError, match=message):
+        validate_split(Dataset.from_list(rows))
+
+
+def test_empty_split_is_rejected(tmp_path):
+    with pytest.raises(DatasetError, match="empty"):
+        validate_split(Dataset.from_dict({"instruction": [], "answer": []}))
+
+
+def test_missing_and_unsupported_files_are_named(tmp_path):
+    with pytest.raises(DatasetError, match="not found"):
+        load_test_split(DatasetConfig(source=str(tmp_path / "missing.jsonl")))
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(DatasetError, match="unsupported file type"):
+        load_test_split(DatasetConfig(source=str(tmp_path / "notes.txt")))
+    (tmp_path / "broken.jsonl").write_text("{not json\n")
+    with pytest.raises(DatasetError, match="Cannot read"):
+        load_test_split(DatasetConfig(source=str(tmp_path / "broken.jsonl")))
+
+
+def test_prompts_use_the_alpaca_template_or_keep_the_instruction_for_chat():
+    split = validate_split(Dataset.from_list(ROWS[:2]))
+    alpaca = with_prompts(split, PromptConfig())
+    assert alpaca[0][col.PROMPT].startswith("Below is an instruction that describes a task.")
+    assert alpaca[0][col.PROMPT].endswith("### Instruction:\nExplain topic 0.\n\n### Response:\n")
+    assert with_prompts(split, PromptConfig(template="chat"))[0][col.PROMPT] == "Explain topic 0."
+
+
+def test_embedded_file_ships_with_the_package():
+    assert embedded_split_path().is_file()

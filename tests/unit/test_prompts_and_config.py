@@ -1,0 +1,74 @@
+import pytest
+
+from llm_engineering.evaluation.config import (
+    ConfigError,
+    EvaluationConfig,
+    apply_overrides,
+    load_run_config,
+)
+from llm_engineering.evaluation.prompts import chat_messages, format_prompts
+
+
+class TemplateTokenizer:
+    """Renders messages like a chat template would; only the call contract matters here."""
+
+    chat_template = "{% for m in messages %}...{% endfor %}"
+
+    def apply_chat_template(self, conversation, tokenize, add_generation_prompt):
+        assert tokenize is False and add_generation_prompt is True
+        return "".join(f"<{m['role']}>{m['content']}" for m in conversation) + "<assistant>"
+
+
+def test_chat_prompts_use_the_tokenizer_template_with_optional_system_turn():
+    prompts = format_prompts(["Hi"], "chat", TemplateTokenizer(), system_prompt="Be brief.")
+    assert prompts == ["<system>Be brief.<user>Hi<assistant>"]
+    assert chat_messages("Hi") == [{"role": "user", "content": "Hi"}]
+
+
+def test_chat_prompts_need_a_tokenizer_with_a_template():
+    with pytest.raises(ValueError, match="tokenizer"):
+        format_prompts(["Hi"], "chat")
+    tokenizer = TemplateTokenizer()
+    tokenizer.chat_template = None
+    with pytest.raises(ValueError, match="no chat template"):
+        format_prompts(["Hi"], "chat", tokenizer)
+
+
+def test_shipped_config_is_valid_and_equals_the_defaults(repo_root):
+    config = load_run_config(repo_root / "configs" / "evaluating.yaml")
+    assert config.evaluation == EvaluationConfig()
+    assert config.zenml_options == {"enable_cache": True}
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("parameters:\n  sampling:\n    temprature: 0.5\n", "parameters.sampling.temprature: unknown key"),
+        ("parameters:\n  sampling:\n    top_p: 1.5\n", "parameters.sampling.top_p"),
+        ("parameters:\n  sampling:\n    max_tokens: 0\n", "parameters.sampling.max_tokens"),
+        ("parameters:\n  models: []\n", "parameters.models"),
+        ("parameters:\n  models: [a, a]\n", "listed twice"),
+        ("paramters:\n  models: [a]\n", "Unknown top-level key(s) ['paramters']"),
+        ("parameters: [unclosed\n", "not valid YAML"),
+        ("- a\n- b\n", "must hold a mapping"),
+    ],
+)
+def test_bad_config_files_name_the_key_and_the_fix(tmp_path, text, message):
+    path = tmp_path / "run.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as error:
+        load_run_config(path)
+    assert message in str(error.value)
+
+
+def test_missing_config_file(tmp_path):
+    with pytest.raises(ConfigError, match="not found"):
+        load_run_config(tmp_path / "nope.yaml")
+
+
+def test_command_line_overrides_are_validated():
+    config = apply_overrides(EvaluationConfig(), models=["a", "b"], dataset="x.jsonl", limit=3, dummy=True)
+    assert config.models == ["a", "b"]
+    assert (config.dataset.source, config.dataset.limit, config.dataset.row_limit) == ("x.jsonl", 3, 3)
+    with pytest.raises(ConfigError, match="listed twice"):
+        apply_overrides(EvaluationConfig(), models=["a", "a"])

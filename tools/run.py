@@ -1,0 +1,137 @@
+"""Command-line entry point: parse flags, pick a config, call a pipeline, print the summary."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Optional
+
+import click
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CONFIG = ROOT / "configs" / "evaluating.yaml"
+
+EPILOG = """
+\b
+Examples:
+  python tools/run.py --run-evaluation
+  python tools/run.py --run-evaluation --limit 10 --no-cache
+  python tools/run.py --run-evaluation --dataset data.jsonl --model smollm2-135m --model org/my-model
+  python tools/run.py --run-evaluation --rescore          # re-judge the latest stored generations
+"""
+
+
+def _prepare_environment() -> None:
+    # ZenML's analytics post synchronously to the internet, which this pipeline never needs.
+    os.environ.setdefault("ZENML_ANALYTICS_OPT_IN", "false")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+
+
+def _ensure_zenml_repository() -> None:
+    from zenml.client import Client
+
+    if not (ROOT / ".zen").exists():
+        Client.initialize(root=ROOT)
+
+
+def _run_pipeline(pipeline: Any, zenml_options: dict, no_cache: bool, **parameters: Any) -> Any:
+    """Run with ZenML's own options from the config file (settings, steps, run_name...)."""
+    import yaml
+
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as handle:
+        yaml.safe_dump(zenml_options, handle)
+    try:
+        configured = pipeline.with_options(config_path=handle.name)
+        if no_cache:
+            configured = configured.with_options(enable_cache=False)
+        return configured(**parameters)
+    finally:
+        os.unlink(handle.name)
+
+
+def _print_summary(summary: Any, run_name: str, report: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from llm_engineering.evaluation.summary import TABLE_HEADER, table_rows
+
+    table = Table(title=f"Evaluation summary · run {run_name} · judge {summary.judge_model}")
+    for name in TABLE_HEADER:
+        table.add_column(name)
+    for row in table_rows(summary):
+        table.add_row(*row)
+    Console().print(table)
+    click.echo(f"JSON report: {report}")
+
+
+@click.command(epilog=EPILOG)
+@click.option("--run-evaluation", is_flag=True, help="Run the evaluation pipeline.")
+@click.option(
+    "--config", "config_path", type=click.Path(path_type=Path), default=DEFAULT_CONFIG,
+    show_default=True, help="Run config YAML (ZenML layout: parameters, settings, steps).",
+)
+@click.option("--model", "models", multiple=True, help="Model alias, local folder or Hub id; repeat to compare models.")
+@click.option("--dataset", help="Hub dataset id, or a local json/jsonl/parquet/csv file or dataset folder.")
+@click.option("--limit", type=click.IntRange(min=1), help="Evaluate only the first N rows.")
+@click.option("--dummy", is_flag=True, help="Evaluate only 10 rows (a quick smoke run).")
+@click.option("--no-cache", is_flag=True, help="Re-run every step instead of reusing cached results.")
+@click.option("--rescore", is_flag=True, help="Judge the latest stored generations again, without generating.")
+def main(
+    run_evaluation: bool,
+    config_path: Path,
+    models: tuple[str, ...],
+    dataset: Optional[str],
+    limit: Optional[int],
+    dummy: bool,
+    no_cache: bool,
+    rescore: bool,
+) -> None:
+    """Evaluate LLMs: vLLM batch generation, an LLM judge, tracked ZenML artifacts."""
+    if not run_evaluation:
+        raise click.UsageError("Nothing to do: pass --run-evaluation (see --help).")
+    _prepare_environment()
+    from llm_engineering.evaluation import columns as col
+    from llm_engineering.evaluation.config import ConfigError, apply_overrides, load_run_config
+    from llm_engineering.evaluation.dataset import DatasetError
+    from llm_engineering.evaluation.models import ModelError, resolve_model
+    from llm_engineering.infrastructure.zenml_runs import NoStoredGenerations, latest_generations, step_output
+    from llm_engineering.settings import get_settings
+
+    try:
+        run_config = load_run_config(config_path)
+        config = apply_overrides(run_config.evaluation, list(models), dataset, limit, dummy)
+        # Fail before any work on a model name that cannot be resolved (converts the embedded one once).
+        for name in {*config.models, config.judge.model}:
+            resolve_model(name, get_settings().MODEL_CACHE_DIR)
+        _ensure_zenml_repository()
+        from pipelines.evaluating import evaluating, rescoring
+
+        if rescore:
+            generations, stats, source_run = latest_generations()
+            click.echo(f"Re-scoring {len(generations)} stored generations artifact(s) of run {source_run}")
+            run = _run_pipeline(
+                rescoring, run_config.zenml_options, no_cache, config=config,
+                generations_ids=[str(a.id) for a in generations], generation_stats=stats,
+            )
+        else:
+            run = _run_pipeline(evaluating, run_config.zenml_options, no_cache, config=config)
+    except (ConfigError, DatasetError, ModelError, NoStoredGenerations) as error:
+        raise click.ClickException(str(error)) from None
+
+    from zenml.client import Client
+
+    run = Client().get_pipeline_run(run.id)
+    summary = step_output(run, "summarize", col.EVALUATION_SUMMARY)
+    report = get_settings().reports_dir / f"{run.name}.json"
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(json.dumps({"run": run.name, **summary.model_dump()}, indent=2))
+    _print_summary(summary, run.name, report.resolve())
+
+
+if __name__ == "__main__":
+    main()
