@@ -1,7 +1,8 @@
-"""ZenML materializer for `datasets.Dataset` (no pickling, works with remote artifact stores).
+"""ZenML materializers: `datasets.Dataset` (no pickling, works with remote artifact stores)
+and the evaluation summary (JSON plus its HTML report as the dashboard visualization).
 
 ZenML's own huggingface integration needs datasets<4; this one is small and stable.
-Its import path is stored with every artifact: do not move it.
+Their import paths are stored with every artifact: do not move them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from datasets import Dataset, load_from_disk
 from zenml.enums import ArtifactType, VisualizationType
 from zenml.io import fileio
 from zenml.materializers.base_materializer import BaseMaterializer
+from zenml.materializers.pydantic_materializer import PydanticMaterializer
+
+from llm_engineering.evaluation.summary import EvaluationSummary, render_html
 
 _PREVIEW_ROWS = 20
 _PREVIEW_CHARS = 300
@@ -73,4 +77,14 @@ class DatasetMaterializer(BaseMaterializer):
         path = os.path.join(self.uri, "preview.html")
         with fileio.open(path, "w") as handle:
             handle.write(page)
+        return {path: VisualizationType.HTML}
+
+
+class EvaluationSummaryMaterializer(PydanticMaterializer):
+    ASSOCIATED_TYPES: ClassVar[tuple[type[Any], ...]] = (EvaluationSummary,)
+
+    def save_visualizations(self, data: EvaluationSummary) -> dict[str, VisualizationType]:
+        path = os.path.join(self.uri, "report.html")
+        with fileio.open(path, "w") as handle:
+            handle.write(render_html(data))
         return {path: VisualizationType.HTML}

@@ -28,6 +28,7 @@ def _prepare_environment() -> None:
     # ZenML's analytics post synchronously to the internet, which this pipeline never needs.
     os.environ.setdefault("ZENML_ANALYTICS_OPT_IN", "false")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # keep progress bars readable
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
 
@@ -122,6 +123,14 @@ def main(
             run = _run_pipeline(evaluating, run_config.zenml_options, no_cache, config=config)
     except (ConfigError, DatasetError, ModelError, NoStoredGenerations) as error:
         raise click.ClickException(str(error)) from None
+    except RuntimeError as error:
+        if "Pipeline run has failed" not in str(error):
+            raise
+        raise click.ClickException(
+            f"{error} (its error is logged above). Every finished step is stored and cached: "
+            f"fix the cause and run the same command again, or use --rescore to judge the stored "
+            f"generations again."
+        ) from None
 
     from zenml.client import Client
 

@@ -5,7 +5,6 @@ TEST_SPLIT = "test_split"
 GENERATIONS = "generations"
 EVALUATIONS = "evaluations"
 EVALUATION_SUMMARY = "evaluation_summary"
-EVALUATION_REPORT = "evaluation_report"
 
 # test_split
 ID = "id"

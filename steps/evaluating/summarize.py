@@ -2,21 +2,18 @@ from typing import Annotated
 
 from datasets import Dataset
 from zenml import log_metadata, step
-from zenml.types import HTMLString
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation import summary as report
 from llm_engineering.evaluation.generation import GenerationStats
+from steps.materializers import EvaluationSummaryMaterializer
 
 
-@step
+@step(output_materializers=EvaluationSummaryMaterializer)
 def summarize(
     evaluations: list[Dataset], generation_stats: list[GenerationStats]
-) -> tuple[
-    Annotated[report.EvaluationSummary, col.EVALUATION_SUMMARY],
-    Annotated[HTMLString, col.EVALUATION_REPORT],
-]:
-    """Aggregate scores per model, rank the models, and render the HTML report."""
+) -> Annotated[report.EvaluationSummary, col.EVALUATION_SUMMARY]:
+    """Aggregate scores per model and rank the models (the artifact renders as an HTML report)."""
     summary = report.summarize(evaluations, generation_stats)
     log_metadata(
         metadata={
@@ -29,4 +26,4 @@ def summarize(
             },
         }
     )
-    return summary, HTMLString(report.render_html(summary))
+    return summary
