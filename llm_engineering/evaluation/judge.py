@@ -144,8 +144,9 @@ class VLLMJudge:
             temperature=self._config.temperature,
             max_tokens=self._config.max_tokens,
             seed=self._config.seed,
+            # Without disable_any_whitespace a small judge can loop on tabs until max_tokens.
             structured_outputs=StructuredOutputsParams(
-                json=verdict_schema(self._config.max_analysis_chars)
+                json=verdict_schema(self._config.max_analysis_chars), disable_any_whitespace=True
             ),
         )
         outputs = llm.chat(conversations, params, use_tqdm=True)
