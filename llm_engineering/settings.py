@@ -20,11 +20,22 @@ class Settings(BaseSettings):
     HUGGINGFACE_ACCESS_TOKEN: Optional[SecretStr] = None
     DATASET_HUGGINGFACE_WORKSPACE: str = "local"
 
-    # OpenAI-compatible judge endpoints.
+    # OpenAI-compatible judge endpoints (a local `vllm serve` accepts any key).
     OPENAI_API_KEY: Optional[SecretStr] = None
+
+    # Opik tracing of judge calls: off unless an API key or a self-hosted URL is set.
+    OPIK_API_KEY: Optional[SecretStr] = None
+    OPIK_URL_OVERRIDE: Optional[str] = None
+    OPIK_WORKSPACE: Optional[str] = None
+    OPIK_PROJECT_NAME: str = "llm-evaluation"
+
+    @property
+    def opik_enabled(self) -> bool:
+        return bool(self.OPIK_API_KEY or self.OPIK_URL_OVERRIDE)
 
     # Where converted models are cached (outside the repo), and where results are written.
     MODEL_CACHE_DIR: Path = Path.home() / ".cache" / "llm-engineering" / "models"
+    JUDGE_CACHE_DIR: Path = Path.home() / ".cache" / "llm-engineering" / "judge"
     OUTPUT_DIR: Path = Path("outputs")
 
     @property

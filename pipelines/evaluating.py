@@ -17,13 +17,14 @@ from steps.evaluating import (
 
 
 def _score_and_summarize(
-    config: EvaluationConfig, generations: list, stats: list, after: Optional[list] = None
+    config: EvaluationConfig, generations: list, stats: list, after: Optional[list] = None,
+    only_failed: bool = False,
 ) -> None:
     evaluations = [
-        evaluate_answers(answers, judge=config.judge, engine=config.engine, after=after)
+        evaluate_answers(answers, judge=config.judge, engine=config.engine, only_failed=only_failed, after=after)
         for answers in generations
     ]
-    summarize(evaluations, stats)
+    summarize(evaluations, stats, judge=config.judge)
 
 
 @pipeline(name="evaluating")
@@ -46,8 +47,15 @@ def evaluating(config: EvaluationConfig) -> None:
 
 @pipeline(name="rescoring")
 def rescoring(
-    config: EvaluationConfig, generations_ids: list[str], generation_stats: list[GenerationStats]
+    config: EvaluationConfig,
+    answers_ids: list[str],
+    generation_stats: list[GenerationStats],
+    only_failed: bool = False,
 ) -> None:
-    """Judge and summarize stored `generations` artifacts again: no generation engine, no inference."""
-    generations = [Client().get_artifact_version(artifact_id) for artifact_id in generations_ids]
-    _score_and_summarize(config, generations, generation_stats)
+    """Judge and summarize stored answers again: no generation engine, no inference.
+
+    `answers_ids` name `generations` artifacts, or, with `only_failed`, previous `evaluations`
+    artifacts whose rows without a valid verdict are judged again and merged.
+    """
+    answers = [Client().get_artifact_version(artifact_id) for artifact_id in answers_ids]
+    _score_and_summarize(config, answers, generation_stats, only_failed=only_failed)

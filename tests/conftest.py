@@ -11,6 +11,7 @@ _SESSION_DIR = Path(tempfile.mkdtemp(prefix="llm-eval-tests-"))
 os.environ["ZENML_ANALYTICS_OPT_IN"] = "false"
 os.environ["ZENML_CONFIG_PATH"] = str(_SESSION_DIR / "zenml")
 os.environ["OUTPUT_DIR"] = str(_SESSION_DIR / "outputs")
+os.environ["JUDGE_CACHE_DIR"] = str(_SESSION_DIR / "judge-cache")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 

@@ -21,6 +21,7 @@ Examples:
   python tools/run.py --run-evaluation --limit 10 --no-cache
   python tools/run.py --run-evaluation --dataset data.jsonl --model smollm2-135m --model org/my-model
   python tools/run.py --run-evaluation --rescore          # re-judge the latest stored generations
+  python tools/run.py --run-evaluation --rescore --only-failed
 """
 
 
@@ -82,6 +83,10 @@ def _print_summary(summary: Any, run_name: str, report: Path) -> None:
 @click.option("--dummy", is_flag=True, help="Evaluate only 10 rows (a quick smoke run).")
 @click.option("--no-cache", is_flag=True, help="Re-run every step instead of reusing cached results.")
 @click.option("--rescore", is_flag=True, help="Judge the latest stored generations again, without generating.")
+@click.option(
+    "--only-failed", is_flag=True,
+    help="With --rescore: judge only the rows of the latest evaluations without a valid verdict, and merge.",
+)
 def main(
     run_evaluation: bool,
     config_path: Path,
@@ -91,37 +96,56 @@ def main(
     dummy: bool,
     no_cache: bool,
     rescore: bool,
+    only_failed: bool,
 ) -> None:
     """Evaluate LLMs: vLLM batch generation, an LLM judge, tracked ZenML artifacts."""
     if not run_evaluation:
         raise click.UsageError("Nothing to do: pass --run-evaluation (see --help).")
+    if only_failed and not rescore:
+        raise click.UsageError("--only-failed goes with --rescore.")
     _prepare_environment()
     from llm_engineering.evaluation import columns as col
-    from llm_engineering.evaluation.config import ConfigError, apply_overrides, load_run_config
+    from llm_engineering.evaluation.config import (
+        ConfigError,
+        apply_overrides,
+        check_judge_settings,
+        load_run_config,
+    )
     from llm_engineering.evaluation.dataset import DatasetError
     from llm_engineering.evaluation.models import ModelError, resolve_model
-    from llm_engineering.infrastructure.zenml_runs import NoStoredGenerations, latest_generations, step_output
+    from llm_engineering.infrastructure.zenml_runs import (
+        NoStoredResults,
+        latest_evaluations,
+        latest_generations,
+        step_output,
+    )
     from llm_engineering.settings import get_settings
 
     try:
         run_config = load_run_config(config_path)
         config = apply_overrides(run_config.evaluation, list(models), dataset, limit, dummy)
+        check_judge_settings(config.judge, get_settings())
         # Fail before any work on a model name that cannot be resolved (converts the embedded one once).
-        for name in {*config.models, config.judge.model}:
+        local_judge = {config.judge.model} if config.judge.backend == "vllm" else set()
+        for name in {*config.models, *local_judge}:
             resolve_model(name, get_settings().MODEL_CACHE_DIR)
         _ensure_zenml_repository()
         from pipelines.evaluating import evaluating, rescoring
 
         if rescore:
             generations, stats, source_run = latest_generations()
-            click.echo(f"Re-scoring {len(generations)} stored generations artifact(s) of run {source_run}")
+            if only_failed:
+                answers, source_run = latest_evaluations()
+            else:
+                answers = generations
+            click.echo(f"Re-scoring {len(answers)} stored artifact(s) of run {source_run}")
             run = _run_pipeline(
                 rescoring, run_config.zenml_options, no_cache, config=config,
-                generations_ids=[str(a.id) for a in generations], generation_stats=stats,
+                answers_ids=[str(a.id) for a in answers], generation_stats=stats, only_failed=only_failed,
             )
         else:
             run = _run_pipeline(evaluating, run_config.zenml_options, no_cache, config=config)
-    except (ConfigError, DatasetError, ModelError, NoStoredGenerations) as error:
+    except (ConfigError, DatasetError, ModelError, NoStoredResults) as error:
         raise click.ClickException(str(error)) from None
     except RuntimeError as error:
         if "Pipeline run has failed" not in str(error):

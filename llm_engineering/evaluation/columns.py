@@ -27,6 +27,9 @@ STYLE_SCORE = "style_score"
 STYLE_ANALYSIS = "style_analysis"
 JUDGE_ERROR = "judge_error"
 JUDGE_RAW = "judge_raw"
+JUDGE_PROMPT_TOKENS = "judge_prompt_tokens"
+JUDGE_COMPLETION_TOKENS = "judge_completion_tokens"
+JUDGE_CACHED = "judge_cached"
 
 # The reference answer may be called either way in the source data (the original uses `output`).
 REFERENCE_ALIASES = ("answer", "output", "reference")

@@ -88,14 +88,32 @@ class EngineConfig(_Strict):
 
 
 class JudgeConfig(_Strict):
-    """The LLM judge: backend, model and how it samples."""
+    """The LLM judge: backend, model, how it samples, and how it talks to an endpoint."""
 
-    backend: Literal["vllm"] = "vllm"
+    backend: Literal["vllm", "openai"] = Field(
+        "vllm", description="'vllm': in-process engine; 'openai': any OpenAI-compatible chat endpoint."
+    )
     model: str = "smollm2-135m"
+    base_url: Optional[str] = Field(
+        None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1; None: OpenAI."
+    )
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     max_tokens: PositiveInt = 384
     seed: Optional[int] = 0
     max_analysis_chars: PositiveInt = 400
+    response_format: Literal["auto", "json_schema", "json_object", "none"] = Field(
+        "auto", description="auto: JSON schema, falling back to JSON mode, then plain text + validation."
+    )
+    max_concurrency: PositiveInt = Field(8, description="Requests in flight to an endpoint.")
+    timeout_s: float = Field(120.0, gt=0, description="Per-request timeout.")
+    max_attempts: PositiveInt = Field(6, description="Tries per request on 429, 5xx, timeouts, dropped connections.")
+    max_backoff_s: float = Field(60.0, gt=0, description="Longest wait between tries (Retry-After is honoured up to this).")
+    cache: bool = Field(True, description="Reuse verdicts from the on-disk judge cache.")
+    request_options: dict[str, Any] = Field(
+        default_factory=dict, description="Extra fields sent with every chat request."
+    )
+    price_per_million_input: Optional[float] = Field(None, ge=0, description="USD; known OpenAI models default.")
+    price_per_million_output: Optional[float] = Field(None, ge=0)
 
 
 class PublishConfig(_Strict):
@@ -194,3 +212,13 @@ def apply_overrides(
     if dummy:
         data["dataset"]["dummy"] = True
     return parse_evaluation(data)
+
+
+def check_judge_settings(judge: JudgeConfig, settings: Any) -> None:
+    """Stop before any work when the judge cannot be reached as configured."""
+    if judge.backend == "openai" and judge.base_url is None and settings.OPENAI_API_KEY is None:
+        raise ConfigError(
+            "judge.backend is 'openai' with no base_url, which means api.openai.com, but "
+            "OPENAI_API_KEY is not set: add it to .env or the environment, or set "
+            "judge.base_url to your OpenAI-compatible endpoint (e.g. a `vllm serve`)."
+        )

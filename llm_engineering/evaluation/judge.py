@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any, Optional, Protocol
+from typing import Any, Callable, Optional, Protocol
 
 from datasets import Dataset, Value
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.config import EngineConfig, JudgeConfig
+from llm_engineering.evaluation.judge_cache import JudgeCache, cache_key
 
 logger = logging.getLogger(__name__)
 
@@ -118,70 +118,127 @@ def judge_messages(
     ]
 
 
+@dataclass(frozen=True)
+class JudgeReply:
+    """One raw reply, or the transport error that prevented it (after every retry)."""
+
+    text: Optional[str]
+    error: Optional[str] = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False
+
+
+OnReply = Callable[[int, JudgeReply], None]
+
+
 class JudgeBackend(Protocol):
-    """Turns chat conversations into raw judge replies, one per conversation, in order."""
+    """Turns chat conversations into replies; calls `on_reply(index, reply)` as each arrives."""
 
     judge_id: str
 
-    def complete(self, conversations: list[list[dict[str, str]]]) -> list[str]: ...
+    def cache_namespace(self) -> dict[str, Any]:
+        """Everything besides the messages that decides a reply (model, sampling, schema)."""
+        ...
+
+    def complete(self, conversations: list[list[dict[str, str]]], on_reply: OnReply) -> None: ...
 
 
-class VLLMJudge:
-    """In-process vLLM judge whose output is constrained to the verdict JSON schema."""
-
-    def __init__(self, model_path: str, model_id: str, config: JudgeConfig, engine: EngineConfig):
-        self.judge_id = f"vllm:{model_id}"
-        self._model_path, self._config, self._engine = model_path, config, engine
-
-    def complete(self, conversations: list[list[dict[str, str]]]) -> list[str]:
-        from vllm import SamplingParams
-        from vllm.sampling_params import StructuredOutputsParams
-
-        from llm_engineering.infrastructure.vllm_engine import ENGINES
-
-        llm = ENGINES.get(self._model_path, self._engine)
-        params = SamplingParams(
-            temperature=self._config.temperature,
-            max_tokens=self._config.max_tokens,
-            seed=self._config.seed,
-            # Without disable_any_whitespace a small judge can loop on tabs until max_tokens.
-            structured_outputs=StructuredOutputsParams(
-                json=verdict_schema(self._config.max_analysis_chars), disable_any_whitespace=True
-            ),
+def _valid_rows(dataset: Dataset) -> set[int]:
+    if col.JUDGE_ERROR not in dataset.column_names:
+        return set()
+    return {
+        i for i, (error, accuracy, style) in enumerate(
+            zip(dataset[col.JUDGE_ERROR], dataset[col.ACCURACY_SCORE], dataset[col.STYLE_SCORE])
         )
-        outputs = llm.chat(conversations, params, use_tqdm=True)
-        return [output.outputs[0].text for output in outputs]
-
-
-def score_answers(generations: Dataset, judge: JudgeBackend) -> Dataset:
-    """Add the judge's verdict columns to every generated answer (errors kept per row)."""
-    conversations = [
-        judge_messages(instruction, answer)
-        for instruction, answer in zip(generations[col.INSTRUCTION], generations[col.ANSWER])
-    ]
-    replies = judge.complete(conversations)
-    parsed = [parse_verdict(raw) for raw in replies]
-    failures = sum(p.error is not None for p in parsed)
-    if failures:
-        logger.warning("%d of %d judge replies did not parse; kept as row errors", failures, len(parsed))
-
-    def field(criterion: str, attribute: str) -> list[Any]:
-        return [
-            getattr(getattr(p.verdict, criterion), attribute) if p.verdict else None for p in parsed
-        ]
-
-    # Explicit types, so a column that is all None (every reply failed) keeps its type.
-    new_columns = {
-        col.JUDGE_MODEL: ([judge.judge_id] * len(parsed), "string"),
-        col.ACCURACY_SCORE: (field("accuracy", "score"), "int32"),
-        col.ACCURACY_ANALYSIS: (field("accuracy", "analysis"), "string"),
-        col.STYLE_SCORE: (field("style", "score"), "int32"),
-        col.STYLE_ANALYSIS: (field("style", "analysis"), "string"),
-        col.JUDGE_ERROR: ([p.error for p in parsed], "string"),
-        col.JUDGE_RAW: (replies, "string"),
+        if error is None and accuracy is not None and style is not None
     }
-    existing = [name for name in new_columns if name in generations.column_names]
-    evaluations = generations.remove_columns(existing)
-    for name, (values, dtype) in new_columns.items():
-        evaluations = evaluations.add_column(name, values, feature=Value(dtype))
+
+
+# Explicit types, so a column that is all None (every reply failed) keeps its type.
+JUDGE_COLUMNS = {
+    col.JUDGE_MODEL: "string",
+    col.ACCURACY_SCORE: "int32",
+    col.ACCURACY_ANALYSIS: "string",
+    col.STYLE_SCORE: "int32",
+    col.STYLE_ANALYSIS: "string",
+    col.JUDGE_ERROR: "string",
+    col.JUDGE_RAW: "string",
+    col.JUDGE_PROMPT_TOKENS: "int32",
+    col.JUDGE_COMPLETION_TOKENS: "int32",
+    col.JUDGE_CACHED: "bool",
+}
+
+
+def _judge_row(judge_id: str, reply: JudgeReply) -> dict[str, Any]:
+    parsed = parse_verdict(reply.text) if reply.text is not None else ParsedVerdict(None, reply.error)
+    verdict = parsed.verdict
+    return {
+        col.JUDGE_MODEL: judge_id,
+        col.ACCURACY_SCORE: verdict.accuracy.score if verdict else None,
+        col.ACCURACY_ANALYSIS: verdict.accuracy.analysis if verdict else None,
+        col.STYLE_SCORE: verdict.style.score if verdict else None,
+        col.STYLE_ANALYSIS: verdict.style.analysis if verdict else None,
+        col.JUDGE_ERROR: parsed.error,
+        col.JUDGE_RAW: reply.text,
+        col.JUDGE_PROMPT_TOKENS: reply.prompt_tokens,
+        col.JUDGE_COMPLETION_TOKENS: reply.completion_tokens,
+        col.JUDGE_CACHED: reply.cached,
+    }
+
+
+def score_answers(
+    dataset: Dataset,
+    judge: JudgeBackend,
+    cache: Optional[JudgeCache] = None,
+    only_failed: bool = False,
+) -> Dataset:
+    """Add the judge's verdict columns to every answer; errors stay on their rows.
+
+    With `only_failed`, rows of a previous scoring that hold a valid verdict are kept as they
+    are and only the others are judged. With a cache, a reply already given for the same
+    prompt, judge and sampling parameters is reused, and each new valid reply is stored at
+    once, so an interrupted run resumes where it stopped.
+    """
+    keep = _valid_rows(dataset) if only_failed else set()
+    previous = dataset.to_list() if keep else []
+    todo = [i for i in range(len(dataset)) if i not in keep]
+    namespace = judge.cache_namespace()
+    conversations = {
+        i: judge_messages(dataset[i][col.INSTRUCTION], dataset[i][col.ANSWER]) for i in todo
+    }
+    keys = {i: cache_key(namespace, conversations[i]) for i in todo} if cache is not None else {}
+    replies: dict[int, JudgeReply] = {}
+    for i in todo:
+        hit = cache.get(keys[i]) if cache is not None else None
+        if hit is not None:
+            replies[i] = JudgeReply(**{**hit, "cached": True})
+    misses = [i for i in todo if i not in replies]
+    logger.info(
+        "Judging %d answers with %s: %d kept, %d from cache, %d to ask",
+        len(dataset), judge.judge_id, len(keep), len(todo) - len(misses), len(misses),
+    )
+
+    def on_reply(position: int, reply: JudgeReply) -> None:
+        index = misses[position]
+        replies[index] = reply
+        if cache is not None and reply.text is not None and parse_verdict(reply.text).verdict is not None:
+            cache.set(keys[index], {
+                "text": reply.text, "prompt_tokens": reply.prompt_tokens,
+                "completion_tokens": reply.completion_tokens,
+            })
+
+    if misses:
+        judge.complete([conversations[i] for i in misses], on_reply)
+    rows = [
+        {name: previous[i].get(name) for name in JUDGE_COLUMNS} if i in keep
+        else _judge_row(judge.judge_id, replies.get(i, JudgeReply(None, "no reply received")))
+        for i in range(len(dataset))
+    ]
+    failures = sum(row[col.JUDGE_ERROR] is not None for row in rows)
+    if failures:
+        logger.warning("%d of %d answers have no valid verdict; kept as row errors", failures, len(rows))
+    evaluations = dataset.remove_columns([c for c in JUDGE_COLUMNS if c in dataset.column_names])
+    for name, dtype in JUDGE_COLUMNS.items():
+        evaluations = evaluations.add_column(name, [row[name] for row in rows], feature=Value(dtype))
     return evaluations

@@ -9,44 +9,56 @@ from llm_engineering.evaluation import columns as col
 _DONE = {"completed", "cached"}
 
 
-class NoStoredGenerations(LookupError):
-    """There is no completed generation to re-score."""
+class NoStoredResults(LookupError):
+    """There is nothing stored to re-score."""
 
 
 def _status(step: Any) -> str:
     return str(getattr(step.status, "value", step.status)).lower()
 
 
-def generation_artifacts(run: Any) -> Optional[tuple[list[Any], list[Any]]]:
-    """(generations, generation_stats) artifact versions of a run's generation steps, if all finished."""
-    steps = [s for name, s in run.steps.items() if name.startswith("generate_answers")]
+def finished_outputs(run: Any, step_prefix: str, output: str) -> Optional[list[Any]]:
+    """The `output` artifact of each of a run's `step_prefix*` steps, if they all finished."""
+    steps = sorted((s for name, s in run.steps.items() if name.startswith(step_prefix)), key=lambda s: s.name)
     if not steps or any(_status(s) not in _DONE for s in steps):
         return None
-    steps.sort(key=lambda s: s.name)
-    return (
-        [s.outputs[col.GENERATIONS][0] for s in steps],
-        [s.outputs[col.GENERATION_STATS][0] for s in steps],
+    return [s.outputs[output][0] for s in steps]
+
+
+def _newest(pipelines: list[str], step_prefix: str, output: str) -> tuple[list[Any], Any]:
+    from zenml.client import Client
+
+    client = Client()
+    candidates = []
+    for name in pipelines:
+        try:
+            candidates += client.list_pipeline_runs(pipeline=name, sort_by="desc:created", size=50, hydrate=True).items
+        except KeyError:
+            continue  # that pipeline never ran
+    for run in sorted(candidates, key=lambda r: r.created, reverse=True):
+        found = finished_outputs(run, step_prefix, output)
+        if found:
+            return found, run
+    raise NoStoredResults(
+        f"No run with finished '{step_prefix}' steps was found in the ZenML store; "
+        f"run `python tools/run.py --run-evaluation` first."
     )
 
 
-def latest_generations(pipeline_name: str = "evaluating") -> tuple[list[Any], list[Any], str]:
-    """The newest run's finished generations: (artifact versions, loaded generation stats, run name).
+def latest_generations() -> tuple[list[Any], list[Any], str]:
+    """The newest finished generations: (artifact versions, loaded generation stats, run name).
 
     A run counts once all its generation steps finished, even if a later step failed.
     """
-    from zenml.client import Client
+    generations, run = _newest(["evaluating"], "generate_answers", col.GENERATIONS)
+    stats = finished_outputs(run, "generate_answers", col.GENERATION_STATS) or []
+    return generations, [artifact.load() for artifact in stats], run.name
 
-    runs = Client().list_pipeline_runs(
-        pipeline=pipeline_name, sort_by="desc:created", size=50, hydrate=True
-    )
-    for run in runs.items:
-        found = generation_artifacts(run)
-        if found:
-            return found[0], [stats.load() for stats in found[1]], run.name
-    raise NoStoredGenerations(
-        f"No '{pipeline_name}' run with finished generation steps was found in the ZenML store; "
-        f"run `python tools/run.py --run-evaluation` first."
-    )
+
+def latest_evaluations() -> tuple[list[Any], str]:
+    """The newest finished evaluations of an evaluating or rescoring run: (artifact versions, run name)."""
+    evaluations, run = _newest(["evaluating", "rescoring"], "evaluate_answers", col.EVALUATIONS)
+    return evaluations, run.name
 
 
 def step_output(run: Any, step_name: str, output: str) -> Any:

@@ -1,32 +1,47 @@
 from typing import Annotated
 
 from datasets import Dataset
-from zenml import log_metadata, step
+from zenml import get_step_context, log_metadata, step
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import EngineConfig, JudgeConfig
-from llm_engineering.evaluation.judge import VLLMJudge, score_answers
-from llm_engineering.evaluation.models import resolve_model
+from llm_engineering.evaluation.judge import score_answers
 from llm_engineering.evaluation.summary import model_scores
+from llm_engineering.infrastructure.judges import build_judge, open_cache
+from llm_engineering.infrastructure.opik_tracking import log_scoring
 from llm_engineering.settings import get_settings
 from steps.materializers import DatasetMaterializer
 
 
 @step(output_materializers=DatasetMaterializer)
 def evaluate_answers(
-    generations: Dataset, judge: JudgeConfig, engine: EngineConfig
+    generations: Dataset, judge: JudgeConfig, engine: EngineConfig, only_failed: bool = False
 ) -> Annotated[Dataset, col.EVALUATIONS]:
-    """Score every generated answer with the LLM judge (accuracy and style, 1-3)."""
-    resolved = resolve_model(judge.model, get_settings().MODEL_CACHE_DIR)
-    evaluations = score_answers(generations, VLLMJudge(resolved.path, judge.model, judge, engine))
+    """Score every generated answer with the LLM judge (accuracy and style, 1-3).
+
+    `generations` may be a previous `evaluations` artifact: with `only_failed`, its valid
+    verdicts are kept and only the rows without one are judged again.
+    """
+    settings = get_settings()
+    cache = open_cache(judge, settings)
+    try:
+        evaluations = score_answers(generations, build_judge(judge, engine, settings), cache, only_failed)
+    finally:
+        if cache is not None:
+            cache.close()
     scores = model_scores(evaluations)
+    run_name = get_step_context().pipeline_run.name
+    opik_traces = log_scoring(evaluations, settings, f"{run_name}-{scores.model_id}")
     log_metadata(
         metadata={
-            "judge": judge.model,
+            "judge": evaluations[0][col.JUDGE_MODEL] if len(evaluations) else judge.model,
             "rows": scores.rows,
             "failed": scores.failed,
             "accuracy_mean": scores.accuracy_mean,
             "style_mean": scores.style_mean,
+            "judge_calls": scores.judge_usage.calls,
+            "judge_cache_hits": scores.judge_usage.cached,
+            "opik_traces": opik_traces if opik_traces is not None else "opik not configured",
         }
     )
     return evaluations

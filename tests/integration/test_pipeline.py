@@ -110,8 +110,9 @@ def test_rescore_reuses_generations_without_inference(first_run):
     ENGINES.release()  # so any engine the rescore needs must be built, and shows in `builds`
     builds_before = len(ENGINES.builds)
     generations, stats, source = latest_generations()
+    # Judge cache off: with it, every valid verdict would be reused and no engine built at all.
     run = rescoring.with_options(enable_cache=False)(
-        config=_config(), generations_ids=[str(a.id) for a in generations], generation_stats=stats
+        config=_config(cache=False), answers_ids=[str(a.id) for a in generations], generation_stats=stats
     )
     run = Client().get_pipeline_run(run.id)
     assert not [name for name in run.steps if name.startswith(("generate_answers", "load_test_split"))]
@@ -144,3 +145,32 @@ def test_cli_runs_a_local_jsonl_with_output_column_and_limit(repo_root, tmp_path
     report = json.loads(open(report_line.split(":", 1)[1].strip()).read())
     assert report["models"][0]["rows"] == 10
     assert report["models"][0]["scored"] + report["models"][0]["failed"] == 10
+
+
+def test_rescore_only_failed_through_the_pipeline_fills_exactly_the_failed_rows(first_run):
+    from zenml.client import Client
+
+    from llm_engineering.infrastructure.zenml_runs import latest_evaluations
+    from pipelines.evaluating import rescoring
+    from tests.integration.openai_stub import OpenAIStub
+
+    generations, stats, _ = latest_generations()
+    rows = len(generations[0].load())
+    with OpenAIStub() as stub:
+        judge = {"backend": "openai", "model": "stub-judge", "base_url": stub.base_url,
+                 "max_attempts": 1, "max_concurrency": 1, "cache": False}
+        config = EvaluationConfig.model_validate({**SMALL, "judge": judge})
+        stub.state.script, stub.state.default = ["ok"], "500"  # first row judged, the rest fail
+        run = rescoring.with_options(enable_cache=False)(
+            config=config, answers_ids=[str(a.id) for a in generations], generation_stats=stats)
+        partial = step_output(Client().get_pipeline_run(run.id), "evaluate_answers", col.EVALUATIONS)
+        assert [e is None for e in partial[col.JUDGE_ERROR]] == [True] + [False] * (rows - 1)
+
+        stub.state.requests, stub.state.default = [], "ok"
+        evaluations, _ = latest_evaluations()
+        run = rescoring.with_options(enable_cache=False)(
+            config=config, answers_ids=[str(a.id) for a in evaluations], generation_stats=stats, only_failed=True)
+        merged = step_output(Client().get_pipeline_run(run.id), "evaluate_answers", col.EVALUATIONS)
+    assert len(stub.state.requests) == rows - 1
+    assert merged[col.JUDGE_ERROR] == [None] * rows
+    assert merged[col.ID] == partial[col.ID]

@@ -5,8 +5,10 @@ import pytest
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.judge_cache import JudgeCache
 from llm_engineering.evaluation.judge import (
     JUDGE_PROMPT_TEMPLATE,
+    JudgeReply,
     judge_messages,
     parse_verdict,
     score_answers,
@@ -46,36 +48,78 @@ def test_judge_prompt_carries_instruction_and_answer():
 
 
 class ScriptedJudge:
-    """Replies fixed strings in order: exercises the row bookkeeping, not a model."""
+    """Replies fixed strings in order and counts requests: exercises bookkeeping, not a model."""
 
     judge_id = "scripted"
 
     def __init__(self, replies):
-        self.replies = replies
+        self.replies = list(replies)
+        self.asked = []
 
-    def complete(self, conversations):
-        assert len(conversations) == len(self.replies)
-        return self.replies
+    def cache_namespace(self):
+        return {"backend": "scripted"}
+
+    def complete(self, conversations, on_reply):
+        for index, messages in enumerate(conversations):
+            self.asked.append(messages[1]["content"])
+            reply = self.replies.pop(0)
+            on_reply(index, reply if isinstance(reply, JudgeReply) else JudgeReply(text=reply, prompt_tokens=10, completion_tokens=5))
+
+
+def answers(n):
+    return Dataset.from_dict({
+        col.ID: [f"r{i}" for i in range(n)], col.INSTRUCTION: [f"instruction {i}" for i in range(n)],
+        col.ANSWER: [f"answer {i}" for i in range(n)], col.MODEL_ID: ["m"] * n,
+    })
+
+
+GOOD = json.dumps({"accuracy": {"analysis": "ok", "score": 2}, "style": {"analysis": "ok", "score": 3}})
 
 
 def test_score_answers_keeps_failed_rows_with_error_and_raw_reply():
-    generations = Dataset.from_dict(
-        {col.ID: ["a", "b"], col.INSTRUCTION: ["i1", "i2"], col.ANSWER: ["x", "y"], col.MODEL_ID: ["m", "m"]}
-    )
-    good = json.dumps({"accuracy": {"analysis": "ok", "score": 2}, "style": {"analysis": "ok", "score": 3}})
-    evaluations = score_answers(generations, ScriptedJudge([good, "not json"]))
+    evaluations = score_answers(answers(3), ScriptedJudge([GOOD, "not json", JudgeReply(None, "HTTP 503: down")]))
     rows = evaluations.to_list()
-    assert [r[col.ID] for r in rows] == ["a", "b"]
+    assert [r[col.ID] for r in rows] == ["r0", "r1", "r2"]
     assert (rows[0][col.ACCURACY_SCORE], rows[0][col.STYLE_SCORE], rows[0][col.JUDGE_ERROR]) == (2, 3, None)
     assert rows[1][col.ACCURACY_SCORE] is None and rows[1][col.STYLE_SCORE] is None
-    assert "invalid JSON" in rows[1][col.JUDGE_ERROR]
-    assert rows[1][col.JUDGE_RAW] == "not json"
+    assert "invalid JSON" in rows[1][col.JUDGE_ERROR] and rows[1][col.JUDGE_RAW] == "not json"
+    assert rows[2][col.JUDGE_ERROR] == "HTTP 503: down" and rows[2][col.JUDGE_RAW] is None
 
 
 def test_score_answers_all_failed_keeps_typed_columns():
-    generations = Dataset.from_dict(
-        {col.ID: ["a"], col.INSTRUCTION: ["i"], col.ANSWER: ["x"], col.MODEL_ID: ["m"]}
-    )
-    evaluations = score_answers(generations, ScriptedJudge(["{"]))
+    evaluations = score_answers(answers(1), ScriptedJudge(["{"]))
     assert str(evaluations.features[col.ACCURACY_SCORE].dtype) == "int32"
     assert evaluations[0][col.ACCURACY_SCORE] is None
+
+
+def test_cached_verdicts_are_not_asked_again_and_failures_are_not_cached(tmp_path):
+    cache = JudgeCache(tmp_path / "cache")
+    first = ScriptedJudge([GOOD, "not json", GOOD])
+    score_answers(answers(3), first, cache)
+    assert len(first.asked) == 3 and len(cache) == 2
+    second = ScriptedJudge([GOOD])
+    evaluations = score_answers(answers(3), second, cache)
+    assert second.asked == [first.asked[1]]  # only the row that failed
+    assert evaluations[col.JUDGE_CACHED] == [True, False, True]
+    assert evaluations[col.ACCURACY_SCORE] == [2, 2, 2]
+
+
+def test_cache_key_changes_with_judge_settings(tmp_path):
+    cache = JudgeCache(tmp_path / "cache")
+    score_answers(answers(1), ScriptedJudge([GOOD]), cache)
+    other = ScriptedJudge([GOOD])
+    other.cache_namespace = lambda: {"backend": "scripted", "temperature": 1.0}
+    score_answers(answers(1), other, cache)
+    assert len(other.asked) == 1
+
+
+def test_only_failed_rescoring_keeps_valid_rows_and_fills_the_others():
+    first = score_answers(answers(4), ScriptedJudge([GOOD, "oops", GOOD, JudgeReply(None, "timeout")]))
+    better = json.dumps({"accuracy": {"analysis": "fine", "score": 3}, "style": {"analysis": "fine", "score": 1}})
+    judge = ScriptedJudge([better, better])
+    merged = score_answers(first, judge, only_failed=True)
+    assert len(judge.asked) == 2
+    assert merged[col.ID] == first[col.ID]
+    assert merged[col.ACCURACY_SCORE] == [2, 3, 2, 3]
+    assert merged[col.JUDGE_ERROR] == [None] * 4
+    assert merged[col.ACCURACY_ANALYSIS][0] == "ok"

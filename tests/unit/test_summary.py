@@ -57,3 +57,52 @@ def test_model_scores_rejects_mixed_models():
     both = Dataset.from_list(evaluations("a", [[1, 1, None]]).to_list() + mixed.to_list())
     with pytest.raises(ValueError, match="exactly one model"):
         model_scores(both)
+
+
+def test_bootstrap_interval_brackets_the_mean_and_needs_two_values():
+    from llm_engineering.evaluation.summary import bootstrap_ci
+
+    low, high = bootstrap_ci([1, 2, 3, 3, 2, 1, 2, 3])
+    assert low <= 2.125 <= high and 1 <= low < high <= 3
+    assert bootstrap_ci([2, 2, 2]) == [2.0, 2.0]
+    assert bootstrap_ci([3]) is None
+    assert bootstrap_ci([1, 3, 2, 2]) == bootstrap_ci([1, 3, 2, 2])  # seeded: reproducible
+
+
+def test_model_comparison_is_paired_on_rows_both_scored():
+    from llm_engineering.evaluation.summary import compare_models
+
+    base = evaluations("base", [[1, 1, None], [2, 2, None], [1, 1, None], [2, 2, None]])
+    tuned = evaluations("tuned", [[3, 1, None], [3, 2, None], [None, None, "invalid JSON"], [3, 3, None]])
+    comparison = compare_models(tuned, base, "accuracy")
+    assert (comparison.model_a, comparison.model_b, comparison.paired_rows) == ("tuned", "base", 3)
+    assert comparison.difference == pytest.approx((2 + 1 + 1) / 3, abs=1e-4)
+    assert comparison.ci[0] > 0  # every paired row improved
+
+
+def test_summary_compares_each_model_with_the_first_and_renders_a_plot():
+    import base64
+
+    summary = summarize([evaluations("a", [[1, 1, None], [2, 1, None]]), evaluations("b", [[3, 3, None], [3, 2, None]])])
+    assert [(c.model_a, c.model_b, c.criterion) for c in summary.comparisons] == [("b", "a", "accuracy"), ("b", "a", "style")]
+    page = render_html(summary)
+    png = page.split("data:image/png;base64,")[1].split("'")[0]
+    assert base64.b64decode(png).startswith(b"\x89PNG")
+
+
+def test_judge_usage_counts_fresh_calls_and_prices_known_models():
+    from llm_engineering.evaluation.config import JudgeConfig
+    from llm_engineering.evaluation.summary import judge_prices, judge_usage
+
+    rows = [
+        {col.JUDGE_RAW: "{}", col.JUDGE_CACHED: False, col.JUDGE_PROMPT_TOKENS: 1000, col.JUDGE_COMPLETION_TOKENS: 100},
+        {col.JUDGE_RAW: "{}", col.JUDGE_CACHED: True, col.JUDGE_PROMPT_TOKENS: 1000, col.JUDGE_COMPLETION_TOKENS: 100},
+        {col.JUDGE_RAW: None, col.JUDGE_CACHED: False, col.JUDGE_PROMPT_TOKENS: 0, col.JUDGE_COMPLETION_TOKENS: 0},
+    ]
+    prices = judge_prices(JudgeConfig(backend="openai", model="gpt-4o-mini"))
+    usage = judge_usage(rows, prices)
+    assert (usage.calls, usage.cached, usage.prompt_tokens, usage.completion_tokens) == (1, 1, 1000, 100)
+    assert usage.estimated_cost_usd == pytest.approx((1000 * 0.15 + 100 * 0.60) / 1e6)
+    assert judge_prices(JudgeConfig()) is None  # a local judge costs nothing per token
+    assert judge_prices(JudgeConfig(backend="openai", model="x", base_url="http://h/v1",
+                                    price_per_million_input=1.0)) == (1.0, 0.0)

@@ -1,0 +1,24 @@
+"""Build the configured judge backend."""
+
+from __future__ import annotations
+
+from llm_engineering.evaluation.config import EngineConfig, JudgeConfig
+from llm_engineering.evaluation.judge import JudgeBackend
+from llm_engineering.evaluation.judge_cache import JudgeCache
+from llm_engineering.settings import Settings
+
+
+def build_judge(config: JudgeConfig, engine: EngineConfig, settings: Settings) -> JudgeBackend:
+    if config.backend == "openai":
+        from llm_engineering.infrastructure.openai_judge import OpenAIJudge
+
+        key = settings.OPENAI_API_KEY.get_secret_value() if settings.OPENAI_API_KEY else None
+        return OpenAIJudge(config, key)
+    from llm_engineering.evaluation.models import resolve_model
+    from llm_engineering.infrastructure.vllm_judge import VLLMJudge
+
+    return VLLMJudge(resolve_model(config.model, settings.MODEL_CACHE_DIR).path, config, engine)
+
+
+def open_cache(config: JudgeConfig, settings: Settings) -> JudgeCache | None:
+    return JudgeCache(settings.JUDGE_CACHE_DIR) if config.cache else None

@@ -1,0 +1,77 @@
+"""Opik tracing of judge verdicts, and the scoring run as an Opik experiment.
+
+Off unless settings name an Opik server (OPIK_URL_OVERRIDE, self-hosted) or an API key
+(OPIK_API_KEY, Comet): then nothing is imported, sent or waited for.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Optional
+
+from datasets import Dataset
+
+from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.judge import judge_messages
+from llm_engineering.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+
+def _client(settings: Settings) -> Any:
+    import opik
+
+    return opik.Opik(
+        project_name=settings.OPIK_PROJECT_NAME,
+        workspace=settings.OPIK_WORKSPACE,
+        host=settings.OPIK_URL_OVERRIDE,
+        api_key=settings.OPIK_API_KEY.get_secret_value() if settings.OPIK_API_KEY else None,
+        _show_misconfiguration_message=False,
+    )
+
+
+def log_scoring(evaluations: Dataset, settings: Settings, experiment_name: str) -> Optional[int]:
+    """Trace every judged row (prompt, raw reply, scores as feedback) and group the traces in
+    an experiment over a dataset of the rows. Returns the number of traces, or None when Opik
+    is not configured. Opik trouble is logged, never raised: scores are already stored."""
+    if not settings.opik_enabled:
+        return None
+    try:
+        client = _client(settings)
+        traces = []
+        for row in evaluations:
+            scores = [
+                {"name": name, "value": row[column]}
+                for name, column in (("accuracy", col.ACCURACY_SCORE), ("style", col.STYLE_SCORE))
+                if row[column] is not None
+            ]
+            trace = client.trace(
+                name="judge",
+                input={"messages": judge_messages(row[col.INSTRUCTION], row[col.ANSWER])},
+                output={"reply": row[col.JUDGE_RAW], "error": row[col.JUDGE_ERROR]},
+                metadata={"row_id": row[col.ID], "model": row[col.MODEL_ID], "judge": row[col.JUDGE_MODEL],
+                          "prompt_tokens": row[col.JUDGE_PROMPT_TOKENS],
+                          "completion_tokens": row[col.JUDGE_COMPLETION_TOKENS],
+                          "cached": row[col.JUDGE_CACHED]},
+                feedback_scores=scores or None,
+                tags=["llm-judge"],
+            )
+            traces.append(trace.id)
+        client.flush()
+        dataset = client.get_or_create_dataset(name=f"{experiment_name}-rows")
+        dataset.insert([{"row_id": r[col.ID], "instruction": r[col.INSTRUCTION], "answer": r[col.ANSWER]}
+                        for r in evaluations])
+        items = {item["row_id"]: item["id"] for item in dataset.get_items()}
+        experiment = client.create_experiment(dataset_name=dataset.name, name=experiment_name)
+        from opik.api_objects.experiment.experiment_item import ExperimentItemReferences
+
+        experiment.insert([
+            ExperimentItemReferences(dataset_item_id=items[row_id], trace_id=trace_id)
+            for row_id, trace_id in zip(evaluations[col.ID], traces) if row_id in items
+        ])
+        client.flush()
+        return len(traces)
+    except Exception as error:  # an observability backend must not fail an evaluation
+        logger.warning("Opik logging failed (%s: %s); scores are stored in ZenML regardless.",
+                       type(error).__name__, error)
+        return 0

@@ -1,0 +1,42 @@
+"""The offline judge: in-process vLLM, output constrained to the verdict JSON schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llm_engineering.evaluation.config import EngineConfig, JudgeConfig
+from llm_engineering.evaluation.judge import JudgeReply, OnReply, verdict_schema
+from llm_engineering.infrastructure.vllm_engine import ENGINES
+
+
+class VLLMJudge:
+    def __init__(self, model_path: str, config: JudgeConfig, engine: EngineConfig):
+        self.judge_id = f"vllm:{config.model}"
+        self._model_path, self._config, self._engine = model_path, config, engine
+
+    def cache_namespace(self) -> dict[str, Any]:
+        c = self._config
+        return {"backend": "vllm", "model": c.model, "temperature": c.temperature, "seed": c.seed,
+                "max_tokens": c.max_tokens, "schema": verdict_schema(c.max_analysis_chars)}
+
+    def complete(self, conversations: list[list[dict[str, str]]], on_reply: OnReply) -> None:
+        from vllm import SamplingParams
+        from vllm.sampling_params import StructuredOutputsParams
+
+        # Built only when some verdict is not cached; shared with generation when the model matches.
+        llm = ENGINES.get(self._model_path, self._engine)
+        params = SamplingParams(
+            temperature=self._config.temperature,
+            max_tokens=self._config.max_tokens,
+            seed=self._config.seed,
+            # Without disable_any_whitespace a small judge can loop on tabs until max_tokens.
+            structured_outputs=StructuredOutputsParams(
+                json=verdict_schema(self._config.max_analysis_chars), disable_any_whitespace=True
+            ),
+        )
+        for index, output in enumerate(llm.chat(conversations, params, use_tqdm=True)):
+            on_reply(index, JudgeReply(
+                text=output.outputs[0].text,
+                prompt_tokens=len(output.prompt_token_ids or []),
+                completion_tokens=len(output.outputs[0].token_ids),
+            ))

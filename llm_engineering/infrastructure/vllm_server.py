@@ -1,0 +1,64 @@
+"""Start an OpenAI-compatible `vllm serve` on 127.0.0.1 (for a local judge endpoint, tests, benchmarks)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+
+
+class ServerError(RuntimeError):
+    pass
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def vllm_server(
+    model_path: str, served_name: str, log_path: Path, startup_timeout_s: float = 300, cpu: bool = True
+) -> Iterator[str]:
+    """Run the server until the block ends; yields its base URL (`http://127.0.0.1:PORT/v1`)."""
+    port = free_port()
+    env = dict(os.environ)
+    if cpu:
+        env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+        env.setdefault("VLLM_CPU_OMP_THREADS_BIND", f"0-{(os.cpu_count() or 1) - 1}")
+    # `vllm serve` asks for the `vllm` distribution's version, which vllm-cpu does not provide;
+    # this module runs the same server.
+    command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model_path,
+               "--host", "127.0.0.1", "--port", str(port), "--served-model-name", served_name,
+               "--max-model-len", "2048"]
+    if cpu:
+        command += ["--dtype", "float32", "--enforce-eager"]
+    base_url = f"http://127.0.0.1:{port}/v1"
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+    try:
+        deadline = time.monotonic() + startup_timeout_s
+        while True:
+            if process.poll() is not None:
+                raise ServerError(f"vllm serve exited with {process.returncode}:\n{log_path.read_text()[-3000:]}")
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{base_url}/models", timeout=2).status_code == 200:
+                    break
+            if time.monotonic() > deadline:
+                raise ServerError(f"vllm serve did not start in {startup_timeout_s:.0f} s:\n{log_path.read_text()[-3000:]}")
+            time.sleep(2)
+        yield base_url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()

@@ -1,0 +1,99 @@
+"""A small OpenAI-compatible chat endpoint on 127.0.0.1 that can be told to fail.
+
+Each request pops the next action from `script` (default: answer). Actions:
+"ok", ("429", retry_after_seconds), "500", "drop" (close the connection without a reply),
+and "reject_schema" (HTTP 400 for json_schema response formats, as endpoints without
+structured outputs answer).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+VERDICT = {"accuracy": {"analysis": "Correct and complete.", "score": 3},
+           "style": {"analysis": "Plain and clear.", "score": 2}}
+
+
+class StubState:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.script: list[Any] = []
+        self.default: Any = "ok"
+        self.requests: list[dict[str, Any]] = []
+
+    def next_action(self) -> Any:
+        with self.lock:
+            return self.script.pop(0) if self.script else self.default
+
+
+def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:  # keep test output clean
+            pass
+
+        def _send(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+            payload = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def do_POST(self) -> None:  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            action = state.next_action()
+            with state.lock:
+                state.requests.append({"time": time.monotonic(), "action": action, "body": body})
+            if action == "drop":
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
+            if isinstance(action, tuple) and action[0] == "429":
+                self._send(429, {"error": {"message": "rate limited", "type": "rate_limit"}},
+                           {"Retry-After": str(action[1])})
+                return
+            if action == "500":
+                self._send(500, {"error": {"message": "server exploded", "type": "server_error"}})
+                return
+            fmt = (body.get("response_format") or {}).get("type")
+            if action == "reject_schema" and fmt == "json_schema":
+                self._send(400, {"error": {"message": "response_format json_schema is not supported",
+                                           "type": "invalid_request_error"}})
+                return
+            self._send(200, {
+                "id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": body["model"],
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": json.dumps(VERDICT)}}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+            })
+
+    return Handler
+
+
+class OpenAIStub:
+    """Context manager: `with OpenAIStub() as stub: stub.base_url ...`."""
+
+    def __init__(self) -> None:
+        self.state = StubState()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self.state))
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> "OpenAIStub":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,99 @@
+"""The OpenAI-compatible judge against real HTTP on 127.0.0.1, through the real `openai` client."""
+
+import pytest
+from datasets import Dataset
+
+from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.config import JudgeConfig
+from llm_engineering.evaluation.judge import score_answers
+from llm_engineering.evaluation.judge_cache import JudgeCache
+from llm_engineering.infrastructure.openai_judge import OpenAIJudge
+from tests.integration.openai_stub import OpenAIStub
+
+
+def answers(n):
+    return Dataset.from_dict({
+        col.ID: [f"r{i}" for i in range(n)], col.INSTRUCTION: [f"Explain topic {i}." for i in range(n)],
+        col.ANSWER: [f"Topic {i} is simple." for i in range(n)], col.MODEL_ID: ["m"] * n,
+    })
+
+
+@pytest.fixture
+def stub():
+    with OpenAIStub() as server:
+        yield server
+
+
+def judge(stub, **options):
+    config = JudgeConfig(backend="openai", model="stub-judge", base_url=stub.base_url,
+                         max_backoff_s=5, timeout_s=10, **options)
+    return OpenAIJudge(config, api_key="test-key")
+
+
+def test_429_with_retry_after_twice_then_success_stores_the_verdict(stub):
+    stub.state.script = [("429", 1), ("429", 1), "ok"]
+    evaluations = score_answers(answers(1), judge(stub, max_concurrency=1))
+    assert evaluations[0][col.JUDGE_ERROR] is None
+    assert (evaluations[0][col.ACCURACY_SCORE], evaluations[0][col.STYLE_SCORE]) == (3, 2)
+    times = [r["time"] for r in stub.state.requests]
+    assert len(times) == 3
+    # The client waited as told by Retry-After between tries (observed by the server).
+    assert all(later - earlier >= 0.9 for earlier, later in zip(times, times[1:]))
+
+
+def test_5xx_is_retried_and_persistent_failure_becomes_a_row_error(stub):
+    stub.state.script = ["500", "ok"]
+    first = score_answers(answers(1), judge(stub, max_concurrency=1))
+    assert first[0][col.JUDGE_ERROR] is None and len(stub.state.requests) == 2
+
+    stub.state.default = "500"
+    failed = score_answers(answers(2), judge(stub, max_attempts=3))
+    assert failed[col.ACCURACY_SCORE] == [None, None]
+    assert all("HTTP 500" in error and "3 attempt" in error for error in failed[col.JUDGE_ERROR])
+    assert len(stub.state.requests) == 2 + 2 * 3
+
+
+def test_dropped_connections_fail_rows_then_only_failed_fills_exactly_those(stub, tmp_path):
+    cache = JudgeCache(tmp_path / "cache")
+    # Rows 0-2 answered, then the server drops every connection for the rest of the run.
+    stub.state.script = ["ok", "ok", "ok"]
+    stub.state.default = "drop"
+    first = score_answers(answers(6), judge(stub, max_concurrency=1, max_attempts=2), cache)
+    failed = [i for i, error in enumerate(first[col.JUDGE_ERROR]) if error is not None]
+    assert failed == [3, 4, 5]
+    assert all("Connection" in first[i][col.JUDGE_ERROR] for i in failed)
+
+    stub.state.default, stub.state.requests = "ok", []
+    merged = score_answers(first, judge(stub), cache, only_failed=True)
+    assert len(stub.state.requests) == 3  # exactly the failed rows
+    assert merged[col.JUDGE_ERROR] == [None] * 6
+    assert merged[col.ID] == first[col.ID]
+
+
+def test_identical_scoring_again_makes_zero_requests(stub, tmp_path):
+    cache = JudgeCache(tmp_path / "cache")
+    first = score_answers(answers(4), judge(stub), cache)
+    assert len(stub.state.requests) == 4
+    stub.state.requests = []
+    again = score_answers(answers(4), judge(stub), cache)
+    assert stub.state.requests == []
+    assert again[col.ACCURACY_SCORE] == first[col.ACCURACY_SCORE]
+    assert again[col.JUDGE_CACHED] == [True] * 4
+
+
+def test_schema_format_rejected_falls_back_to_json_mode(stub):
+    stub.state.default = "reject_schema"
+    evaluations = score_answers(answers(2), judge(stub, max_concurrency=1))
+    assert evaluations[col.JUDGE_ERROR] == [None, None]
+    formats = [(r["body"].get("response_format") or {}).get("type") for r in stub.state.requests]
+    assert formats == ["json_schema", "json_object", "json_object"]
+
+
+def test_requests_carry_the_schema_and_token_usage_is_recorded(stub):
+    evaluations = score_answers(answers(2), judge(stub, max_concurrency=2))
+    body = stub.state.requests[0]["body"]
+    schema = body["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["accuracy"]["properties"]["score"]["enum"] == [1, 2, 3]
+    assert body["model"] == "stub-judge" and body["temperature"] == 0.0
+    assert evaluations[col.JUDGE_PROMPT_TOKENS] == [100, 100]
+    assert evaluations[col.JUDGE_COMPLETION_TOKENS] == [20, 20]
