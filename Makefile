@@ -12,7 +12,7 @@ PIP_FILTER := grep -v "is ignored: it is neither a file nor a directory" || true
 export ZENML_ANALYTICS_OPT_IN ?= false
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install evaluate rescore test test-fast bench-judge lint clean
+.PHONY: install evaluate rescore test test-fast bench bench-judge lint clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,9 @@ test: install
 
 test-fast: install
 	$(PY) -m pytest -m "not slow"
+
+bench: install
+	$(PY) benchmarks/generation.py
 
 bench-judge: install
 	$(PY) benchmarks/judge_concurrency.py

@@ -1,0 +1,218 @@
+"""Side-by-side generation benchmark on our own workload: HF transformers vs vLLM.
+
+    .venv/bin/python benchmarks/generation.py [--prompts 64] [--max-tokens 128]   (or `make bench`)
+
+Same prompts (the embedded split's Alpaca prompts, topped up with synthetic prompts of varied
+length), same sampling settings, one run. Each engine runs in its own process so its peak RSS
+(process tree) is its own. Prints a markdown table and, last, one JSON line with
+`vllm_vs_hf_sequential` and `vllm_vs_hf_static` (ratios of output tokens/s); writes the JSON and
+a PNG bar chart under benchmarks/results/. Absolute times mean little on a shared 2-core CPU;
+the ratios are the result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+RESULTS = ROOT / "benchmarks" / "results"
+ENGINES = ["hf_sequential", "hf_static", "hf_continuous", "vllm"]
+LABELS = {
+    "hf_sequential": "HF transformers generate, one prompt at a time",
+    "hf_static": "HF transformers generate, static padded batches",
+    "hf_continuous": "HF transformers generate_batch (continuous batching)",
+    "vllm": "vLLM LLM.generate over all prompts (our defaults)",
+}
+TOPICS = ["LoRA adapters", "the KV cache", "retrieval-augmented generation", "DPO", "quantization to 4 bits",
+          "tensor parallelism", "a vector database", "prompt monitoring", "continuous batching", "an LLM judge"]
+
+
+def workload(count: int) -> list[str]:
+    """The embedded split's prompts, then synthetic prompts of varied length, `count` in all."""
+    from llm_engineering.evaluation.config import DatasetConfig, PromptConfig
+    from llm_engineering.evaluation.dataset import load_test_split, with_prompts
+    from llm_engineering.evaluation.prompts import alpaca_prompt
+
+    prompts = with_prompts(load_test_split(DatasetConfig()), PromptConfig())["prompt"][:count]
+    k = 0
+    while len(prompts) < count:
+        detail = " Give an example, name the trade-offs, and say when not to use it." * (k % 4)
+        prompts.append(alpaca_prompt(f"Explain {TOPICS[k % len(TOPICS)]} to an ML engineer.{detail}"))
+        k += 1
+    return prompts
+
+
+def _result(prompts_done: int, tokens: int, seconds: float, first: float, **extra: Any) -> dict[str, Any]:
+    return {"prompts": prompts_done, "output_tokens": tokens, "seconds": round(seconds, 2),
+            "output_tok_per_s": round(tokens / seconds, 2), "prompts_per_s": round(prompts_done / seconds, 3),
+            "time_to_first_result_s": round(first, 2), **extra}
+
+
+def run_hf(engine: str, prompts: list[str], max_tokens: int, sequential_subset: int, batch_size: int) -> dict:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+
+    from llm_engineering.evaluation.models import resolve_model
+    from llm_engineering.settings import get_settings
+
+    torch.set_num_threads(os.cpu_count() or 1)
+    torch.manual_seed(0)
+    path = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR).path
+    tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    config = GenerationConfig(do_sample=True, temperature=0.8, top_p=0.95, min_p=0.05, max_new_tokens=max_tokens,
+                              pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id,
+                              eos_token_id=tokenizer.eos_token_id)
+    if engine == "hf_continuous":
+        ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        started = time.perf_counter()
+        with torch.inference_mode():
+            outputs = model.generate_batch(ids, generation_config=config)
+        seconds = time.perf_counter() - started
+        ends = [o.lifespan[1] for o in outputs.values() if o.lifespan[1] > 0]
+        first = (min(ends) - started) if ends else seconds
+        tokens = sum(len(o.generated_tokens) for o in outputs.values())
+        return _result(len(prompts), tokens, seconds, max(first, 0.0))
+    subset = prompts[:sequential_subset] if engine == "hf_sequential" else prompts
+    size = 1 if engine == "hf_sequential" else batch_size
+    tokens, first, started = 0, None, time.perf_counter()
+    with torch.inference_mode():
+        for start in range(0, len(subset), size):
+            batch = tokenizer(subset[start:start + size], return_tensors="pt", padding=True, add_special_tokens=False)
+            out = model.generate(**batch, generation_config=config)
+            new = out[:, batch["input_ids"].shape[1]:]
+            tokens += int((new != config.pad_token_id).sum()) if size > 1 else new.shape[1]
+            first = first or time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    extra = {"measured_on_prompts": len(subset), "extrapolated": len(subset) < len(prompts)} if engine == "hf_sequential" else {}
+    return _result(len(subset), tokens, seconds, first, **extra)
+
+
+def run_vllm(prompts: list[str], max_tokens: int) -> dict:
+    from tqdm.auto import tqdm
+    from vllm import SamplingParams
+
+    from llm_engineering.evaluation.config import EngineConfig
+    from llm_engineering.evaluation.models import resolve_model
+    from llm_engineering.infrastructure.vllm_engine import ENGINES as POOL
+    from llm_engineering.settings import get_settings
+
+    path = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR).path
+    llm = POOL.get(path, EngineConfig())
+    params = SamplingParams(temperature=0.8, top_p=0.95, min_p=0.05, max_tokens=max_tokens, seed=0)
+    llm.generate(prompts[:2], SamplingParams(max_tokens=4), use_tqdm=False)  # warm-up, as HF's first call
+    marks: dict[str, float] = {}
+
+    class FirstResult(tqdm):  # LLM.generate advances its bar as each request finishes
+        def update(self, n: int = 1) -> Any:
+            marks.setdefault("first", time.perf_counter())
+            return super().update(n)
+
+    started = time.perf_counter()
+    outputs = llm.generate(prompts, params, use_tqdm=FirstResult)
+    seconds = time.perf_counter() - started
+    tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
+    POOL.release()
+    return _result(len(prompts), tokens, seconds, marks.get("first", started + seconds) - started)
+
+
+def _peak_rss_mb(process: subprocess.Popen) -> tuple[float, threading.Thread]:
+    import psutil
+
+    peak = [0.0]
+
+    def poll() -> None:
+        root = psutil.Process(process.pid)
+        while process.poll() is None:
+            try:
+                tree = [root, *root.children(recursive=True)]
+                peak[0] = max(peak[0], sum(p.memory_info().rss for p in tree if p.is_running()) / 2**20)
+            except psutil.Error:
+                pass
+            time.sleep(0.2)
+
+    thread = threading.Thread(target=poll, daemon=True)
+    thread.start()
+    return peak, thread
+
+
+def chart(results: dict[str, dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    names = [name for name in ENGINES if name in results]
+    figure, axis = plt.subplots(figsize=(8, 3.5))
+    axis.barh([LABELS[n] for n in names], [results[n]["output_tok_per_s"] for n in names], color="#4c72b0")
+    axis.set_xlabel("output tokens / s (higher is better)")
+    axis.invert_yaxis()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
+@click.command()
+@click.option("--prompts", "count", default=64, show_default=True)
+@click.option("--max-tokens", default=128, show_default=True)
+@click.option("--sequential-subset", default=8, show_default=True, help="Prompts run one at a time by HF.")
+@click.option("--batch-size", default=64, show_default=True, help="HF static batch size.")
+@click.option("--engine", type=click.Choice(ENGINES), help="Internal: run one engine and print its JSON.")
+def main(count: int, max_tokens: int, sequential_subset: int, batch_size: int, engine: str | None) -> None:
+    prompts = workload(count)
+    if engine:
+        result = run_vllm(prompts, max_tokens) if engine == "vllm" else run_hf(
+            engine, prompts, max_tokens, sequential_subset, batch_size)
+        print("RESULT " + json.dumps(result), flush=True)
+        return
+    from transformers import GenerationMixin
+
+    engines = [e for e in ENGINES if e != "hf_continuous" or hasattr(GenerationMixin, "generate_batch")]
+    results: dict[str, dict] = {}
+    for name in engines:
+        command = [sys.executable, __file__, "--engine", name, "--prompts", str(count), "--max-tokens", str(max_tokens),
+                   "--sequential-subset", str(sequential_subset), "--batch-size", str(batch_size)]
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                   env={**os.environ, "VLLM_LOGGING_LEVEL": "ERROR"})
+        peak, poller = _peak_rss_mb(process)
+        stdout, _ = process.communicate()
+        poller.join()
+        line = next((l for l in stdout.splitlines() if l.startswith("RESULT ")), None)
+        if process.returncode or line is None:
+            print(f"{name}: failed (exit {process.returncode})", file=sys.stderr)
+            continue
+        results[name] = {**json.loads(line[7:]), "peak_rss_mb": round(peak[0])}
+        print(f"{name}: {results[name]['output_tok_per_s']} output tok/s", file=sys.stderr)
+
+    print(f"\n{count} prompts, max {max_tokens} new tokens, temperature 0.8, top_p 0.95, min_p 0.05\n")
+    print("| engine | output tok/s | prompts/s | time to first result (s) | peak RSS (MB) | ratio to sequential |")
+    print("|---|---|---|---|---|---|")
+    base = results.get("hf_sequential", {}).get("output_tok_per_s")
+    for name, r in results.items():
+        note = f" (measured on {r['measured_on_prompts']} prompts, per token)" if r.get("extrapolated") else ""
+        ratio = f"{r['output_tok_per_s'] / base:.1f}x" if base else "n/a"
+        print(f"| {LABELS[name]}{note} | {r['output_tok_per_s']} | {r['prompts_per_s']} | "
+              f"{r['time_to_first_result_s']} | {r['peak_rss_mb']} | {ratio} |")
+    vllm = results.get("vllm", {}).get("output_tok_per_s")
+    ratio = lambda other: round(vllm / results[other]["output_tok_per_s"], 2) if vllm and other in results else None  # noqa: E731
+    summary = {"prompts": count, "max_tokens": max_tokens, "cpu_count": os.cpu_count(),
+               "vllm_vs_hf_sequential": ratio("hf_sequential"), "vllm_vs_hf_static": ratio("hf_static"),
+               "vllm_vs_hf_continuous": ratio("hf_continuous"), "results": results}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "generation.json").write_text(json.dumps(summary, indent=2))
+    chart(results, RESULTS / "generation.png")
+    print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
