@@ -74,10 +74,17 @@ def run_hf(engine: str, prompts: list[str], max_tokens: int, sequential_subset: 
                               pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id,
                               eos_token_id=tokenizer.eos_token_id)
     if engine == "hf_continuous":
+        from transformers.generation.configuration_utils import ContinuousBatchingConfig
+
         ids = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        # Its default KV cache is sized from free memory (18 GB here) and then produced nothing.
+        paged = ContinuousBatchingConfig(num_blocks=1024, block_size=32, max_batch_tokens=1024)
         started = time.perf_counter()
-        with torch.inference_mode():
-            outputs = model.generate_batch(ids, generation_config=config)
+        # Not under inference_mode: its scheduler thread updates tensors in place.
+        outputs = model.generate_batch(ids, generation_config=config, continuous_batching_config=paged)
+        errors = {o.error for o in outputs.values() if o.error}
+        if errors:
+            print(f"generate_batch errors: {sorted(errors)[:3]}", file=sys.stderr)
         seconds = time.perf_counter() - started
         ends = [o.lifespan[1] for o in outputs.values() if o.lifespan[1] > 0]
         first = (min(ends) - started) if ends else seconds
@@ -98,7 +105,7 @@ def run_hf(engine: str, prompts: list[str], max_tokens: int, sequential_subset: 
     return _result(len(subset), tokens, seconds, first, **extra)
 
 
-def run_vllm(prompts: list[str], max_tokens: int) -> dict:
+def run_vllm(prompts: list[str], max_tokens: int, engine_overrides: dict[str, Any] | None = None) -> dict:
     from tqdm.auto import tqdm
     from vllm import SamplingParams
 
@@ -108,7 +115,7 @@ def run_vllm(prompts: list[str], max_tokens: int) -> dict:
     from llm_engineering.settings import get_settings
 
     path = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR).path
-    llm = POOL.get(path, EngineConfig())
+    llm = POOL.get(path, EngineConfig(**(engine_overrides or {})))
     params = SamplingParams(temperature=0.8, top_p=0.95, min_p=0.05, max_tokens=max_tokens, seed=0)
     llm.generate(prompts[:2], SamplingParams(max_tokens=4), use_tqdm=False)  # warm-up, as HF's first call
     marks: dict[str, float] = {}
@@ -168,10 +175,12 @@ def chart(results: dict[str, dict], path: Path) -> None:
 @click.option("--sequential-subset", default=8, show_default=True, help="Prompts run one at a time by HF.")
 @click.option("--batch-size", default=64, show_default=True, help="HF static batch size.")
 @click.option("--engine", type=click.Choice(ENGINES), help="Internal: run one engine and print its JSON.")
-def main(count: int, max_tokens: int, sequential_subset: int, batch_size: int, engine: str | None) -> None:
+@click.option("--engine-config", default="{}", help="Internal: EngineConfig overrides (JSON) for --engine vllm.")
+def main(count: int, max_tokens: int, sequential_subset: int, batch_size: int, engine: str | None,
+         engine_config: str) -> None:
     prompts = workload(count)
     if engine:
-        result = run_vllm(prompts, max_tokens) if engine == "vllm" else run_hf(
+        result = run_vllm(prompts, max_tokens, json.loads(engine_config)) if engine == "vllm" else run_hf(
             engine, prompts, max_tokens, sequential_subset, batch_size)
         print("RESULT " + json.dumps(result), flush=True)
         return
@@ -204,7 +213,10 @@ def main(count: int, max_tokens: int, sequential_subset: int, batch_size: int, e
         print(f"| {LABELS[name]}{note} | {r['output_tok_per_s']} | {r['prompts_per_s']} | "
               f"{r['time_to_first_result_s']} | {r['peak_rss_mb']} | {ratio} |")
     vllm = results.get("vllm", {}).get("output_tok_per_s")
-    ratio = lambda other: round(vllm / results[other]["output_tok_per_s"], 2) if vllm and other in results else None  # noqa: E731
+    def ratio(other: str) -> float | None:
+        theirs = results.get(other, {}).get("output_tok_per_s")
+        return round(vllm / theirs, 2) if vllm and theirs else None
+
     summary = {"prompts": count, "max_tokens": max_tokens, "cpu_count": os.cpu_count(),
                "vllm_vs_hf_sequential": ratio("hf_sequential"), "vllm_vs_hf_static": ratio("hf_static"),
                "vllm_vs_hf_continuous": ratio("hf_continuous"), "results": results}

@@ -10,20 +10,23 @@ from llm_engineering.evaluation.generation import GenerationStats
 from steps.evaluating import (
     evaluate_answers,
     generate_answers,
+    load_published_results,
     load_test_split,
     publish_results,
     summarize,
 )
 
 
-def _score_and_summarize(
-    config: EvaluationConfig, generations: list, stats: list, after: Optional[list] = None,
+def _score_publish_summarize(
+    config: EvaluationConfig, answers: list, stats: list, after: Optional[list] = None,
     only_failed: bool = False,
 ) -> None:
     evaluations = [
-        evaluate_answers(answers, judge=config.judge, engine=config.engine, only_failed=only_failed, after=after)
-        for answers in generations
+        evaluate_answers(rows, judge=config.judge, engine=config.engine, only_failed=only_failed, after=after)
+        for rows in answers
     ]
+    for rows in evaluations:  # as the original: answers, then answers with verdicts
+        publish_results(rows, publish=config.publish, dataset=config.dataset)
     summarize(evaluations, stats, judge=config.judge)
 
 
@@ -36,26 +39,36 @@ def evaluating(config: EvaluationConfig) -> None:
         answers, model_stats = generate_answers(
             test_split, model=model, sampling=config.sampling, engine=config.engine, prompt=config.prompt
         )
-        published.append(publish_results(
-            answers, model=model, publish=config.publish, dataset=config.dataset, sampling=config.sampling
-        ))
+        published.append(
+            publish_results(answers, publish=config.publish, dataset=config.dataset, sampling=config.sampling)
+        )
         generations.append(answers)
         stats.append(model_stats)
-    # Answers are published (stored twice over) before the judge can fail.
-    _score_and_summarize(config, generations, stats, after=published)
+    # Answers are stored (and published) before the judge can fail.
+    _score_publish_summarize(config, generations, stats, after=published)
 
 
 @pipeline(name="rescoring")
 def rescoring(
     config: EvaluationConfig,
-    answers_ids: list[str],
     generation_stats: list[GenerationStats],
+    answers_ids: Optional[list[str]] = None,
+    hub_repos: Optional[list[str]] = None,
     only_failed: bool = False,
 ) -> None:
-    """Judge and summarize stored answers again: no generation engine, no inference.
+    """Judge stored answers again: no generation engine, no inference.
 
     `answers_ids` name `generations` artifacts, or, with `only_failed`, previous `evaluations`
-    artifacts whose rows without a valid verdict are judged again and merged.
+    artifacts whose rows without a valid verdict are judged again and merged. `hub_repos`
+    read published answers from Hub dataset repos instead (scoring on another machine).
     """
-    answers = [Client().get_artifact_version(artifact_id) for artifact_id in answers_ids]
-    _score_and_summarize(config, answers, generation_stats, only_failed=only_failed)
+    answers = [Client().get_artifact_version(artifact_id) for artifact_id in answers_ids or []]
+    answers += [load_published_results(repo_id=repo, split=config.dataset.split) for repo in hub_repos or []]
+    _score_publish_summarize(config, answers, generation_stats, only_failed=only_failed)
+
+
+@pipeline(name="publishing")
+def publishing(config: EvaluationConfig, results_ids: list[str]) -> None:
+    """Publish stored results again (after a failed push), without re-running anything."""
+    for artifact_id in results_ids:
+        publish_results(Client().get_artifact_version(artifact_id), publish=config.publish, dataset=config.dataset)

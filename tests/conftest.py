@@ -1,4 +1,5 @@
 import os
+import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -12,7 +13,14 @@ os.environ["ZENML_ANALYTICS_OPT_IN"] = "false"
 os.environ["ZENML_CONFIG_PATH"] = str(_SESSION_DIR / "zenml")
 os.environ["OUTPUT_DIR"] = str(_SESSION_DIR / "outputs")
 os.environ["JUDGE_CACHE_DIR"] = str(_SESSION_DIR / "judge-cache")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# The Hub is a stub on this loopback port (tests/integration/hub_stub.py); nothing else answers
+# there, so a stray Hub call fails at once instead of reaching out.
+with socket.socket() as _sock:
+    _sock.bind(("127.0.0.1", 0))
+    HUB_PORT = _sock.getsockname()[1]
+os.environ["HF_ENDPOINT"] = f"http://127.0.0.1:{HUB_PORT}"
+os.environ.pop("HF_HUB_OFFLINE", None)
+os.environ.pop("HUGGINGFACE_ACCESS_TOKEN", None)
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
@@ -33,3 +41,12 @@ def _free_engines_at_session_end():
     module = sys.modules.get("llm_engineering.infrastructure.vllm_engine")
     if module is not None:
         module.ENGINES.release()
+
+
+@pytest.fixture
+def hub(tmp_path):
+    """A Hub stub on the session's HF_ENDPOINT port."""
+    from tests.integration.hub_stub import HubStub
+
+    with HubStub(tmp_path / "hub-stub", HUB_PORT) as stub:
+        yield stub

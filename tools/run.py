@@ -22,6 +22,8 @@ Examples:
   python tools/run.py --run-evaluation --dataset data.jsonl --model smollm2-135m --model org/my-model
   python tools/run.py --run-evaluation --rescore          # re-judge the latest stored generations
   python tools/run.py --run-evaluation --rescore --only-failed
+  python tools/run.py --run-evaluation --rescore --from-hub me/SmolLM2-135M-Instruct-results
+  python tools/run.py --run-evaluation --publish-only     # push the latest stored results again
 """
 
 
@@ -87,6 +89,9 @@ def _print_summary(summary: Any, run_name: str, report: Path) -> None:
     "--only-failed", is_flag=True,
     help="With --rescore: judge only the rows of the latest evaluations without a valid verdict, and merge.",
 )
+@click.option("--from-hub", "from_hub", multiple=True, metavar="REPO",
+              help="With --rescore: judge the answers published in this Hub dataset repo (repeatable).")
+@click.option("--publish-only", is_flag=True, help="Publish the latest stored results again; run nothing else.")
 def main(
     run_evaluation: bool,
     config_path: Path,
@@ -97,18 +102,21 @@ def main(
     no_cache: bool,
     rescore: bool,
     only_failed: bool,
+    from_hub: tuple[str, ...],
+    publish_only: bool,
 ) -> None:
     """Evaluate LLMs: vLLM batch generation, an LLM judge, tracked ZenML artifacts."""
     if not run_evaluation:
         raise click.UsageError("Nothing to do: pass --run-evaluation (see --help).")
-    if only_failed and not rescore:
-        raise click.UsageError("--only-failed goes with --rescore.")
+    if (only_failed or from_hub) and not rescore:
+        raise click.UsageError("--only-failed and --from-hub go with --rescore.")
     _prepare_environment()
     from llm_engineering.evaluation import columns as col
     from llm_engineering.evaluation.config import (
         ConfigError,
         apply_overrides,
         check_judge_settings,
+        check_publish_settings,
         load_run_config,
     )
     from llm_engineering.evaluation.dataset import DatasetError
@@ -124,15 +132,30 @@ def main(
     try:
         run_config = load_run_config(config_path)
         config = apply_overrides(run_config.evaluation, list(models), dataset, limit, dummy)
-        check_judge_settings(config.judge, get_settings())
+        check_publish_settings(config.publish, get_settings())
+        if not publish_only:
+            check_judge_settings(config.judge, get_settings())
         # Fail before any work on a model name that cannot be resolved (converts the embedded one once).
         local_judge = {config.judge.model} if config.judge.backend == "vllm" else set()
-        for name in {*config.models, *local_judge}:
+        generated = set() if rescore or publish_only else set(config.models)
+        for name in generated | (local_judge if not publish_only else set()):
             resolve_model(name, get_settings().MODEL_CACHE_DIR)
         _ensure_zenml_repository()
-        from pipelines.evaluating import evaluating, rescoring
+        from pipelines.evaluating import evaluating, publishing, rescoring
 
-        if rescore:
+        if publish_only:
+            try:
+                results, source_run = latest_evaluations()
+            except NoStoredResults:
+                results, _, source_run = latest_generations()
+            click.echo(f"Publishing {len(results)} stored artifact(s) of run {source_run}")
+            run = _run_pipeline(publishing, run_config.zenml_options, no_cache, config=config,
+                                results_ids=[str(a.id) for a in results])
+        elif from_hub:
+            click.echo(f"Scoring answers published in {', '.join(from_hub)}")
+            run = _run_pipeline(rescoring, run_config.zenml_options, no_cache, config=config,
+                                generation_stats=[], hub_repos=list(from_hub))
+        elif rescore:
             generations, stats, source_run = latest_generations()
             if only_failed:
                 answers, source_run = latest_evaluations()
@@ -159,11 +182,20 @@ def main(
     from zenml.client import Client
 
     run = Client().get_pipeline_run(run.id)
-    summary = step_output(run, "summarize", col.EVALUATION_SUMMARY)
-    report = get_settings().reports_dir / f"{run.name}.json"
-    report.parent.mkdir(parents=True, exist_ok=True)
-    report.write_text(json.dumps({"run": run.name, **summary.model_dump()}, indent=2))
-    _print_summary(summary, run.name, report.resolve())
+    receipts = [s.outputs[col.PUBLISH_RECEIPT][0].load() for name, s in run.steps.items()
+                if name.startswith("publish_results")]
+    if "summarize" in run.steps:
+        summary = step_output(run, "summarize", col.EVALUATION_SUMMARY)
+        report = get_settings().reports_dir / f"{run.name}.json"
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text(json.dumps({"run": run.name, **summary.model_dump()}, indent=2))
+        _print_summary(summary, run.name, report.resolve())
+    for receipt in receipts:
+        where = receipt.hub_url or receipt.local_path
+        click.echo(f"Published {receipt.stage} of {receipt.repo}: {where}")
+    failed = [r.hub_error for r in receipts if r.hub_error]
+    if failed:
+        raise click.ClickException("\n".join(sorted(set(failed))))
 
 
 if __name__ == "__main__":

@@ -37,4 +37,4 @@ INSTRUCTION_ALIASES = ("instruction", "question", "prompt")
 
 # Secondary artifacts
 GENERATION_STATS = "generation_stats"
-RESULTS_REPO = "results_repo"
+PUBLISH_RECEIPT = "publish_receipt"

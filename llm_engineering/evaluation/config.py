@@ -117,12 +117,14 @@ class JudgeConfig(_Strict):
 
 
 class PublishConfig(_Strict):
-    """Where generated answers are published."""
+    """Where results are published: always a local dataset repo, and the Hub with `target: hub`."""
 
-    target: Literal["local"] = "local"
+    target: Literal["local", "hub"] = "local"
     workspace: Optional[str] = Field(
-        None, description="Namespace of the results repos; defaults to the settings' workspace."
+        None, description="Namespace of the results repos; defaults to the settings' workspace "
+        "(for the Hub: the token owner's name when that is unset)."
     )
+    private: bool = Field(True, description="Create Hub repos as private.")
 
 
 class EvaluationConfig(_Strict):
@@ -221,4 +223,13 @@ def check_judge_settings(judge: JudgeConfig, settings: Any) -> None:
             "judge.backend is 'openai' with no base_url, which means api.openai.com, but "
             "OPENAI_API_KEY is not set: add it to .env or the environment, or set "
             "judge.base_url to your OpenAI-compatible endpoint (e.g. a `vllm serve`)."
+        )
+
+
+def check_publish_settings(publish: PublishConfig, settings: Any) -> None:
+    """Stop before generation when Hub publishing is chosen without a token."""
+    if publish.target == "hub" and settings.HUGGINGFACE_ACCESS_TOKEN is None:
+        raise ConfigError(
+            "publish.target is 'hub' but HUGGINGFACE_ACCESS_TOKEN is not set: add a write token "
+            "to .env or the environment, or set publish.target to 'local'."
         )

@@ -87,6 +87,13 @@ def convert_gguf(gguf: Path, target: Path) -> Path:
     return target
 
 
+def short_name(model_id: str) -> str:
+    """The name used in results repos: the embedded model's name, else the id's last part."""
+    if model_id in EMBEDDED_MODELS:
+        return EMBEDDED_MODELS[model_id].name
+    return Path(model_id.rstrip("/")).name
+
+
 def resolve_model(model_id: str, cache_dir: Path) -> ResolvedModel:
     """Alias -> cached converted folder; local folder -> itself; `org/name` -> Hub id."""
     if model_id in EMBEDDED_MODELS:

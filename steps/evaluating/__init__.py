@@ -1,7 +1,11 @@
 from steps.evaluating.evaluate_answers import evaluate_answers
 from steps.evaluating.generate_answers import generate_answers
+from steps.evaluating.load_published_results import load_published_results
 from steps.evaluating.load_test_split import load_test_split
 from steps.evaluating.publish_results import publish_results
 from steps.evaluating.summarize import summarize
 
-__all__ = ["evaluate_answers", "generate_answers", "load_test_split", "publish_results", "summarize"]
+__all__ = [
+    "evaluate_answers", "generate_answers", "load_published_results", "load_test_split", "publish_results",
+    "summarize",
+]

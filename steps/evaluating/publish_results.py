@@ -1,34 +1,57 @@
-from typing import Annotated
+import logging
+from datetime import datetime, timezone
+from typing import Annotated, Optional
 
 from datasets import Dataset
 from zenml import get_step_context, log_metadata, step
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import DatasetConfig, PublishConfig, SamplingConfig
-from llm_engineering.evaluation.models import resolve_model
-from llm_engineering.evaluation.publishing import publish_local, repo_name
+from llm_engineering.evaluation.models import short_name
+from llm_engineering.evaluation.publishing import PublishReceipt, card_info, publish_local, repo_name
+from llm_engineering.infrastructure.hub import PublishError, hub_workspace, push_results
 from llm_engineering.settings import get_settings
+
+logger = logging.getLogger(__name__)
 
 
 @step
 def publish_results(
-    generations: Dataset,
-    model: str,
+    results: Dataset,
     publish: PublishConfig,
     dataset: DatasetConfig,
-    sampling: SamplingConfig,
-) -> Annotated[str, col.RESULTS_REPO]:
-    """Publish one model's generations to `<workspace>/<model>-results` (a local dataset repo)."""
+    sampling: Optional[SamplingConfig] = None,
+) -> Annotated[PublishReceipt, col.PUBLISH_RECEIPT]:
+    """Publish one model's answers (or answers with verdicts) to `<workspace>/<model>-results`.
+
+    Always to the local dataset repo; to the Hub too with `target: hub`. A failed push is
+    recorded on the receipt and logged, never raised: the results are stored already, and
+    `--publish-only` pushes them later.
+    """
     settings = get_settings()
-    name = resolve_model(model, settings.MODEL_CACHE_DIR).name
-    repo = repo_name(publish.workspace or settings.DATASET_HUGGINGFACE_WORKSPACE, name)
-    info = {
-        "model": model,
+    model_id = results[0][col.MODEL_ID]
+    stage = "evaluations" if col.JUDGE_MODEL in results.column_names else "generations"
+    info = card_info(results, {
+        "model": model_id,
         "dataset": f"{dataset.source} (split {dataset.split}, revision {dataset.revision or 'default'})",
-        "rows": len(generations),
-        "sampling": sampling.model_dump(),
+        "sampling": sampling.model_dump() if sampling else None,
         "pipeline run": get_step_context().pipeline_run.name,
-    }
-    folder = publish_local(generations, settings.local_hub_dir, repo, dataset.split, info)
-    log_metadata(metadata={"repo": repo, "location": str(folder.resolve())})
-    return str(folder.resolve())
+        "date": datetime.now(timezone.utc).date().isoformat(),
+    })
+    local_repo = repo_name(publish.workspace or settings.DATASET_HUGGINGFACE_WORKSPACE, short_name(model_id))
+    folder = publish_local(results, settings.local_hub_dir, local_repo, dataset.split, info)
+    receipt = PublishReceipt(repo=local_repo, stage=stage, rows=len(results), local_path=str(folder.resolve()))
+    if publish.target == "hub":
+        try:
+            token = settings.HUGGINGFACE_ACCESS_TOKEN.get_secret_value() if settings.HUGGINGFACE_ACCESS_TOKEN else ""
+            if not token:
+                raise PublishError("HUGGINGFACE_ACCESS_TOKEN is not set: add a write token to .env or the environment.")
+            receipt.repo = repo_name(hub_workspace(token, publish.workspace or settings.DATASET_HUGGINGFACE_WORKSPACE),
+                                     short_name(model_id))
+            receipt.hub_url = push_results(results, receipt.repo, token, dataset.split, {**info, "repo": receipt.repo},
+                                           publish.private)
+        except PublishError as error:
+            receipt.hub_error = str(error)
+            logger.error("%s", error)
+    log_metadata(metadata=receipt.model_dump(exclude_none=True))
+    return receipt

@@ -82,9 +82,9 @@ def test_run_lists_the_four_named_artifacts(first_run):
 
 
 def test_published_results_repo_loads_with_datasets(first_run):
-    folder = step_output(first_run, "publish_results", col.RESULTS_REPO)
-    assert folder.endswith("/local/SmolLM2-135M-Instruct-results")
-    published = load_dataset(folder, split="test")
+    receipt = step_output(first_run, "publish_results", col.PUBLISH_RECEIPT)
+    assert receipt.local_path.endswith("/local/SmolLM2-135M-Instruct-results") and receipt.hub_error is None
+    published = load_dataset(receipt.local_path, split="test")
     generations = step_output(first_run, "generate_answers", col.GENERATIONS)
     assert published[col.ID] == generations[col.ID]
     assert published[col.ANSWER] == generations[col.ANSWER]
@@ -174,3 +174,47 @@ def test_rescore_only_failed_through_the_pipeline_fills_exactly_the_failed_rows(
     assert len(stub.state.requests) == rows - 1
     assert merged[col.JUDGE_ERROR] == [None] * rows
     assert merged[col.ID] == partial[col.ID]
+
+
+def test_failed_hub_push_loses_nothing_and_publish_only_pushes_later(first_run, hub, monkeypatch):
+    from zenml.client import Client
+
+    from llm_engineering.infrastructure.zenml_runs import latest_evaluations
+    from llm_engineering.settings import get_settings
+    from pipelines.evaluating import publishing, rescoring
+    from tests.integration.hub_stub import TOKEN, USER
+    from tests.integration.openai_stub import OpenAIStub
+
+    monkeypatch.setenv("HUGGINGFACE_ACCESS_TOKEN", TOKEN)
+    get_settings.cache_clear()
+    try:
+        config = EvaluationConfig.model_validate({**SMALL, "publish": {"target": "hub"}})
+        evaluations, _ = latest_evaluations()
+        stored = evaluations[0].load()
+        hub.state.fail_status = 500
+        run = Client().get_pipeline_run(
+            publishing.with_options(enable_cache=False)(config=config, results_ids=[str(evaluations[0].id)]).id)
+        receipt = step_output(run, "publish_results", col.PUBLISH_RECEIPT)
+        assert "HTTP 500" in receipt.hub_error and receipt.hub_url is None
+        assert load_dataset(receipt.local_path, split="test")[col.ID] == stored[col.ID]  # kept locally
+
+        hub.state.fail_status = None  # the Hub is back: publish again, re-running nothing else
+        run = Client().get_pipeline_run(
+            publishing.with_options(enable_cache=False)(config=config, results_ids=[str(evaluations[0].id)]).id)
+        receipt = step_output(run, "publish_results", col.PUBLISH_RECEIPT)
+        repo = f"{USER}/SmolLM2-135M-Instruct-results"
+        assert receipt.hub_error is None and receipt.repo == repo
+        pushed = load_dataset(repo, split="test", token=TOKEN)
+        assert pushed[col.ID] == stored[col.ID] and pushed[col.ACCURACY_SCORE] == stored[col.ACCURACY_SCORE]
+
+        # Scoring from the published repo, as on another machine: no artifact, no generation.
+        with OpenAIStub() as judge:
+            config = EvaluationConfig.model_validate({**SMALL, "judge": {
+                "backend": "openai", "model": "stub-judge", "base_url": judge.base_url, "cache": False}})
+            run = Client().get_pipeline_run(rescoring.with_options(enable_cache=False)(
+                config=config, generation_stats=[], hub_repos=[repo]).id)
+        rescored = step_output(run, "evaluate_answers", col.EVALUATIONS)
+        assert rescored[col.ID] == stored[col.ID] and rescored[col.ANSWER] == stored[col.ANSWER]
+        assert rescored[col.JUDGE_ERROR] == [None] * len(stored)
+    finally:
+        get_settings.cache_clear()

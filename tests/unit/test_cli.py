@@ -39,3 +39,19 @@ def test_unknown_model_stops_before_any_work(repo_root):
     result = run_cli(repo_root, "--run-evaluation", "--model", "no such model")
     assert result.returncode == 1
     assert "Unknown model 'no such model'" in result.stderr
+
+
+def test_hub_publishing_without_a_token_stops_before_generation(repo_root, tmp_path):
+    config = tmp_path / "hub.yaml"
+    config.write_text("parameters:\n  publish: {target: hub}\n")
+    result = run_cli(repo_root, "--run-evaluation", "--config", str(config))
+    assert result.returncode == 1
+    assert "HUGGINGFACE_ACCESS_TOKEN is not set" in result.stderr
+
+
+def test_openai_judge_without_key_or_endpoint_stops_before_work(repo_root, tmp_path):
+    config = tmp_path / "judge.yaml"
+    config.write_text("parameters:\n  judge: {backend: openai, model: gpt-4o-mini}\n")
+    result = run_cli(repo_root, "--run-evaluation", "--config", str(config))
+    assert result.returncode == 1
+    assert "OPENAI_API_KEY is not set" in result.stderr

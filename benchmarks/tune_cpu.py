@@ -1,0 +1,52 @@
+"""Measure vLLM CPU engine settings on the generation workload, one variant per process.
+
+    .venv/bin/python benchmarks/tune_cpu.py
+
+Each variant changes one setting from the pipeline's defaults; the table goes into
+benchmarks/README.md. Writes benchmarks/results/tune_cpu.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+VARIANTS = {
+    "defaults (fp32, eager, all cores, prefix caching and chunked prefill as vLLM decides)": {},
+    "one core (VLLM_CPU_OMP_THREADS_BIND=0)": {"cpu_threads": "0"},
+    "max_num_seqs=16": {"max_num_seqs": 16},
+    "prefix caching off": {"enable_prefix_caching": False},
+    "prefix caching on": {"enable_prefix_caching": True},
+}
+
+
+def main() -> None:
+    rows = []
+    for name, overrides in VARIANTS.items():
+        started = time.perf_counter()
+        out = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / "generation.py"), "--engine", "vllm",
+             "--engine-config", json.dumps(overrides)],
+            capture_output=True, text=True, env={**os.environ, "VLLM_LOGGING_LEVEL": "ERROR"},
+        )
+        line = next((l for l in out.stdout.splitlines() if l.startswith("RESULT ")), None)
+        if line is None:
+            print(f"{name}: failed\n{out.stderr[-1500:]}", file=sys.stderr)
+            continue
+        result = json.loads(line[7:])
+        rows.append({"variant": name, **overrides, **result, "process_wall_s": round(time.perf_counter() - started, 1)})
+        print(f"{name}: {result['output_tok_per_s']} tok/s", file=sys.stderr)
+    print("| variant | output tok/s | time to first result (s) | process wall incl. engine start (s) |\n|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['variant']} | {r['output_tok_per_s']} | {r['time_to_first_result_s']} | {r['process_wall_s']} |")
+    (ROOT / "benchmarks" / "results").mkdir(parents=True, exist_ok=True)
+    (ROOT / "benchmarks" / "results" / "tune_cpu.json").write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""Publishing to the Hub through the real `huggingface_hub` client, against a Hub stub on 127.0.0.1."""
+
+import pytest
+from datasets import Dataset, load_dataset
+from huggingface_hub import DatasetCard
+
+from llm_engineering.evaluation import columns as col
+from llm_engineering.infrastructure.hub import PublishError, hub_workspace, load_published, push_results
+from tests.integration.hub_stub import TOKEN, USER
+
+
+def judged_rows():
+    return Dataset.from_dict({
+        col.ID: ["a", "b"], col.INSTRUCTION: ["i1", "i2"], col.ANSWER: ["x", "y"], col.MODEL_ID: ["m", "m"],
+        col.JUDGE_MODEL: ["vllm:judge"] * 2, col.ACCURACY_SCORE: [3, 1], col.STYLE_SCORE: [2, 2],
+        col.JUDGE_ERROR: [None, None], col.COMPLETION_TOKENS: [5, 6], col.FINISH_REASON: ["stop", "stop"],
+    })
+
+
+def test_push_then_load_dataset_returns_identical_rows_and_the_card(hub):
+    from llm_engineering.evaluation.publishing import card_info
+
+    rows = judged_rows()
+    repo = f"{hub_workspace(TOKEN, None)}/m-results"
+    assert repo == f"{USER}/m-results"
+    url = push_results(rows, repo, TOKEN, "test", card_info(rows, {"model": "m", "pipeline run": "run-1"}))
+    assert url.endswith(f"/datasets/{repo}")
+    assert hub.state.repos[repo]["private"] is True
+
+    loaded = load_dataset(repo, split="test", token=TOKEN)
+    assert loaded.to_list() == rows.to_list()
+    card = DatasetCard(hub.state.files(repo)["README.md"].decode())
+    assert "run-1" in card.text and "vllm:judge" in card.text and "accuracy 2.0" in card.text
+    assert card.data.configs[0]["data_files"][0]["split"] == "test"
+    # A second push (the evaluations after the generations) replaces the rows in place.
+    push_results(rows.select([0]), repo, TOKEN, "test", {"model": "m"})
+    assert load_published(repo, "test", TOKEN).to_list() == rows.select([0]).to_list()
+
+
+@pytest.mark.parametrize("status, words", [(401, "HUGGINGFACE_ACCESS_TOKEN"), (403, "write token"), (500, "try again")])
+def test_hub_errors_name_the_repo_the_cause_and_the_fix(hub, status, words):
+    hub.state.fail_status = status
+    with pytest.raises(PublishError) as error:
+        push_results(judged_rows(), f"{USER}/m-results", TOKEN, "test", {})
+    message = str(error.value)
+    assert f"{USER}/m-results" in message and f"HTTP {status}" in message and words in message
+    assert "--publish-only" in message
+
+
+def test_wrong_token_is_refused(hub):
+    with pytest.raises(PublishError, match="HTTP 401"):
+        hub_workspace("hf_wrong", None)
+
+
+def test_hub_down_is_a_clear_error():
+    # Nothing listens on the session's HF_ENDPOINT outside the `hub` fixture.
+    with pytest.raises(PublishError, match="could not be reached"):
+        push_results(judged_rows(), f"{USER}/m-results", TOKEN, "test", {})
