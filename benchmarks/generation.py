@@ -196,7 +196,7 @@ def main(count: int, max_tokens: int, sequential_subset: int, batch_size: int, e
         peak, poller = _peak_rss_mb(process)
         stdout, _ = process.communicate()
         poller.join()
-        line = next((l for l in stdout.splitlines() if l.startswith("RESULT ")), None)
+        line = next((text for text in stdout.splitlines() if text.startswith("RESULT ")), None)
         if process.returncode or line is None:
             print(f"{name}: failed (exit {process.returncode})", file=sys.stderr)
             continue

@@ -34,7 +34,7 @@ def main() -> None:
              "--engine-config", json.dumps(overrides)],
             capture_output=True, text=True, env={**os.environ, "VLLM_LOGGING_LEVEL": "ERROR"},
         )
-        line = next((l for l in out.stdout.splitlines() if l.startswith("RESULT ")), None)
+        line = next((text for text in out.stdout.splitlines() if text.startswith("RESULT ")), None)
         if line is None:
             print(f"{name}: failed\n{out.stderr[-1500:]}", file=sys.stderr)
             continue

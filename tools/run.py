@@ -111,63 +111,17 @@ def main(
     if (only_failed or from_hub) and not rescore:
         raise click.UsageError("--only-failed and --from-hub go with --rescore.")
     _prepare_environment()
-    from llm_engineering.evaluation import columns as col
-    from llm_engineering.evaluation.config import (
-        ConfigError,
-        apply_overrides,
-        check_judge_settings,
-        check_publish_settings,
-        load_run_config,
-    )
+    from llm_engineering.evaluation.config import ConfigError, apply_overrides, load_run_config
     from llm_engineering.evaluation.dataset import DatasetError
-    from llm_engineering.evaluation.models import ModelError, resolve_model
-    from llm_engineering.infrastructure.zenml_runs import (
-        NoStoredResults,
-        latest_evaluations,
-        latest_generations,
-        step_output,
-    )
-    from llm_engineering.settings import get_settings
+    from llm_engineering.evaluation.models import ModelError
+    from llm_engineering.infrastructure.zenml_runs import NoStoredResults
 
     try:
         run_config = load_run_config(config_path)
         config = apply_overrides(run_config.evaluation, list(models), dataset, limit, dummy)
-        check_publish_settings(config.publish, get_settings())
-        if not publish_only:
-            check_judge_settings(config.judge, get_settings())
-        # Fail before any work on a model name that cannot be resolved (converts the embedded one once).
-        local_judge = {config.judge.model} if config.judge.backend == "vllm" else set()
-        generated = set() if rescore or publish_only else set(config.models)
-        for name in generated | (local_judge if not publish_only else set()):
-            resolve_model(name, get_settings().MODEL_CACHE_DIR)
+        _preflight(config, generate=not (rescore or publish_only), judge=not publish_only)
         _ensure_zenml_repository()
-        from pipelines.evaluating import evaluating, publishing, rescoring
-
-        if publish_only:
-            try:
-                results, source_run = latest_evaluations()
-            except NoStoredResults:
-                results, _, source_run = latest_generations()
-            click.echo(f"Publishing {len(results)} stored artifact(s) of run {source_run}")
-            run = _run_pipeline(publishing, run_config.zenml_options, no_cache, config=config,
-                                results_ids=[str(a.id) for a in results])
-        elif from_hub:
-            click.echo(f"Scoring answers published in {', '.join(from_hub)}")
-            run = _run_pipeline(rescoring, run_config.zenml_options, no_cache, config=config,
-                                generation_stats=[], hub_repos=list(from_hub))
-        elif rescore:
-            generations, stats, source_run = latest_generations()
-            if only_failed:
-                answers, source_run = latest_evaluations()
-            else:
-                answers = generations
-            click.echo(f"Re-scoring {len(answers)} stored artifact(s) of run {source_run}")
-            run = _run_pipeline(
-                rescoring, run_config.zenml_options, no_cache, config=config,
-                answers_ids=[str(a.id) for a in answers], generation_stats=stats, only_failed=only_failed,
-            )
-        else:
-            run = _run_pipeline(evaluating, run_config.zenml_options, no_cache, config=config)
+        run = _launch(config, run_config.zenml_options, no_cache, rescore, only_failed, from_hub, publish_only)
     except (ConfigError, DatasetError, ModelError, NoStoredResults) as error:
         raise click.ClickException(str(error)) from None
     except RuntimeError as error:
@@ -178,24 +132,77 @@ def main(
             f"fix the cause and run the same command again, or use --rescore to judge the stored "
             f"generations again."
         ) from None
+    _report(run.id)
 
+
+def _preflight(config: Any, generate: bool, judge: bool) -> None:
+    """Stop before any work on settings or model names that cannot work (converts the embedded model once)."""
+    from llm_engineering.evaluation.config import check_judge_settings, check_publish_settings
+    from llm_engineering.evaluation.models import resolve_model
+    from llm_engineering.settings import get_settings
+
+    settings = get_settings()
+    check_publish_settings(config.publish, settings)
+    names = set(config.models) if generate else set()
+    if judge:
+        check_judge_settings(config.judge, settings)
+        if config.judge.backend == "vllm":
+            names.add(config.judge.model)
+    for name in names:
+        resolve_model(name, settings.MODEL_CACHE_DIR)
+
+
+def _launch(config: Any, zenml_options: dict, no_cache: bool, rescore: bool, only_failed: bool,
+            from_hub: tuple[str, ...], publish_only: bool) -> Any:
+    """Pick the pipeline and its stored inputs for the mode asked for, and run it."""
+    from llm_engineering.infrastructure.zenml_runs import NoStoredResults, latest_evaluations, latest_generations
+    from pipelines.evaluating import evaluating, publishing, rescoring
+
+    if publish_only:
+        try:
+            results, source_run = latest_evaluations()
+        except NoStoredResults:
+            results, _, source_run = latest_generations()
+        click.echo(f"Publishing {len(results)} stored artifact(s) of run {source_run}")
+        return _run_pipeline(publishing, zenml_options, no_cache, config=config,
+                             results_ids=[str(a.id) for a in results])
+    if from_hub:
+        click.echo(f"Scoring answers published in {', '.join(from_hub)}")
+        return _run_pipeline(rescoring, zenml_options, no_cache, config=config,
+                             generation_stats=[], hub_repos=list(from_hub))
+    if rescore:
+        generations, stats, source_run = latest_generations()
+        answers = generations
+        if only_failed:
+            answers, source_run = latest_evaluations()
+        click.echo(f"Re-scoring {len(answers)} stored artifact(s) of run {source_run}")
+        return _run_pipeline(rescoring, zenml_options, no_cache, config=config, generation_stats=stats,
+                             answers_ids=[str(a.id) for a in answers], only_failed=only_failed)
+    return _run_pipeline(evaluating, zenml_options, no_cache, config=config)
+
+
+def _report(run_id: Any) -> None:
+    """Print the summary table, write the JSON report, say where results were published."""
     from zenml.client import Client
 
-    run = Client().get_pipeline_run(run.id)
-    receipts = [s.outputs[col.PUBLISH_RECEIPT][0].load() for name, s in run.steps.items()
-                if name.startswith("publish_results")]
+    from llm_engineering.evaluation import columns as col
+    from llm_engineering.infrastructure.zenml_runs import step_output
+    from llm_engineering.settings import get_settings
+
+    run = Client().get_pipeline_run(run_id)
     if "summarize" in run.steps:
         summary = step_output(run, "summarize", col.EVALUATION_SUMMARY)
         report = get_settings().reports_dir / f"{run.name}.json"
         report.parent.mkdir(parents=True, exist_ok=True)
         report.write_text(json.dumps({"run": run.name, **summary.model_dump()}, indent=2))
         _print_summary(summary, run.name, report.resolve())
+    receipts = [step.outputs[col.PUBLISH_RECEIPT][0].load() for name, step in run.steps.items()
+                if name.startswith("publish_results")]
     for receipt in receipts:
-        where = receipt.hub_url or receipt.local_path
-        click.echo(f"Published {receipt.stage} of {receipt.repo}: {where}")
-    failed = [r.hub_error for r in receipts if r.hub_error]
+        click.echo(f"Published {receipt.stage} of {receipt.repo}: {receipt.hub_url or receipt.local_path}")
+    failed = sorted({r.hub_error for r in receipts if r.hub_error})
     if failed:
-        raise click.ClickException("\n".join(sorted(set(failed))))
+        raise click.ClickException("\n".join(failed))
 
 
 if __name__ == "__main__":

@@ -56,8 +56,7 @@ class OpenAIJudge:
         )
         self._format = "json_schema" if config.response_format == "auto" else config.response_format
         self._format_lock = threading.Lock()
-        backoff = wait_random_exponential(multiplier=0.5, max=config.max_backoff_s)
-        self._backoff = backoff
+        self._backoff = wait_random_exponential(multiplier=0.5, max=config.max_backoff_s)
 
     def cache_namespace(self) -> dict[str, Any]:
         c = self._config

@@ -19,6 +19,7 @@ from typing import Any, Optional
 from urllib.parse import unquote, urlparse
 
 TOKEN = "hf_stub_write_token"
+API_ROUTE = re.compile(r"^/api/datasets/([^/]+/[^/]+)(?:/(preupload|commit|revision|tree|paths-info)/([^/]+)(/.*)?)?$")
 USER = "stub-user"
 
 
@@ -107,7 +108,7 @@ def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
                 url_ = f"http://{self.headers['Host']}/datasets/{repo_id}"
                 self._send(409 if exists else 200, {"url": url_, "error": "already exists"} if exists else {"url": url_})
                 return
-            match = re.match(r"^/api/datasets/([^/]+/[^/]+)(?:/(preupload|commit|revision|tree|paths-info)/([^/]+)(/.*)?)?$", path)
+            match = API_ROUTE.match(path)
             if match:
                 repo_id, action, revision, rest = match.groups()
                 if repo_id not in state.repos:

@@ -4,9 +4,7 @@ import gzip
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from datasets import Dataset
 
-from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judge import score_answers
 from llm_engineering.infrastructure import opik_tracking
 from llm_engineering.settings import Settings

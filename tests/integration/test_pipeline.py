@@ -132,7 +132,8 @@ def test_cli_runs_a_local_jsonl_with_output_column_and_limit(repo_root, tmp_path
     data.write_text("\n".join(json.dumps(r) for r in rows))
     config = tmp_path / "run.yaml"
     config.write_text(
-        "parameters:\n  sampling: {max_tokens: 24}\n  judge: {max_tokens: 200, max_analysis_chars: 100}\n"
+        "parameters:\n  prompt: {template: chat}\n  sampling: {max_tokens: 24}\n"
+        "  judge: {max_tokens: 200, max_analysis_chars: 100}\n"
     )
     result = subprocess.run(
         [sys.executable, "tools/run.py", "--run-evaluation", "--config", str(config),
@@ -145,6 +146,12 @@ def test_cli_runs_a_local_jsonl_with_output_column_and_limit(repo_root, tmp_path
     report = json.loads(open(report_line.split(":", 1)[1].strip()).read())
     assert report["models"][0]["rows"] == 10
     assert report["models"][0]["scored"] + report["models"][0]["failed"] == 10
+    # The chat template was rendered by the model's own tokenizer, not the Alpaca template.
+    from zenml.client import Client
+
+    generations = Client().get_artifact_version(col.GENERATIONS).load()
+    assert generations[0][col.PROMPT].startswith("<|im_start|>")
+    assert "In one sentence, what is RAG?" in generations[0][col.PROMPT]
 
 
 def test_rescore_only_failed_through_the_pipeline_fills_exactly_the_failed_rows(first_run):

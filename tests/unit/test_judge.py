@@ -63,7 +63,9 @@ class ScriptedJudge:
         for index, messages in enumerate(conversations):
             self.asked.append(messages[1]["content"])
             reply = self.replies.pop(0)
-            on_reply(index, reply if isinstance(reply, JudgeReply) else JudgeReply(text=reply, prompt_tokens=10, completion_tokens=5))
+            if not isinstance(reply, JudgeReply):
+                reply = JudgeReply(text=reply, prompt_tokens=10, completion_tokens=5)
+            on_reply(index, reply)
 
 
 def answers(n):
