@@ -26,7 +26,7 @@ def _score_publish_summarize(
         for rows in answers
     ]
     for rows in evaluations:  # as the original: answers, then answers with verdicts
-        publish_results(rows, publish=config.publish, dataset=config.dataset)
+        publish_results(rows, publish=config.publish, dataset=config.dataset, sampling=config.sampling)
     summarize(evaluations, stats, judge=config.judge)
 
 

@@ -35,7 +35,7 @@ def publish_results(
         "model": model_id,
         "dataset": f"{dataset.source} (split {dataset.split}, revision {dataset.revision or 'default'})",
         "sampling": sampling.model_dump() if sampling else None,
-        "pipeline run": get_step_context().pipeline_run.name,
+        "pipeline run": f"{get_step_context().pipeline_run.name} ({get_step_context().pipeline_run.id})",
         "date": datetime.now(timezone.utc).date().isoformat(),
     })
     local_repo = repo_name(publish.workspace or settings.DATASET_HUGGINGFACE_WORKSPACE, short_name(model_id))

@@ -102,6 +102,26 @@ def test_changing_only_the_judge_does_not_rerun_generation(first_run):
     assert cached[col.ANSWER] == step_output(first_run, "generate_answers", col.GENERATIONS)[col.ANSWER]
 
 
+def test_several_models_get_one_generations_artifact_each_and_a_comparison(first_run):
+    from zenml.client import Client
+
+    from llm_engineering.evaluation.models import resolve_model
+    from llm_engineering.settings import get_settings
+    from pipelines.evaluating import evaluating
+
+    # The same weights under two names (alias and folder): two models to the pipeline, one engine.
+    folder = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR).path
+    config = EvaluationConfig.model_validate({**SMALL, "models": ["smollm2-135m", folder], "dataset": {"limit": 2}})
+    run = Client().get_pipeline_run(evaluating.with_options(enable_cache=False)(config=config).id)
+    generations = [run.steps[name].outputs[col.GENERATIONS][0].load()
+                   for name in sorted(run.steps) if name.startswith("generate_answers")]
+    assert [g[0][col.MODEL_ID] for g in generations] == ["smollm2-135m", folder]
+    assert all(g[col.ID] == generations[0][col.ID] for g in generations)
+    summary = step_output(run, "summarize", col.EVALUATION_SUMMARY)
+    assert {m.model_id for m in summary.models} == {"smollm2-135m", folder}
+    assert [(c.model_a, c.model_b) for c in summary.comparisons] == [(folder, "smollm2-135m")] * 2
+
+
 def test_rescore_reuses_generations_without_inference(first_run):
     from zenml.client import Client
 
