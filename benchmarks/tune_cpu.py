@@ -1,6 +1,6 @@
 """Measure vLLM CPU engine settings on the generation workload, one variant per process.
 
-    .venv/bin/python benchmarks/tune_cpu.py
+    .venv/bin/python benchmarks/tune_cpu.py [NAME ...]   (only variants whose name contains NAME)
 
 Each variant changes one setting from the pipeline's defaults; the table goes into
 benchmarks/README.md. Writes benchmarks/results/tune_cpu.json.
@@ -22,12 +22,20 @@ VARIANTS = {
     "max_num_seqs=16": {"max_num_seqs": 16},
     "prefix caching off": {"enable_prefix_caching": False},
     "prefix caching on": {"enable_prefix_caching": True},
+    "chunked prefill off": {"enable_chunked_prefill": False},
+    "compiled (torch inductor) instead of eager": {"enforce_eager": False},
 }
+
+
+def selected(names: list[str]) -> dict[str, dict]:
+    """All variants, or those whose name contains one of `names` (the defaults row always runs)."""
+    first = next(iter(VARIANTS))
+    return {k: v for k, v in VARIANTS.items() if not names or k == first or any(n in k for n in names)}
 
 
 def main() -> None:
     rows = []
-    for name, overrides in VARIANTS.items():
+    for name, overrides in selected(sys.argv[1:]).items():
         started = time.perf_counter()
         out = subprocess.run(
             [sys.executable, str(ROOT / "benchmarks" / "generation.py"), "--engine", "vllm",
@@ -45,7 +53,8 @@ def main() -> None:
     for r in rows:
         print(f"| {r['variant']} | {r['output_tok_per_s']} | {r['time_to_first_result_s']} | {r['process_wall_s']} |")
     (ROOT / "benchmarks" / "results").mkdir(parents=True, exist_ok=True)
-    (ROOT / "benchmarks" / "results" / "tune_cpu.json").write_text(json.dumps(rows, indent=2))
+    suffix = "" if len(sys.argv) == 1 else "_" + "_".join(a.replace(" ", "-") for a in sys.argv[1:])
+    (ROOT / "benchmarks" / "results" / f"tune_cpu{suffix}.json").write_text(json.dumps(rows, indent=2))
 
 
 if __name__ == "__main__":

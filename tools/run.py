@@ -69,7 +69,8 @@ def _print_summary(summary: Any, run_name: str, report: Path) -> None:
         table.add_column(name)
     for row in table_rows(summary):
         table.add_row(*row)
-    Console().print(table)
+    # Wide enough for the table when output goes to a log rather than a terminal.
+    Console(width=None if sys.stdout.isatty() else 160).print(table)
     click.echo(f"JSON report: {report}")
 
 

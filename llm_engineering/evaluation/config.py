@@ -84,6 +84,7 @@ class EngineConfig(_Strict):
     )
     max_num_seqs: Optional[PositiveInt] = None
     enable_prefix_caching: Optional[bool] = None
+    enable_chunked_prefill: Optional[bool] = None
 
 
 class JudgeConfig(_Strict):

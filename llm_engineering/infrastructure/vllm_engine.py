@@ -52,6 +52,8 @@ def engine_kwargs(model_path: str, engine: EngineConfig, on_cpu: bool) -> dict[s
         kwargs["max_num_seqs"] = engine.max_num_seqs
     if engine.enable_prefix_caching is not None:
         kwargs["enable_prefix_caching"] = engine.enable_prefix_caching
+    if engine.enable_chunked_prefill is not None:
+        kwargs["enable_chunked_prefill"] = engine.enable_chunked_prefill
     return kwargs
 
 
