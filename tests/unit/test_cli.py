@@ -1,12 +1,16 @@
+import os
 import subprocess
 import sys
 import time
 
+import pytest
+
 
 def run_cli(repo_root, *args):
+    env = {k: v for k, v in os.environ.items() if k not in {"OPENAI_API_KEY", "HUGGINGFACE_ACCESS_TOKEN"}}
     return subprocess.run(
         [sys.executable, str(repo_root / "tools" / "run.py"), *args],
-        capture_output=True, text=True, cwd=repo_root, timeout=120,
+        capture_output=True, text=True, cwd=repo_root, timeout=120, env=env,
     )
 
 
@@ -26,12 +30,21 @@ def test_without_run_evaluation_nothing_runs(repo_root):
     assert "pass --run-evaluation" in result.stderr
 
 
-def test_config_errors_stop_before_any_work(repo_root, tmp_path):
-    bad = tmp_path / "bad.yaml"
-    bad.write_text("parameters:\n  judge:\n    modle: x\n")
-    result = run_cli(repo_root, "--run-evaluation", "--config", str(bad))
+@pytest.mark.parametrize(
+    "parameters, message",
+    [
+        ("judge:\n    modle: x", "parameters.judge.modle: unknown key"),
+        ("publish: {target: hub}", "HUGGINGFACE_ACCESS_TOKEN is not set"),
+        ("judge: {backend: openai, model: gpt-4o-mini}", "OPENAI_API_KEY is not set"),
+    ],
+    ids=["misspelt-key", "hub-without-token", "openai-without-key"],
+)
+def test_bad_settings_stop_before_any_work(repo_root, tmp_path, parameters, message):
+    config = tmp_path / "run.yaml"
+    config.write_text(f"parameters:\n  {parameters}\n")
+    result = run_cli(repo_root, "--run-evaluation", "--config", str(config))
     assert result.returncode == 1
-    assert "parameters.judge.modle: unknown key" in result.stderr
+    assert message in result.stderr
     assert "Traceback" not in result.stderr
 
 
@@ -40,18 +53,3 @@ def test_unknown_model_stops_before_any_work(repo_root):
     assert result.returncode == 1
     assert "Unknown model 'no such model'" in result.stderr
 
-
-def test_hub_publishing_without_a_token_stops_before_generation(repo_root, tmp_path):
-    config = tmp_path / "hub.yaml"
-    config.write_text("parameters:\n  publish: {target: hub}\n")
-    result = run_cli(repo_root, "--run-evaluation", "--config", str(config))
-    assert result.returncode == 1
-    assert "HUGGINGFACE_ACCESS_TOKEN is not set" in result.stderr
-
-
-def test_openai_judge_without_key_or_endpoint_stops_before_work(repo_root, tmp_path):
-    config = tmp_path / "judge.yaml"
-    config.write_text("parameters:\n  judge: {backend: openai, model: gpt-4o-mini}\n")
-    result = run_cli(repo_root, "--run-evaluation", "--config", str(config))
-    assert result.returncode == 1
-    assert "OPENAI_API_KEY is not set" in result.stderr
