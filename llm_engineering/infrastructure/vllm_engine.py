@@ -27,8 +27,8 @@ def _on_cpu() -> bool:
     return current_platform.is_cpu()
 
 
-def _cpu_environment(engine: EngineConfig) -> dict[str, str]:
-    # Only defaults: a value the user exported wins.
+def cpu_environment(engine: EngineConfig) -> dict[str, str]:
+    """vLLM's CPU variables for `engine`; callers only set them as defaults (an exported value wins)."""
     cores = f"0-{(os.cpu_count() or 1) - 1}"
     return {
         "VLLM_CPU_KVCACHE_SPACE": str(engine.cpu_kvcache_space_gib),
@@ -73,7 +73,7 @@ class EngineCache:
 
         on_cpu = _on_cpu()
         if on_cpu:
-            for name, value in _cpu_environment(engine).items():
+            for name, value in cpu_environment(engine).items():
                 os.environ.setdefault(name, value)
         kwargs = engine_kwargs(model_path, engine, on_cpu)
         logger.info("Building vLLM engine: %s", kwargs)

@@ -13,6 +13,9 @@ from pathlib import Path
 
 import httpx
 
+from llm_engineering.evaluation.config import EngineConfig
+from llm_engineering.infrastructure.vllm_engine import cpu_environment
+
 
 class ServerError(RuntimeError):
     pass
@@ -32,8 +35,8 @@ def vllm_server(
     port = free_port()
     env = dict(os.environ)
     if cpu:
-        env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-        env.setdefault("VLLM_CPU_OMP_THREADS_BIND", f"0-{(os.cpu_count() or 1) - 1}")
+        for name, value in cpu_environment(EngineConfig(cpu_kvcache_space_gib=1)).items():
+            env.setdefault(name, value)
     # `vllm serve` asks for the `vllm` distribution's version, which vllm-cpu does not provide;
     # this module runs the same server.
     command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model_path,
