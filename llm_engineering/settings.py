@@ -36,6 +36,8 @@ class Settings(BaseSettings):
     # Where converted models are cached (outside the repo), and where results are written.
     MODEL_CACHE_DIR: Path = Path.home() / ".cache" / "llm-engineering" / "models"
     JUDGE_CACHE_DIR: Path = Path.home() / ".cache" / "llm-engineering" / "judge"
+    # Answers saved one by one as they are generated, so an interrupted run resumes.
+    CHECKPOINT_DIR: Path = Path.home() / ".cache" / "llm-engineering" / "checkpoints"
     OUTPUT_DIR: Path = Path("outputs")
 
     @property

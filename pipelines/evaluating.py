@@ -37,7 +37,8 @@ def evaluating(config: EvaluationConfig) -> None:
     generations, stats, published = [], [], []
     for model in config.models:
         answers, model_stats = generate_answers(
-            test_split, model=model, sampling=config.sampling, engine=config.engine, prompt=config.prompt
+            test_split, model=model, sampling=config.sampling, engine=config.engine, prompt=config.prompt,
+            resume=config.resume,
         )
         published.append(
             publish_results(answers, publish=config.publish, dataset=config.dataset, sampling=config.sampling)

@@ -13,6 +13,7 @@ os.environ["ZENML_ANALYTICS_OPT_IN"] = "false"
 os.environ["ZENML_CONFIG_PATH"] = str(_SESSION_DIR / "zenml")
 os.environ["OUTPUT_DIR"] = str(_SESSION_DIR / "outputs")
 os.environ["JUDGE_CACHE_DIR"] = str(_SESSION_DIR / "judge-cache")
+os.environ["CHECKPOINT_DIR"] = str(_SESSION_DIR / "checkpoints")
 # The Hub is a stub on this loopback port (tests/integration/hub_stub.py); nothing else answers
 # there, so a stray Hub call fails at once instead of reaching out.
 with socket.socket() as _sock:

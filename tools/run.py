@@ -84,7 +84,8 @@ def _print_summary(summary: Any, run_name: str, report: Path) -> None:
 @click.option("--dataset", help="Hub dataset id, or a local json/jsonl/parquet/csv file or dataset folder.")
 @click.option("--limit", type=click.IntRange(min=1), help="Evaluate only the first N rows.")
 @click.option("--dummy", is_flag=True, help="Evaluate only 10 rows (a quick smoke run).")
-@click.option("--no-cache", is_flag=True, help="Re-run every step instead of reusing cached results.")
+@click.option("--no-cache", is_flag=True,
+              help="Re-run every step and generate every answer again (ignores answers saved by an interrupted run).")
 @click.option("--rescore", is_flag=True, help="Judge the latest stored generations again, without generating.")
 @click.option(
     "--only-failed", is_flag=True,
@@ -119,7 +120,7 @@ def main(
 
     try:
         run_config = load_run_config(config_path)
-        config = apply_overrides(run_config.evaluation, list(models), dataset, limit, dummy)
+        config = apply_overrides(run_config.evaluation, list(models), dataset, limit, dummy, fresh=no_cache)
         _preflight(config, generate=not (rescore or publish_only), judge=not publish_only)
         _ensure_zenml_repository()
         run = _launch(config, run_config.zenml_options, no_cache, rescore, only_failed, from_hub, publish_only)
@@ -129,11 +130,27 @@ def main(
         if "Pipeline run has failed" not in str(error):
             raise
         raise click.ClickException(
-            f"{error} (its error is logged above). Every finished step is stored and cached: "
-            f"fix the cause and run the same command again, or use --rescore to judge the stored "
-            f"generations again."
+            f"{_failed_steps()}\nEvery finished step is stored and cached, and every generated answer is saved: "
+            f"fix the cause and run the same command again (it resumes), or use --rescore to judge the "
+            f"stored generations again."
         ) from None
+    except KeyboardInterrupt:
+        click.echo(
+            "\nInterrupted. Every answer generated so far is saved: run the same command again to generate "
+            "only the missing ones (without --no-cache, which starts afresh).", err=True,
+        )
+        sys.exit(130)
     _report(run.id)
+
+
+def _failed_steps() -> str:
+    """The failed steps of the latest run with their errors (ZenML only says which steps failed)."""
+    from zenml.client import Client
+
+    run = Client().list_pipeline_runs(sort_by="desc:created", size=1).items[0]
+    errors = [f"Step {name} failed: {step.exception_info.message if step.exception_info else 'see the log above'}"
+              for name, step in run.steps.items() if str(step.status.value).lower() == "failed"]
+    return "\n".join(errors) or f"Run {run.name} failed (its error is logged above)."
 
 
 def _preflight(config: Any, generate: bool, judge: bool) -> None:

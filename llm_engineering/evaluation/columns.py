@@ -18,6 +18,8 @@ ANSWER = "answer"
 FINISH_REASON = "finish_reason"
 PROMPT_TOKENS = "prompt_tokens"
 COMPLETION_TOKENS = "completion_tokens"
+# finish_reason of a row whose prompt leaves no room for an answer in max_model_len (not generated)
+PROMPT_TOO_LONG = "prompt_too_long"
 
 # evaluations
 JUDGE_MODEL = "judge_model"

@@ -137,6 +137,10 @@ class EvaluationConfig(_Strict):
     engine: EngineConfig = EngineConfig()
     judge: JudgeConfig = JudgeConfig()
     publish: PublishConfig = PublishConfig()
+    resume: bool = Field(
+        True, description="Reuse the answers an interrupted run saved for the same model, sampling and "
+        "prompts, and generate only the missing rows; false generates every row again.",
+    )
 
     @field_validator("models")
     @classmethod
@@ -202,6 +206,7 @@ def apply_overrides(
     dataset: Optional[str] = None,
     limit: Optional[int] = None,
     dummy: bool = False,
+    fresh: bool = False,
 ) -> EvaluationConfig:
     """The config with command-line overrides applied, validated again."""
     data = config.model_dump()
@@ -213,6 +218,8 @@ def apply_overrides(
         data["dataset"]["limit"] = limit
     if dummy:
         data["dataset"]["dummy"] = True
+    if fresh:
+        data["resume"] = False
     return parse_evaluation(data)
 
 

@@ -69,9 +69,16 @@ def read_split(source: str, split: str = "test", revision: Optional[str] = None)
         raise DatasetError(f"Cannot read dataset {source!r}: {error}") from error
     except Exception as error:  # the datasets library raises many types for one cause
         raise DatasetError(
-            f"Cannot read dataset {source!r} ({type(error).__name__}: {error}). Give a Hub dataset "
+            f"Cannot read dataset {source!r} ({_root_cause(error)}). Fix the file, or give a Hub dataset "
             f"id that is reachable, or a local json/jsonl/parquet/csv file or dataset folder."
         ) from error
+
+
+def _root_cause(error: BaseException) -> str:
+    """The innermost cause: `datasets` wraps a parse error of line N in a generic one."""
+    while error.__cause__ is not None or error.__context__ is not None:
+        error = error.__cause__ or error.__context__
+    return f"{type(error).__name__}: {error}"
 
 
 def _find_column(dataset: Dataset, aliases: tuple[str, ...], role: str) -> str:
@@ -94,21 +101,20 @@ def validate_split(dataset: Dataset) -> Dataset:
         raise DatasetError("The test split is empty: point --dataset at a split with rows.")
     instruction = _find_column(dataset, col.INSTRUCTION_ALIASES, "instruction")
     reference = _find_column(dataset, col.REFERENCE_ALIASES, "reference answer")
-    ids = (
-        [str(value) for value in dataset[col.ID]]
-        if col.ID in dataset.column_names
-        else [str(index) for index in range(len(dataset))]
-    )
+    raw_ids = dataset[col.ID] if col.ID in dataset.column_names else list(range(len(dataset)))
+    ids = [str(value) for value in raw_ids]
     instructions, references = dataset[instruction], dataset[reference]
 
-    problems = []
+    problems = [f"row {row}: no id; give every row an id, or drop the id column to number rows"
+                for row, value in enumerate(raw_ids) if value is None or str(value).strip() == ""]
     for row, (row_id, text, ref) in enumerate(zip(ids, instructions, references)):
         if not isinstance(text, str) or not text.strip():
             problems.append(f"row {row} (id {row_id}): empty or non-text {instruction!r}")
         if not isinstance(ref, str) or not ref.strip():
             problems.append(f"row {row} (id {row_id}): empty or non-text {reference!r}")
     seen: set[str] = set()
-    duplicates = sorted({row_id for row_id in ids if row_id in seen or seen.add(row_id)})
+    duplicates = sorted({row_id for row_id, raw in zip(ids, raw_ids)
+                         if raw is not None and (row_id in seen or seen.add(row_id))})
     if duplicates:
         problems.append(f"duplicate ids {duplicates[:5]}: every row needs a unique id")
     if problems:

@@ -1,25 +1,35 @@
-"""Answer generation: every prompt of a model in one vLLM `generate` call (continuous batching)."""
+"""Answer generation: every prompt of a model in one continuous batch, each answer saved as it finishes.
+
+All prompts are queued in the vLLM engine at once (continuous batching, PagedAttention), and the
+engine is stepped here instead of inside `LLM.generate`, so every finished answer is appended to
+the checkpoint immediately: a crash or Ctrl-C loses nothing, and the next run generates only
+the rows that are missing.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, Optional
 
 from datasets import Dataset
 from pydantic import BaseModel
+from tqdm.auto import tqdm
 
 from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.checkpoint import AnswerCheckpoint, AnswerRecord, row_key
 from llm_engineering.evaluation.config import PromptConfig, SamplingConfig
 from llm_engineering.evaluation.prompts import format_prompts
 
 logger = logging.getLogger(__name__)
 
-PROMPT_TOO_LONG = "prompt_too_long"
+PROMPT_TOO_LONG = col.PROMPT_TOO_LONG
 
 
 class GenerationStats(BaseModel):
-    """Throughput of one model's generation run."""
+    """Throughput of one model's generation run (over the answers generated in this run)."""
 
     model_id: str
     rows: int
@@ -29,6 +39,8 @@ class GenerationStats(BaseModel):
     seconds: float
     tokens_per_second: float
     prompts_per_second: float
+    resumed: int = 0  # answers taken from the checkpoint of an interrupted run
+    generated: int = 0  # answers generated in this run
 
 
 def sampling_params(config: SamplingConfig) -> Any:
@@ -43,6 +55,33 @@ def sampling_params(config: SamplingConfig) -> Any:
     )
 
 
+def stream_generate(llm: Any, prompts: dict[int, str], params: Any) -> Iterator[tuple[int, Any]]:
+    """Yield `(index, RequestOutput)` as each request finishes; all requests share one batch.
+
+    On any interruption (Ctrl-C, an error in the consumer) the unfinished requests are aborted,
+    so the engine stays usable by the next caller (the judge, a retry).
+    """
+    if not prompts:
+        return
+    indices = list(prompts)
+    internal_ids = llm.enqueue([prompts[i] for i in indices], params, use_tqdm=False)
+    # vLLM returns its internal ids ("<request id>-<8 random chars>"); outputs carry the request id.
+    pending = {rid.rsplit("-", 1)[0]: (rid, i) for rid, i in zip(internal_ids, indices)}
+    engine = llm.llm_engine
+    try:
+        if len(pending) != len(indices):
+            raise RuntimeError(f"vLLM returned unexpected request ids: {internal_ids[:3]}")
+        with tqdm(total=len(pending), desc="Generating answers", unit="answer") as bar:
+            while pending and engine.has_unfinished_requests():
+                for output in engine.step():
+                    if output.finished and output.request_id in pending:
+                        bar.update()
+                        yield pending.pop(output.request_id)[1], output
+    finally:
+        if pending:
+            engine.abort_request([rid for rid, _ in pending.values()], internal=True)
+
+
 def generate_answers(
     llm: Any,
     test_split: Dataset,
@@ -50,59 +89,83 @@ def generate_answers(
     sampling: SamplingConfig,
     prompt: PromptConfig,
     max_model_len: int,
+    checkpoint: Optional[AnswerCheckpoint] = None,
 ) -> tuple[Dataset, GenerationStats]:
     """Generate one answer per row with `llm` (a `vllm.LLM`), matched to its row by id.
 
-    A prompt that leaves no room for the answer in `max_model_len` is not sent: its row keeps
-    an empty answer with finish reason `prompt_too_long`, and the run goes on.
+    Answers already in `checkpoint` for the same row id and prompt are reused; new ones are
+    appended to it as they finish. A prompt that leaves no room for the answer in
+    `max_model_len` is not sent: its row keeps an empty answer with finish reason
+    `prompt_too_long`, and the run goes on.
     """
     tokenizer = llm.get_tokenizer()
     if prompt.template == "alpaca":
         prompts = list(test_split[col.PROMPT])
     else:
-        prompts = format_prompts(
-            test_split[col.INSTRUCTION], "chat", tokenizer, prompt.system_prompt
-        )
-    prompt_lengths = [len(ids) for ids in tokenizer(prompts, add_special_tokens=False)["input_ids"]]
-    runnable = [i for i, n in enumerate(prompt_lengths) if n < max_model_len]
-    if len(runnable) < len(prompts):
-        logger.warning(
-            "%d prompt(s) are longer than max_model_len=%d and are skipped; raise "
-            "engine.max_model_len to include them.", len(prompts) - len(runnable), max_model_len,
-        )
+        prompts = format_prompts(test_split[col.INSTRUCTION], "chat", tokenizer, prompt.system_prompt)
+    ids = [str(row_id) for row_id in test_split[col.ID]]
+    keys = [row_key(row_id, text) for row_id, text in zip(ids, prompts)]
+    lengths = [len(t) for t in tokenizer(prompts, add_special_tokens=False)["input_ids"]]
 
+    records: dict[int, AnswerRecord] = {}
+    too_long = [i for i, n in enumerate(lengths) if n >= max_model_len]
+    for i in too_long:
+        records[i] = AnswerRecord(answer="", finish_reason=PROMPT_TOO_LONG, prompt_tokens=lengths[i], completion_tokens=0)
+    if too_long:
+        logger.warning(
+            "%d prompt(s) are longer than max_model_len=%d and are skipped (finish_reason %r on "
+            "their rows); raise engine.max_model_len to include them.", len(too_long), max_model_len, PROMPT_TOO_LONG,
+        )
+    stored = checkpoint.load() if checkpoint else {}
+    resumed = [i for i in range(len(prompts)) if i not in records and keys[i] in stored]
+    records.update({i: stored[keys[i]] for i in resumed})
+    if resumed:
+        logger.info("Resuming: %d of %d answers are in %s; generating the other %d.",
+                    len(resumed), len(prompts), checkpoint.path, len(prompts) - len(records))
+
+    todo = {i: prompts[i] for i in range(len(prompts)) if i not in records}
     started = time.perf_counter()
-    outputs = llm.generate([prompts[i] for i in runnable], sampling_params(sampling), use_tqdm=True)
+    with contextlib.ExitStack() as stack:
+        writer = stack.enter_context(checkpoint.writer()) if checkpoint else None
+        stream = stack.enter_context(contextlib.closing(stream_generate(llm, todo, sampling_params(sampling))))
+        for i, output in stream:
+            records[i] = _record(output)
+            if writer:
+                writer.append(keys[i], ids[i], records[i])
     seconds = time.perf_counter() - started
 
-    answers = [""] * len(prompts)
-    reasons = [PROMPT_TOO_LONG] * len(prompts)
-    completion = [0] * len(prompts)
-    for index, output in zip(runnable, outputs):
-        result = output.outputs[0]
-        answers[index] = result.text.strip()
-        reasons[index] = result.finish_reason or "unknown"
-        completion[index] = len(result.token_ids)
-        prompt_lengths[index] = len(output.prompt_token_ids)
-
+    rows = [records[i] for i in range(len(prompts))]
     generations = test_split.remove_columns(col.PROMPT).add_column(col.PROMPT, prompts)
     generations = (
         generations.add_column(col.MODEL_ID, [model_id] * len(prompts))
-        .add_column(col.ANSWER, answers)
-        .add_column(col.FINISH_REASON, reasons)
-        .add_column(col.PROMPT_TOKENS, prompt_lengths)
-        .add_column(col.COMPLETION_TOKENS, completion)
+        .add_column(col.ANSWER, [r.answer for r in rows])
+        .add_column(col.FINISH_REASON, [r.finish_reason for r in rows])
+        .add_column(col.PROMPT_TOKENS, [r.prompt_tokens for r in rows])
+        .add_column(col.COMPLETION_TOKENS, [r.completion_tokens for r in rows])
     )
-    total = sum(completion)
+    new_tokens = sum(records[i].completion_tokens for i in todo)
     stats = GenerationStats(
         model_id=model_id,
         rows=len(prompts),
-        skipped=len(prompts) - len(runnable),
-        prompt_tokens=sum(prompt_lengths),
-        completion_tokens=total,
+        skipped=len(too_long),
+        prompt_tokens=sum(r.prompt_tokens for r in rows),
+        completion_tokens=sum(r.completion_tokens for r in rows),
         seconds=round(seconds, 3),
-        tokens_per_second=round(total / seconds, 2) if seconds else 0.0,
-        prompts_per_second=round(len(runnable) / seconds, 3) if seconds else 0.0,
+        tokens_per_second=round(new_tokens / seconds, 2) if todo and seconds else 0.0,
+        prompts_per_second=round(len(todo) / seconds, 3) if todo and seconds else 0.0,
+        resumed=len(resumed),
+        generated=len(todo),
     )
-    logger.info("%s: %d answers, %.1f output tokens/s", model_id, len(runnable), stats.tokens_per_second)
+    logger.info("%s: %d answers generated (%.1f output tokens/s), %d resumed, %d skipped",
+                model_id, len(todo), stats.tokens_per_second, len(resumed), len(too_long))
     return generations, stats
+
+
+def _record(output: Any) -> AnswerRecord:
+    result = output.outputs[0]
+    return AnswerRecord(
+        answer=result.text.strip(),
+        finish_reason=result.finish_reason or "unknown",
+        prompt_tokens=len(output.prompt_token_ids),
+        completion_tokens=len(result.token_ids),
+    )

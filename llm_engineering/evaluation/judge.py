@@ -202,7 +202,10 @@ def score_answers(
     """
     keep = _valid_rows(dataset) if only_failed else set()
     previous = dataset.to_list() if keep else []
-    todo = [i for i in range(len(dataset)) if i not in keep]
+    # A row that was never generated has nothing to judge: it stays a row error, not a score of 1.
+    reasons = dataset[col.FINISH_REASON] if col.FINISH_REASON in dataset.column_names else [None] * len(dataset)
+    not_generated = {i for i, reason in enumerate(reasons) if reason == col.PROMPT_TOO_LONG}
+    todo = [i for i in range(len(dataset)) if i not in keep and i not in not_generated]
     namespace = judge.cache_namespace()
     conversations = {
         i: judge_messages(dataset[i][col.INSTRUCTION], dataset[i][col.ANSWER]) for i in todo
@@ -230,8 +233,10 @@ def score_answers(
 
     if misses:
         judge.complete([conversations[i] for i in misses], on_reply)
+    unanswered = JudgeReply(None, "not judged: the prompt is longer than engine.max_model_len, so no answer was generated")
     rows = [
         {name: previous[i].get(name) for name in JUDGE_COLUMNS} if i in keep
+        else _judge_row(judge.judge_id, unanswered) if i in not_generated
         else _judge_row(judge.judge_id, replies.get(i, JudgeReply(None, "no reply received")))
         for i in range(len(dataset))
     ]

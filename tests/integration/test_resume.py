@@ -1,0 +1,124 @@
+"""Generation faults through the real CLI: Ctrl-C, then SIGKILL, midway; then the same command again.
+
+Real vLLM (CPU build) with the bundled model, the real ZenML local stack. The judge is the
+OpenAI-compatible stub, since what is under test is generation.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.checkpoint import AnswerCheckpoint
+from llm_engineering.evaluation.config import load_run_config
+from llm_engineering.evaluation.models import resolve_model
+from llm_engineering.settings import get_settings
+
+pytestmark = pytest.mark.slow
+
+ROWS = 16
+# Four sequences at a time, so answers finish in waves and a run can be stopped between them.
+CONFIG = """
+parameters:
+  dataset: {{limit: {rows}}}
+  sampling: {{max_tokens: 80, temperature: 0.7, seed: 11}}
+  engine: {{max_num_seqs: 4}}
+  judge: {{backend: openai, model: stub-judge, base_url: "{base_url}", cache: false}}
+"""
+
+
+def _start(repo_root, config, log):
+    return subprocess.Popen(
+        [sys.executable, "tools/run.py", "--run-evaluation", "--config", str(config)],
+        cwd=repo_root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+
+
+def _saved(checkpoint):
+    """Complete lines of the checkpoint file, as dicts."""
+    if not checkpoint.path.exists():
+        return []
+    rows = []
+    for line in checkpoint.path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            pass  # torn by the kill
+    return rows
+
+
+def _stop_after(process, checkpoint, rows, sig, timeout=600):
+    """Send `sig` to the whole process group (as a terminal or the kernel would) once `rows` are saved."""
+    deadline = time.monotonic() + timeout
+    while len(_saved(checkpoint)) < rows:
+        assert process.poll() is None, "the run ended before it could be stopped midway"
+        assert time.monotonic() < deadline, "no progress"
+        time.sleep(0.1)
+    os.killpg(process.pid, sig)
+    return process.wait(timeout=180)
+
+
+def _group_gone(pgid, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, tmp_path):
+    from zenml.client import Client
+
+    from llm_engineering.infrastructure.zenml_runs import latest_generations
+    from tests.integration.openai_stub import OpenAIStub
+
+    with OpenAIStub() as judge:
+        config = tmp_path / "run.yaml"
+        config.write_text(CONFIG.format(rows=ROWS, base_url=judge.base_url))
+        evaluation = load_run_config(config).evaluation
+        model = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR)
+        checkpoint = AnswerCheckpoint(get_settings().CHECKPOINT_DIR, "smollm2-135m", model.path,
+                                      evaluation.sampling, evaluation.engine)
+        checkpoint.reset()
+
+        # 1. Ctrl-C after a few answers: a clean stop, a resumable message, no process left behind.
+        with open(tmp_path / "interrupted.log", "w") as log:
+            first = _start(repo_root, config, log)
+            assert _stop_after(first, checkpoint, 3, signal.SIGINT) == 130
+        assert _group_gone(first.pid), "processes of the interrupted run are still alive"
+        assert "Interrupted. Every answer generated so far is saved" in (tmp_path / "interrupted.log").read_text()
+        after_interrupt = len(_saved(checkpoint))
+        assert 3 <= after_interrupt < ROWS
+
+        # 2. SIGKILL of everything (an out-of-memory kill, a lost spot instance) a few answers later.
+        with open(tmp_path / "killed.log", "w") as log:
+            second = _start(repo_root, config, log)
+            assert _stop_after(second, checkpoint, after_interrupt + 2, signal.SIGKILL) == -signal.SIGKILL
+        assert f"Resuming: {after_interrupt} of {ROWS} answers" in (tmp_path / "killed.log").read_text()
+        kept = _saved(checkpoint)
+        assert after_interrupt + 2 <= len(kept) < ROWS
+
+        # 3. The same command again: only the missing rows are generated, and the run completes.
+        with open(tmp_path / "final.log", "w") as log:
+            third = _start(repo_root, config, log)
+            assert third.wait(timeout=900) == 0, (tmp_path / "final.log").read_text()[-3000:]
+
+    generations, stats, run_name = latest_generations()
+    answers = generations[0].load()
+    (run_stats,) = stats
+    assert (run_stats.resumed, run_stats.generated) == (len(kept), ROWS - len(kept))
+    test_split = Client().get_pipeline_run(run_name).steps["load_test_split"].outputs[col.TEST_SPLIT][0].load()
+    assert answers[col.ID] == test_split[col.ID]  # every row, once, in order
+    assert all(answer.strip() for answer in answers[col.ANSWER])
+    by_id = dict(zip(answers[col.ID], answers[col.ANSWER]))
+    assert all(by_id[row["id"]] == row["answer"] for row in kept)  # kept answers were not regenerated
+    saved = _saved(checkpoint)
+    assert sorted(row["id"] for row in saved) == sorted(answers[col.ID])  # no row saved twice
