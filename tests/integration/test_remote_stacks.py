@@ -209,3 +209,20 @@ def test_remote_run_without_the_settings_secret_or_its_token_stops_early(repo_ro
     assert result.returncode == 1, result.stderr[-2000:]
     assert "HUGGINGFACE_ACCESS_TOKEN is not set" in result.stderr
     assert "read their settings from the ZenML secret(s) ['settings']" in result.stderr
+
+
+def test_create_snapshot_stores_the_configured_evaluation_for_dashboard_reruns(repo_root, tmp_path, active_stack):
+    from zenml.client import Client
+
+    active_stack("default")
+    config = tmp_path / "run.yaml"
+    config.write_text("parameters:\n  models: [org/model-a]\n  dataset: {limit: 3}\n"
+                      "  judge: {backend: openai, model: m, base_url: 'http://127.0.0.1:9/v1'}\n")
+    result = _cli(repo_root, "--create-snapshot", "evaluating-test", "--config", str(config))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Created snapshot 'evaluating-test'" in result.stdout
+    snapshot = Client().get_snapshot("evaluating-test")
+    assert snapshot.pipeline.name == "evaluating"
+    assert snapshot.pipeline_spec.parameters["config"]["models"] == ["org/model-a"]
+    assert "generate_answers" in snapshot.step_configurations and "summarize" in snapshot.step_configurations
+    assert not Client().list_pipeline_runs(snapshot_id=snapshot.id).items  # stored, not run
