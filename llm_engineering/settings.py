@@ -97,7 +97,7 @@ class _ValuesOnly(Settings):
     """Settings from given values and defaults alone: no .env, no environment of this machine."""
 
     @classmethod
-    def settings_customise_sources(cls, settings_cls, init_settings, **sources):  # noqa: ANN001
+    def settings_customise_sources(cls, settings_cls, init_settings, **sources):
         return (init_settings,)
 
 

@@ -126,7 +126,9 @@ def main(
     """Evaluate LLMs: vLLM batch generation, an LLM judge, tracked ZenML artifacts."""
     if export_settings:
         _prepare_environment()
-        return _export_settings()
+        _export_settings()
+        if not (run_evaluation or create_snapshot):
+            return
     if not (run_evaluation or create_snapshot):
         raise click.UsageError("Nothing to do: pass --run-evaluation (see --help).")
     if create_snapshot and (rescore or publish_only):
@@ -177,9 +179,10 @@ def _preflight(config: Any, zenml_options: dict, generate: bool, judge: bool) ->
     secrets = zenml_options.get("secrets") or []
     check_secrets(secrets)
     # With secrets, the steps (remote ones) see only the secrets' values, set by ZenML as their
-    # environment when each step starts: check those, and let local steps read settings afresh.
-    settings = settings_from_secrets(secrets) if secrets else get_settings()
-    get_settings.cache_clear()
+    # environment when each step starts: check those. Steps running in this process read their
+    # settings afresh (cache cleared below), with those values in the environment.
+    local = get_settings()
+    settings = settings_from_secrets(secrets) if secrets else local
     try:
         check_publish_settings(config.publish, settings)
         if judge:
@@ -193,7 +196,8 @@ def _preflight(config: Any, zenml_options: dict, generate: bool, judge: bool) ->
     if judge and config.judge.backend == "vllm":
         names.add(config.judge.model)
     for name in names:
-        resolve_model(name, settings.MODEL_CACHE_DIR)
+        resolve_model(name, local.MODEL_CACHE_DIR)
+    get_settings.cache_clear()
 
 
 def _export_settings() -> None:
