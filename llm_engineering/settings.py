@@ -1,13 +1,17 @@
 """Settings from the environment or a `.env` file (tokens, workspace, paths).
 
 Nothing is read at import time: call `get_settings()` where a value is needed.
+
+Remotely there is no `.env`: `python tools/run.py --export-settings` stores the settings as
+the ZenML secret `settings`, and a run config that lists it (`secrets: [settings]`) has ZenML
+set its values as environment variables of every step, where `Settings` reads them.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Optional
+from typing import Iterable, Optional
 
 from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -50,6 +54,65 @@ class Settings(BaseSettings):
         return self.OUTPUT_DIR / "reports"
 
 
+SETTINGS_SECRET = "settings"
+# Paths of this machine mean nothing on another one: they stay out of the secret.
+LOCAL_ONLY = {"MODEL_CACHE_DIR", "JUDGE_CACHE_DIR", "OUTPUT_DIR"}
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
     return Settings()
+
+
+def exportable_values(settings: Settings) -> dict[str, str]:
+    """The settings set in .env or the environment, as secret values (local paths left out)."""
+    values = {}
+    for name in sorted(settings.model_fields_set - LOCAL_ONLY):
+        value = getattr(settings, name)
+        if value is not None:
+            values[name] = value.get_secret_value() if isinstance(value, SecretStr) else str(value)
+    return values
+
+
+def export_settings(settings: Settings, name: str = SETTINGS_SECRET) -> list[str]:
+    """Store the settings as the ZenML secret `name` (replacing its values); returns the keys stored."""
+    from zenml.client import Client
+
+    values = exportable_values(settings)
+    if not values:
+        raise ValueError(
+            "No settings are set in .env or the environment, so there is nothing to export: set "
+            "e.g. HUGGINGFACE_ACCESS_TOKEN or OPENAI_API_KEY first."
+        )
+    client = Client()
+    try:
+        existing = client.get_secret(name, allow_partial_name_match=False, allow_partial_id_match=False)
+    except KeyError:
+        client.create_secret(name=name, values=values)
+    else:
+        stale = sorted(set(existing.secret_values) - set(values))
+        client.update_secret(existing.id, add_or_update_values=values, remove_values=stale or None)
+    return sorted(values)
+
+
+class _ValuesOnly(Settings):
+    """Settings from given values and defaults alone: no .env, no environment of this machine."""
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, **sources):
+        return (init_settings,)
+
+
+def settings_from_secrets(secret_names: Iterable[str]) -> Settings:
+    """The settings a remote step sees: these secrets' values (ZenML sets them as its environment) and defaults.
+
+    Nothing comes from this machine's .env or environment, which a remote step does not have.
+    A missing secret raises KeyError.
+    """
+    from zenml.client import Client
+
+    values: dict[str, str] = {}
+    for name in secret_names:
+        secret = Client().get_secret(name, allow_partial_name_match=False, allow_partial_id_match=False)
+        values.update(secret.secret_values)
+    return _ValuesOnly(**{key: value for key, value in values.items() if key in Settings.model_fields})

@@ -34,9 +34,12 @@ def _score_publish_summarize(
 def evaluating(config: EvaluationConfig) -> None:
     """Load the test split, generate answers per model, publish them, judge them, summarize."""
     test_split = load_test_split(dataset=config.dataset, prompt=config.prompt)
+    # The step operator and its settings go to every model's generation step, and only there
+    # (a run config's `steps.generate_answers` would reach the first model's step alone).
+    generate = generate_answers.with_options(**config.generation_step.step_options())
     generations, stats, published = [], [], []
     for model in config.models:
-        answers, model_stats = generate_answers(
+        answers, model_stats = generate(
             test_split, model=model, sampling=config.sampling, engine=config.engine, prompt=config.prompt,
             resume=config.resume,
         )

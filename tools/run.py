@@ -24,6 +24,9 @@ Examples:
   python tools/run.py --run-evaluation --rescore --only-failed
   python tools/run.py --run-evaluation --rescore --from-hub me/SmolLM2-135M-Instruct-results
   python tools/run.py --run-evaluation --publish-only     # push the latest stored results again
+  python tools/run.py --export-settings                   # .env -> ZenML secret `settings` (remote steps)
+  python tools/run.py --run-evaluation --config configs/evaluating_sagemaker.yaml
+  python tools/run.py --create-snapshot evaluating-sagemaker --config configs/evaluating_sagemaker.yaml
 """
 
 
@@ -43,8 +46,12 @@ def _ensure_zenml_repository() -> None:
         Client.initialize(root=ROOT)
 
 
-def _run_pipeline(pipeline: Any, zenml_options: dict, no_cache: bool, **parameters: Any) -> Any:
-    """Run with ZenML's own options from the config file (settings, steps, run_name...)."""
+def _run_pipeline(pipeline: Any, zenml_options: dict, no_cache: bool, snapshot: Optional[str] = None,
+                  **parameters: Any) -> Any:
+    """Run with ZenML's own options from the config file (settings, steps, run_name...).
+
+    With `snapshot`, store the configured run as a named snapshot instead of running it.
+    """
     import yaml
 
     with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as handle:
@@ -53,6 +60,9 @@ def _run_pipeline(pipeline: Any, zenml_options: dict, no_cache: bool, **paramete
         configured = pipeline.with_options(config_path=handle.name)
         if no_cache:
             configured = configured.with_options(enable_cache=False)
+        if snapshot:
+            configured.prepare(**parameters)
+            return configured.create_snapshot(name=snapshot, replace=True)
         return configured(**parameters)
     finally:
         os.unlink(handle.name)
@@ -94,6 +104,11 @@ def _print_summary(summary: Any, run_name: str, report: Path) -> None:
 @click.option("--from-hub", "from_hub", multiple=True, metavar="REPO",
               help="With --rescore: judge the answers published in this Hub dataset repo (repeatable).")
 @click.option("--publish-only", is_flag=True, help="Publish the latest stored results again; run nothing else.")
+@click.option("--export-settings", is_flag=True,
+              help="Store the settings of .env / the environment as the ZenML secret `settings`, for remote steps.")
+@click.option("--create-snapshot", metavar="NAME",
+              help="Store the configured evaluation as a ZenML snapshot NAME (rerun it from the dashboard "
+              "on a remote stack) instead of running it.")
 def main(
     run_evaluation: bool,
     config_path: Path,
@@ -106,10 +121,19 @@ def main(
     only_failed: bool,
     from_hub: tuple[str, ...],
     publish_only: bool,
+    export_settings: bool,
+    create_snapshot: Optional[str],
 ) -> None:
     """Evaluate LLMs: vLLM batch generation, an LLM judge, tracked ZenML artifacts."""
-    if not run_evaluation:
+    if export_settings:
+        _prepare_environment()
+        _export_settings()
+        if not (run_evaluation or create_snapshot):
+            return
+    if not (run_evaluation or create_snapshot):
         raise click.UsageError("Nothing to do: pass --run-evaluation (see --help).")
+    if create_snapshot and (rescore or publish_only):
+        raise click.UsageError("--create-snapshot stores the evaluation pipeline: not with --rescore or --publish-only.")
     if (only_failed or from_hub) and not rescore:
         raise click.UsageError("--only-failed and --from-hub go with --rescore.")
     _prepare_environment()
@@ -121,8 +145,15 @@ def main(
     try:
         run_config = load_run_config(config_path)
         config = apply_overrides(run_config.evaluation, list(models), dataset, limit, dummy, fresh=no_cache)
-        _preflight(config, generate=not (rescore or publish_only), judge=not publish_only)
         _ensure_zenml_repository()
+        _preflight(config, run_config.zenml_options, generate=not (rescore or publish_only), judge=not publish_only)
+        if create_snapshot:
+            from pipelines.evaluating import evaluating
+
+            snapshot = _run_pipeline(evaluating, run_config.zenml_options, no_cache, snapshot=create_snapshot, config=config)
+            click.echo(f"Created snapshot '{snapshot.name}' ({snapshot.id}) of pipeline 'evaluating'. Run it from the "
+                       f"dashboard or with `zenml pipeline snapshot run {snapshot.id}` (needs a remote stack).")
+            return
         run = _launch(config, run_config.zenml_options, no_cache, rescore, only_failed, from_hub, publish_only)
     except (ConfigError, DatasetError, ModelError, NoStoredResults) as error:
         raise click.ClickException(str(error)) from None
@@ -153,21 +184,51 @@ def _failed_steps() -> str:
     return "\n".join(errors) or f"Run {run.name} failed (its error is logged above)."
 
 
-def _preflight(config: Any, generate: bool, judge: bool) -> None:
-    """Stop before any work on settings or model names that cannot work (converts the embedded model once)."""
-    from llm_engineering.evaluation.config import check_judge_settings, check_publish_settings
+def _preflight(config: Any, zenml_options: dict, generate: bool, judge: bool) -> None:
+    """Stop before any work on a stack, settings or model names that cannot work (converts the embedded model once)."""
+    from llm_engineering.evaluation.config import ConfigError, check_judge_settings, check_publish_settings
     from llm_engineering.evaluation.models import resolve_model
-    from llm_engineering.settings import get_settings
+    from llm_engineering.infrastructure.zenml_stack import check_generation_step, check_secrets
+    from llm_engineering.settings import get_settings, settings_from_secrets
 
-    settings = get_settings()
-    check_publish_settings(config.publish, settings)
+    if generate:
+        check_generation_step(config.generation_step)
+    secrets = zenml_options.get("secrets") or []
+    check_secrets(secrets)
+    # With secrets, the steps (remote ones) see only the secrets' values, set by ZenML as their
+    # environment when each step starts: check those. Steps running in this process read their
+    # settings afresh (cache cleared below), with those values in the environment.
+    local = get_settings()
+    settings = settings_from_secrets(secrets) if secrets else local
+    try:
+        check_publish_settings(config.publish, settings)
+        if judge:
+            check_judge_settings(config.judge, settings)
+    except ConfigError as error:
+        if not secrets:
+            raise
+        raise ConfigError(f"{error}\nThis config's steps read their settings from the ZenML secret(s) {secrets}: "
+                          f"after adding the value, run `python tools/run.py --export-settings`.") from None
     names = set(config.models) if generate else set()
-    if judge:
-        check_judge_settings(config.judge, settings)
-        if config.judge.backend == "vllm":
-            names.add(config.judge.model)
+    if judge and config.judge.backend == "vllm":
+        names.add(config.judge.model)
     for name in names:
-        resolve_model(name, settings.MODEL_CACHE_DIR)
+        resolve_model(name, local.MODEL_CACHE_DIR)
+    get_settings.cache_clear()
+
+
+def _export_settings() -> None:
+    """Store .env / environment settings as the ZenML secret the remote configs list."""
+    from llm_engineering.settings import SETTINGS_SECRET, export_settings, get_settings
+
+    _ensure_zenml_repository()
+    try:
+        keys = export_settings(get_settings(), SETTINGS_SECRET)
+    except ValueError as error:
+        raise click.ClickException(str(error)) from None
+    # Names only: the values are secrets.
+    click.echo(f"Stored {len(keys)} setting(s) in the ZenML secret '{SETTINGS_SECRET}': {', '.join(keys)}")
+    click.echo(f"Run configs that list `secrets: [{SETTINGS_SECRET}]` give their steps these values.")
 
 
 def _launch(config: Any, zenml_options: dict, no_cache: bool, rescore: bool, only_failed: bool,

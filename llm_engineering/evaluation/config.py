@@ -20,7 +20,7 @@ from pydantic import (
     field_validator,
 )
 
-ZENML_KEYS = {"settings", "steps", "enable_cache", "run_name", "extra", "model", "tags"}
+ZENML_KEYS = {"settings", "steps", "enable_cache", "run_name", "extra", "model", "tags", "secrets", "environment"}
 TOP_LEVEL_KEYS = ZENML_KEYS | {"parameters"}
 
 
@@ -127,6 +127,55 @@ class PublishConfig(_Strict):
     private: bool = Field(True, description="Create Hub repos as private.")
 
 
+# ZenML settings keys a generation step may carry; a flavor-keyed step operator key
+# (`step_operator.sagemaker`) applies only when the stack's step operator has that flavor.
+GENERATION_SETTINGS_KEYS = {"docker", "resources"}
+STEP_OPERATOR_SETTINGS_PREFIX = "step_operator."
+
+
+class GenerationStepConfig(_Strict):
+    """Where every generation step runs: a step operator of the active stack and its settings.
+
+    Applied to each model's generation step (`generate_answers`, `generate_answers_2`, ...);
+    every other step stays on the orchestrator. Empty: generation runs on the orchestrator too.
+    """
+
+    step_operator: Optional[str] = Field(
+        None, description="Name of a step operator in the active stack, e.g. 'sagemaker-gpu'."
+    )
+    settings: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="ZenML settings of the generation steps only: 'step_operator.<flavor>' "
+        "(instance type, accelerators, disk), 'docker' (the GPU vllm requirement), 'resources'.",
+    )
+    environment: dict[str, str] = Field(
+        default_factory=dict, description="Environment variables of the generation steps (never secrets)."
+    )
+
+    @field_validator("settings")
+    @classmethod
+    def _known_settings_keys(cls, settings: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        for key in settings:
+            flavor = key.removeprefix(STEP_OPERATOR_SETTINGS_PREFIX)
+            if key not in GENERATION_SETTINGS_KEYS and not (key.startswith(STEP_OPERATOR_SETTINGS_PREFIX) and flavor):
+                raise ValueError(
+                    f"unknown settings key {key!r}; use 'step_operator.<flavor>' (e.g. step_operator.sagemaker, "
+                    f"step_operator.vertex), 'docker' or 'resources'"
+                )
+        return settings
+
+    @property
+    def step_operator_flavors(self) -> list[str]:
+        """Flavors named by `step_operator.<flavor>` settings keys."""
+        prefix = STEP_OPERATOR_SETTINGS_PREFIX
+        return [key.removeprefix(prefix) for key in self.settings if key.startswith(prefix)]
+
+    def step_options(self) -> dict[str, Any]:
+        """Keyword arguments for `generate_answers.with_options(...)`; empty when nothing is set."""
+        options = {"step_operator": self.step_operator, "settings": self.settings, "environment": self.environment}
+        return {key: value for key, value in options.items() if value}
+
+
 class EvaluationConfig(_Strict):
     """Everything one evaluation run needs; the `parameters` section of a run config."""
 
@@ -141,6 +190,7 @@ class EvaluationConfig(_Strict):
         True, description="Reuse the answers an interrupted run saved for the same model, sampling and "
         "prompts, and generate only the missing rows; false generates every row again.",
     )
+    generation_step: GenerationStepConfig = GenerationStepConfig()
 
     @field_validator("models")
     @classmethod

@@ -1,0 +1,110 @@
+"""Checks of a run config against the active ZenML stack and secrets, before any work starts.
+
+ZenML itself only finds a missing step operator when the run starts, ignores settings for a
+step operator flavor the stack lacks (the GPU instance type would be dropped with a warning),
+and accepts misspelt settings fields. These checks turn each case into an error that names
+the component or setting and the command that adds it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from pydantic import BaseModel, ValidationError
+
+from llm_engineering.evaluation.config import STEP_OPERATOR_SETTINGS_PREFIX, ConfigError, GenerationStepConfig
+
+DOCS = "docs/remote-stacks.md"
+REGISTER_HINTS = {
+    "sagemaker": "zenml integration install aws s3 -y && zenml step-operator register {name} --flavor=sagemaker "
+    "--role=<execution role ARN>",
+    "vertex": "zenml integration install gcp -y && zenml step-operator register {name} --flavor=vertex "
+    "--project=<project> --region=<region>",
+}
+
+
+def _settings_classes() -> dict[str, type[BaseModel]]:
+    from zenml.config import DockerSettings, ResourceSettings
+    from zenml.integrations.aws.flavors.sagemaker_step_operator_flavor import SagemakerStepOperatorSettings
+    from zenml.integrations.gcp.flavors.vertex_step_operator_flavor import VertexStepOperatorSettings
+
+    return {
+        "docker": DockerSettings,
+        "resources": ResourceSettings,
+        f"{STEP_OPERATOR_SETTINGS_PREFIX}sagemaker": SagemakerStepOperatorSettings,
+        f"{STEP_OPERATOR_SETTINGS_PREFIX}vertex": VertexStepOperatorSettings,
+    }
+
+
+def check_settings_fields(settings: dict[str, dict[str, Any]]) -> None:
+    """Validate known settings blocks field by field (ZenML's settings accept unknown fields)."""
+    classes = _settings_classes()
+    for key, values in settings.items():
+        cls = classes.get(key)
+        if cls is None:
+            continue  # another step operator flavor: ZenML validates it when it compiles the run
+        unknown = sorted(set(values) - set(cls.model_fields))
+        if unknown:
+            raise ConfigError(
+                f"parameters.generation_step.settings.{key}: unknown field(s) {unknown}; "
+                f"{cls.__name__} has {sorted(cls.model_fields)}."
+            )
+        try:
+            cls.model_validate(values)
+        except ValidationError as error:
+            raise ConfigError(f"parameters.generation_step.settings.{key}: {error}") from None
+
+
+def check_generation_step(step: GenerationStepConfig) -> None:
+    """The step operator named by the config exists in the active stack, with the flavor its settings are for."""
+    from zenml.client import Client
+    from zenml.enums import StackComponentType
+
+    check_settings_fields(step.settings)
+    flavors = step.step_operator_flavors
+    if step.step_operator is None:
+        if flavors:
+            raise ConfigError(
+                f"parameters.generation_step.settings has step_operator.{flavors[0]} settings but "
+                f"generation_step.step_operator names no step operator: set it to the name of the "
+                f"stack's step operator (see {DOCS})."
+            )
+        return
+    stack = Client().active_stack_model
+    operators = stack.components.get(StackComponentType.STEP_OPERATOR, [])
+    found = next((c for c in operators if c.name == step.step_operator), None)
+    if found is None:
+        flavor = flavors[0] if flavors else "<flavor>"
+        register = REGISTER_HINTS.get(flavor, "zenml step-operator register {name} --flavor=" + flavor).format(
+            name=step.step_operator
+        )
+        has = f"its step operator is '{operators[0].name}'" if operators else "it has no step operator"
+        raise ConfigError(
+            f"The config runs generation on step operator '{step.step_operator}', but the active stack "
+            f"'{stack.name}' lacks it ({has}). Register it and add it to a stack with a remote artifact "
+            f"store and container registry:\n  {register}\n  zenml stack update {stack.name} "
+            f"--step_operator {step.step_operator}   (or `zenml stack set <stack>` to switch stacks; "
+            f"see {DOCS}), or run with configs/evaluating.yaml to generate locally."
+        )
+    wrong = [f for f in flavors if f != found.flavor_name]
+    if wrong:
+        raise ConfigError(
+            f"parameters.generation_step.settings has step_operator.{wrong[0]} settings, but step operator "
+            f"'{found.name}' is of flavor '{found.flavor_name}', so ZenML would ignore them: rename the key to "
+            f"step_operator.{found.flavor_name} and use that flavor's fields."
+        )
+
+
+def check_secrets(secret_names: Iterable[str]) -> None:
+    """Every secret the run config lists exists in the ZenML store the run will use."""
+    from zenml.client import Client
+
+    for name in secret_names:
+        try:
+            Client().get_secret(name, allow_partial_name_match=False, allow_partial_id_match=False)
+        except KeyError:
+            raise ConfigError(
+                f"The config lists the ZenML secret '{name}' (`secrets:`), but the ZenML store has no "
+                f"secret of that name: create it from your .env with `python tools/run.py --export-settings`, "
+                f"or remove it from the config to use .env and the environment only."
+            ) from None
