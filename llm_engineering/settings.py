@@ -56,7 +56,7 @@ class Settings(BaseSettings):
 
 SETTINGS_SECRET = "settings"
 # Paths of this machine mean nothing on another one: they stay out of the secret.
-LOCAL_ONLY = {"MODEL_CACHE_DIR", "JUDGE_CACHE_DIR", "OUTPUT_DIR"}
+LOCAL_ONLY = {"MODEL_CACHE_DIR", "JUDGE_CACHE_DIR", "CHECKPOINT_DIR", "OUTPUT_DIR"}
 
 
 @lru_cache(maxsize=1)
