@@ -25,12 +25,12 @@ def compare_pairwise(
     finally:
         if cache is not None:
             cache.close()
-    log_metadata(metadata={
+    log_metadata(metadata={"comparisons": {  # nested: ZenML refuses colons in top-level keys
         f"{c.model_a} vs {c.model_b}": {
             "win_rate": c.win_rate, "win_rate_ci": c.win_rate_ci, "wins": c.wins.rate, "ties": c.ties.rate,
             "losses": c.losses.rate, "failed": c.failed.rate, "order_disagreement": c.order_disagreement.rate,
             "pairs": c.pairs,
         }
         for c in report.comparisons
-    })
+    }})
     return report

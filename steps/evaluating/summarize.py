@@ -32,9 +32,10 @@ def summarize(
                                  "discrimination_ci": sanity.reference_higher.ci, "tie_rate": sanity.ties.rate,
                                  "reversal_rate": sanity.reversals.rate, "failed_rate": sanity.failed.rate,
                                  "pairs": sanity.pairs, "threshold": sanity.threshold}} if sanity else {}),
-            **{f"pairwise: {c.model_a} vs {c.model_b}": {
+            # Nested: ZenML refuses colons in top-level keys, and a model id may hold one.
+            **({"pairwise": {f"{c.model_a} vs {c.model_b}": {
                 "win_rate": c.win_rate, "win_rate_ci": c.win_rate_ci, "order_disagreement": c.order_disagreement.rate}
-               for c in summary.pairwise},
+                for c in summary.pairwise}} if summary.pairwise else {}),
             **{
                 s.model_id: {"accuracy_mean": s.accuracy_mean, "style_mean": s.style_mean,
                              "accuracy_ci": s.accuracy_ci, "style_ci": s.style_ci,
