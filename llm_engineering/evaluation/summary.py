@@ -299,6 +299,12 @@ def _stacked_bar(axis, y: float, parts: list[tuple[str, Optional[float], str]], 
         left += value
 
 
+def _label(model_id: str) -> str:
+    """A model id short enough for a plot axis: the last path part, its settings on a line of their own."""
+    name, at, settings = model_id.rpartition("@") if "=" in model_id.rpartition("@")[2] else (model_id, "", "")
+    return name.rstrip("/").split("/")[-1] + (f"\n@{settings}" if at else "")
+
+
 def trust_png(summary: EvaluationSummary) -> Optional[bytes]:
     """Judge sanity outcomes, pairwise outcomes and win rates, and mean reference similarity."""
     panels = [name for name, present in (("sanity", summary.judge_sanity), ("pairwise", summary.pairwise),
@@ -331,8 +337,8 @@ def trust_png(summary: EvaluationSummary) -> Optional[bytes]:
                     low, high = p.win_rate_ci or [p.win_rate, p.win_rate]
                     axis.errorbar(p.win_rate, y, xerr=[[p.win_rate - low], [high - p.win_rate]], fmt="o",
                                   color="tab:blue", capsize=4, label="win rate (95% CI)" if y == 0 else None)
-            axis.set_yticks(range(len(summary.pairwise)), [f"{p.model_a}\nvs {p.model_b}" for p in summary.pairwise],
-                            fontsize=7)
+            axis.set_yticks(range(len(summary.pairwise)),
+                            [f"{_label(p.model_a)}\nvs {_label(p.model_b)}" for p in summary.pairwise], fontsize=7)
             axis.set_title("Pairwise, both orders")
             axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
         else:
@@ -341,11 +347,9 @@ def trust_png(summary: EvaluationSummary) -> Optional[bytes]:
                 low, high = m.similarity_ci or [m.similarity_mean, m.similarity_mean]
                 axis.errorbar(m.similarity_mean, y, xerr=[[m.similarity_mean - low], [high - m.similarity_mean]],
                               fmt="o", capsize=4, color="tab:purple")
-            check = summary.similarity_check
-            if check and check.mismatched_mean is not None:
-                axis.axvline(check.mismatched_mean, color="tab:gray", linestyle=":", label="mismatched reference")
-                axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2))
-            axis.set_yticks(range(len(scored)), [m.model_id for m in scored], fontsize=7)
+            axis.set_yticks(range(len(scored)), [_label(m.model_id) for m in scored], fontsize=7)
+            axis.set_ylim(-0.5, len(scored) - 0.5)
+            axis.set_xlabel("mean cosine similarity (95% CI)")
             axis.set_xlim(0, 1)
             axis.set_title("Answer-reference similarity")
         if panel != "similarity":

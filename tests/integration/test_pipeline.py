@@ -167,7 +167,7 @@ def test_first_run_checks_its_judge_and_reports_how_far_to_trust_it(first_run):
 def test_judge_sanity_check_on_the_embedded_split_follows_the_threshold():
     from llm_engineering.evaluation.config import DatasetConfig, EngineConfig, JudgeConfig
     from llm_engineering.evaluation.dataset import load_test_split
-    from llm_engineering.evaluation.sanity import check_judge
+    from llm_engineering.evaluation.sanity import check_judge, judge_sanity
     from llm_engineering.infrastructure.judges import build_judge, open_cache
     from llm_engineering.settings import get_settings
 
@@ -185,10 +185,11 @@ def test_judge_sanity_check_on_the_embedded_split_follows_the_threshold():
         assert sanity.no_signal == (sanity.reference_higher.rate < 0.7)
         measured = sanity.reference_higher.rate
         print(f"embedded judge on the embedded split: {sanity.verdict}")  # figures for the notes (-s)
-        # Same pairs again, valid verdicts from the cache: the flag moves with the threshold.
+        # The flag follows the threshold on these very figures (no judge call: the verdicts are in hand).
         for threshold in sorted({0.0, measured, min(1.0, measured + 0.01)}):
-            again = check_judge(split, judge, cache, rows=20, threshold=threshold)
-            assert again.no_signal is (again.reference_higher.rate < threshold)
+            again = judge_sanity(judge.judge_id, sanity.details, threshold)
+            assert again.reference_higher == sanity.reference_higher
+            assert again.no_signal is (measured < threshold)
             assert again.verdict.startswith("NO SIGNAL") is again.no_signal
     finally:
         cache.close()
