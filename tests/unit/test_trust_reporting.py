@@ -121,3 +121,11 @@ def test_dataset_card_facts_name_the_checks_and_this_models_comparisons():
     assert "win rate of b 0.75" in info["pairwise b vs a"]
     assert "pairwise b vs a" not in trust_info("c", checks, report)
     assert trust_info("a") == {}
+
+
+def test_shipped_pairwise_config_compares_two_temperatures_of_the_embedded_model(repo_root):
+    from llm_engineering.evaluation.config import load_run_config
+
+    config = load_run_config(repo_root / "configs" / "pairwise-temperature.yaml").evaluation
+    assert [config.sampling_for(m).temperature for m in config.models] == [0.2, 1.2]
+    assert {split_variant(m)[0] for m in config.models} == {"smollm2-135m"} and config.pairwise.enabled
