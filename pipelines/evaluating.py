@@ -8,6 +8,8 @@ from zenml.client import Client
 from llm_engineering.evaluation.config import EvaluationConfig
 from llm_engineering.evaluation.generation import GenerationStats
 from steps.evaluating import (
+    check_scoring,
+    compare_pairwise,
     evaluate_answers,
     generate_answers,
     load_published_results,
@@ -19,15 +21,26 @@ from steps.evaluating import (
 
 def _score_publish_summarize(
     config: EvaluationConfig, answers: list, stats: list, after: Optional[list] = None,
-    only_failed: bool = False,
+    only_failed: bool = False, samplings: Optional[list] = None,
 ) -> None:
     evaluations = [
-        evaluate_answers(rows, judge=config.judge, engine=config.engine, only_failed=only_failed, after=after)
+        evaluate_answers(rows, judge=config.judge, engine=config.engine, only_failed=only_failed,
+                         similarity=config.similarity, after=after)
         for rows in answers
     ]
-    for rows in evaluations:  # as the original: answers, then answers with verdicts
-        publish_results(rows, publish=config.publish, dataset=config.dataset, sampling=config.sampling)
-    summarize(evaluations, stats, judge=config.judge)
+    # After every verdict, so a judge engine that is not the generation model loads once.
+    checks = None
+    if config.judge_check.rows or config.similarity.enabled:
+        checks = check_scoring(evaluations[0], judge=config.judge, engine=config.engine,
+                               judge_check=config.judge_check, similarity=config.similarity, after=evaluations)
+    pairwise = None
+    if config.pairwise.enabled and len(evaluations) > 1:
+        pairwise = compare_pairwise(evaluations, judge=config.judge, engine=config.engine, after=evaluations)
+    samplings = samplings or [config.sampling] * len(evaluations)
+    for rows, sampling in zip(evaluations, samplings):  # as the original: answers, then with verdicts and checks
+        publish_results(rows, publish=config.publish, dataset=config.dataset, sampling=sampling,
+                        checks=checks, pairwise=pairwise)
+    summarize(evaluations, stats, judge=config.judge, checks=checks, pairwise=pairwise)
 
 
 @pipeline(name="evaluating")
@@ -38,18 +51,17 @@ def evaluating(config: EvaluationConfig) -> None:
     # (a run config's `steps.generate_answers` would reach the first model's step alone).
     generate = generate_answers.with_options(**config.generation_step.step_options())
     generations, stats, published = [], [], []
-    for model in config.models:
+    samplings = [config.sampling_for(model) for model in config.models]  # a variant has its own
+    for model, sampling in zip(config.models, samplings):
         answers, model_stats = generate(
-            test_split, model=model, sampling=config.sampling, engine=config.engine, prompt=config.prompt,
+            test_split, model=model, sampling=sampling, engine=config.engine, prompt=config.prompt,
             resume=config.resume,
         )
-        published.append(
-            publish_results(answers, publish=config.publish, dataset=config.dataset, sampling=config.sampling)
-        )
+        published.append(publish_results(answers, publish=config.publish, dataset=config.dataset, sampling=sampling))
         generations.append(answers)
         stats.append(model_stats)
     # Answers are stored (and published) before the judge can fail.
-    _score_publish_summarize(config, generations, stats, after=published)
+    _score_publish_summarize(config, generations, stats, after=published, samplings=samplings)
 
 
 @pipeline(name="rescoring")

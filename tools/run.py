@@ -72,7 +72,7 @@ def _print_summary(summary: Any, run_name: str, report: Path) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from llm_engineering.evaluation.summary import TABLE_HEADER, table_rows
+    from llm_engineering.evaluation.summary import TABLE_HEADER, table_rows, trust_lines
 
     table = Table(title=f"Evaluation summary · run {run_name} · judge {summary.judge_model}")
     for name in TABLE_HEADER:
@@ -81,6 +81,8 @@ def _print_summary(summary: Any, run_name: str, report: Path) -> None:
         table.add_row(*row)
     # Wide enough for the table when output goes to a log rather than a terminal.
     Console(width=None if sys.stdout.isatty() else 160).print(table)
+    for line in trust_lines(summary):
+        click.echo(line)
     click.echo(f"JSON report: {report}")
 
 
@@ -140,6 +142,7 @@ def main(
     from llm_engineering.evaluation.config import ConfigError, apply_overrides, load_run_config
     from llm_engineering.evaluation.dataset import DatasetError
     from llm_engineering.evaluation.models import ModelError
+    from llm_engineering.evaluation.similarity import SimilarityError
     from llm_engineering.infrastructure.zenml_runs import NoStoredResults
 
     try:
@@ -155,7 +158,7 @@ def main(
                        f"dashboard or with `zenml pipeline snapshot run {snapshot.id}` (needs a remote stack).")
             return
         run = _launch(config, run_config.zenml_options, no_cache, rescore, only_failed, from_hub, publish_only)
-    except (ConfigError, DatasetError, ModelError, NoStoredResults) as error:
+    except (ConfigError, DatasetError, ModelError, NoStoredResults, SimilarityError) as error:
         raise click.ClickException(str(error)) from None
     except RuntimeError as error:
         if "Pipeline run has failed" not in str(error):
@@ -214,6 +217,10 @@ def _preflight(config: Any, zenml_options: dict, generate: bool, judge: bool) ->
         names.add(config.judge.model)
     for name in names:
         resolve_model(name, local.MODEL_CACHE_DIR)
+    if judge and config.similarity.enabled:
+        from llm_engineering.evaluation.similarity import embedding_model_dir
+
+        embedding_model_dir()  # the embedding model's package is installed
     get_settings.cache_clear()
 
 

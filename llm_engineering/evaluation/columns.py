@@ -32,6 +32,7 @@ JUDGE_RAW = "judge_raw"
 JUDGE_PROMPT_TOKENS = "judge_prompt_tokens"
 JUDGE_COMPLETION_TOKENS = "judge_completion_tokens"
 JUDGE_CACHED = "judge_cached"
+REFERENCE_SIMILARITY = "reference_similarity"
 
 # The reference answer may be called either way in the source data (the original uses `output`).
 REFERENCE_ALIASES = ("answer", "output", "reference")
@@ -40,3 +41,5 @@ INSTRUCTION_ALIASES = ("instruction", "question", "prompt")
 # Secondary artifacts
 GENERATION_STATS = "generation_stats"
 PUBLISH_RECEIPT = "publish_receipt"
+SCORING_CHECKS = "scoring_checks"
+PAIRWISE_COMPARISONS = "pairwise_comparisons"

@@ -15,6 +15,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    NonNegativeInt,
     PositiveInt,
     ValidationError,
     field_validator,
@@ -176,6 +177,50 @@ class GenerationStepConfig(_Strict):
         return {key: value for key, value in options.items() if value}
 
 
+class JudgeCheckConfig(_Strict):
+    """Judge sanity check: the judge also scores sampled references and mismatched references."""
+
+    rows: NonNegativeInt = Field(20, description="Rows sampled for the check; 0 turns it off.")
+    threshold: float = Field(
+        0.7, ge=0.0, le=1.0,
+        description="Below this share of pairs where the reference scores higher, the judge is flagged 'no signal'.",
+    )
+    seed: int = Field(0, description="Fixes the sample and the mismatched pairing.")
+
+
+class SimilarityConfig(_Strict):
+    """Reference similarity: cosine of answer and reference embeddings (all-MiniLM-L6-v2, offline)."""
+
+    enabled: bool = True
+    batch_size: PositiveInt = 32
+
+
+class PairwiseConfig(_Strict):
+    """With two or more models: the judge compares each model's answers with the first model's,
+    every pair in both orders."""
+
+    enabled: bool = True
+
+
+def _check_variant(model: str) -> None:
+    """A variant's sampling settings (`name@temperature=0.2`) must be valid sampling keys and values."""
+    from llm_engineering.evaluation.models import ModelError, split_variant
+
+    try:
+        _, overrides = split_variant(model)
+    except ModelError as error:
+        raise ValueError(str(error)) from None
+    unknown = sorted(set(overrides) - set(SamplingConfig.model_fields))
+    if unknown:
+        raise ValueError(f"model {model!r} sets unknown sampling key(s) {unknown}; "
+                         f"allowed: {sorted(SamplingConfig.model_fields)}")
+    try:
+        SamplingConfig.model_validate(overrides)
+    except ValidationError as error:
+        problems = "; ".join(f"{e['loc'][0]}: {e['msg']}" for e in error.errors())
+        raise ValueError(f"model {model!r} has invalid sampling settings ({problems})") from None
+
+
 class EvaluationConfig(_Strict):
     """Everything one evaluation run needs; the `parameters` section of a run config."""
 
@@ -191,14 +236,29 @@ class EvaluationConfig(_Strict):
         "prompts, and generate only the missing rows; false generates every row again.",
     )
     generation_step: GenerationStepConfig = GenerationStepConfig()
+    judge_check: JudgeCheckConfig = JudgeCheckConfig()
+    similarity: SimilarityConfig = SimilarityConfig()
+    pairwise: PairwiseConfig = PairwiseConfig()
 
     @field_validator("models")
     @classmethod
     def _unique_models(cls, models: list[str]) -> list[str]:
         duplicates = sorted({m for m in models if models.count(m) > 1})
         if duplicates:
-            raise ValueError(f"models are listed twice: {duplicates}; list each model once")
+            raise ValueError(
+                f"models are listed twice: {duplicates}; list each model once (to compare generation "
+                f"settings of one model, give each its own, e.g. smollm2-135m@temperature=0.2)"
+            )
+        for model in models:
+            _check_variant(model)
         return models
+
+    def sampling_for(self, model: str) -> SamplingConfig:
+        """The sampling of `model`: the run's, with a variant's own settings (`name@temperature=0.2`) on top."""
+        from llm_engineering.evaluation.models import split_variant
+
+        _, overrides = split_variant(model)
+        return SamplingConfig.model_validate({**self.sampling.model_dump(), **overrides}) if overrides else self.sampling
 
 
 class RunConfig(BaseModel):

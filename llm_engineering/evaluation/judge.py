@@ -132,16 +132,71 @@ class JudgeReply:
 OnReply = Callable[[int, JudgeReply], None]
 
 
+@dataclass(frozen=True)
+class ReplySchema:
+    """The JSON object a judge call must return: its name (for OpenAI's `response_format`) and schema.
+
+    Backends use the verdict schema when given none; other tasks (pairwise comparison) pass theirs.
+    """
+
+    name: str
+    schema: dict[str, Any]
+
+
 class JudgeBackend(Protocol):
     """Turns chat conversations into replies; calls `on_reply(index, reply)` as each arrives."""
 
     judge_id: str
 
-    def cache_namespace(self) -> dict[str, Any]:
+    def cache_namespace(self, reply_schema: Optional[ReplySchema] = None) -> dict[str, Any]:
         """Everything besides the messages that decides a reply (model, sampling, schema)."""
         ...
 
-    def complete(self, conversations: list[list[dict[str, str]]], on_reply: OnReply) -> None: ...
+    def complete(
+        self, conversations: list[list[dict[str, str]]], on_reply: OnReply, reply_schema: Optional[ReplySchema] = None
+    ) -> None: ...
+
+
+def ask_judge(
+    judge: JudgeBackend,
+    conversations: list[list[dict[str, str]]],
+    cache: Optional[JudgeCache],
+    is_valid: Callable[[str], bool],
+    reply_schema: Optional[ReplySchema] = None,
+) -> list[JudgeReply]:
+    """One reply per conversation, through the cache: hits are not asked again, and each new
+    reply that `is_valid` is stored at once (so an interrupted run resumes where it stopped)."""
+    namespace = judge.cache_namespace(reply_schema) if reply_schema else judge.cache_namespace()
+    keys = [cache_key(namespace, messages) for messages in conversations] if cache is not None else []
+    replies: dict[int, JudgeReply] = {}
+    for i in range(len(conversations)):
+        hit = cache.get(keys[i]) if cache is not None else None
+        if hit is not None:
+            replies[i] = JudgeReply(**{**hit, "cached": True})
+    misses = [i for i in range(len(conversations)) if i not in replies]
+    logger.info("%s: %d prompts, %d from cache, %d to ask", judge.judge_id, len(conversations),
+                len(conversations) - len(misses), len(misses))
+
+    def on_reply(position: int, reply: JudgeReply) -> None:
+        index = misses[position]
+        replies[index] = reply
+        if cache is not None and reply.text is not None and is_valid(reply.text):
+            cache.set(keys[index], {
+                "text": reply.text, "prompt_tokens": reply.prompt_tokens,
+                "completion_tokens": reply.completion_tokens,
+            })
+
+    if misses:
+        missed = [conversations[i] for i in misses]
+        if reply_schema:
+            judge.complete(missed, on_reply, reply_schema)
+        else:  # the verdict task: backends written before other tasks existed still work
+            judge.complete(missed, on_reply)
+    return [replies.get(i, JudgeReply(None, "no reply received")) for i in range(len(conversations))]
+
+
+def is_valid_verdict(text: str) -> bool:
+    return parse_verdict(text).verdict is not None
 
 
 def _valid_rows(dataset: Dataset) -> set[int]:
@@ -206,38 +261,18 @@ def score_answers(
     reasons = dataset[col.FINISH_REASON] if col.FINISH_REASON in dataset.column_names else [None] * len(dataset)
     not_generated = {i for i, reason in enumerate(reasons) if reason == col.PROMPT_TOO_LONG}
     todo = [i for i in range(len(dataset)) if i not in keep and i not in not_generated]
-    namespace = judge.cache_namespace()
-    conversations = {
-        i: judge_messages(dataset[i][col.INSTRUCTION], dataset[i][col.ANSWER]) for i in todo
-    }
-    keys = {i: cache_key(namespace, conversations[i]) for i in todo} if cache is not None else {}
-    replies: dict[int, JudgeReply] = {}
-    for i in todo:
-        hit = cache.get(keys[i]) if cache is not None else None
-        if hit is not None:
-            replies[i] = JudgeReply(**{**hit, "cached": True})
-    misses = [i for i in todo if i not in replies]
-    logger.info(
-        "Judging %d answers with %s: %d kept, %d from cache, %d to ask",
-        len(dataset), judge.judge_id, len(keep), len(todo) - len(misses), len(misses),
+    logger.info("Judging %d answers with %s: %d kept, %d not generated", len(dataset), judge.judge_id, len(keep),
+                len(not_generated))
+    asked = ask_judge(
+        judge, [judge_messages(dataset[i][col.INSTRUCTION], dataset[i][col.ANSWER]) for i in todo],
+        cache, is_valid_verdict,
     )
-
-    def on_reply(position: int, reply: JudgeReply) -> None:
-        index = misses[position]
-        replies[index] = reply
-        if cache is not None and reply.text is not None and parse_verdict(reply.text).verdict is not None:
-            cache.set(keys[index], {
-                "text": reply.text, "prompt_tokens": reply.prompt_tokens,
-                "completion_tokens": reply.completion_tokens,
-            })
-
-    if misses:
-        judge.complete([conversations[i] for i in misses], on_reply)
+    replies = dict(zip(todo, asked))
     unanswered = JudgeReply(None, "not judged: the prompt is longer than engine.max_model_len, so no answer was generated")
     rows = [
         {name: previous[i].get(name) for name in JUDGE_COLUMNS} if i in keep
         else _judge_row(judge.judge_id, unanswered) if i in not_generated
-        else _judge_row(judge.judge_id, replies.get(i, JudgeReply(None, "no reply received")))
+        else _judge_row(judge.judge_id, replies[i])
         for i in range(len(dataset))
     ]
     failures = sum(row[col.JUDGE_ERROR] is not None for row in rows)

@@ -87,15 +87,41 @@ def convert_gguf(gguf: Path, target: Path) -> Path:
     return target
 
 
+def split_variant(model_id: str) -> tuple[str, dict[str, str]]:
+    """`name@key=value,key=value` -> (name, {key: value}): one model under its own generation
+    settings (sampling overrides), so a run can compare two settings of the same weights.
+    A model id without such a suffix (or an existing path) is returned as it is."""
+    name, at, suffix = model_id.rpartition("@")
+    if not at or not name or "=" not in suffix or Path(model_id).expanduser().exists():
+        return model_id, {}
+    overrides = {}
+    for part in suffix.split(","):
+        key, equals, value = part.partition("=")
+        if not equals or not key.strip():
+            raise ModelError(f"{model_id!r}: cannot read {part!r}; write settings as name@key=value,key=value "
+                             f"(e.g. smollm2-135m@temperature=0.2).")
+        overrides[key.strip()] = value.strip()
+    return name, overrides
+
+
 def short_name(model_id: str) -> str:
-    """The name used in results repos: the embedded model's name, else the id's last part."""
+    """The name used in results repos: the embedded model's name, else the id's last part;
+    a variant keeps its settings (`SmolLM2-135M-Instruct@temperature=0.2`)."""
+    name, overrides = split_variant(model_id)
+    if overrides:
+        return short_name(name) + "@" + model_id.rpartition("@")[2]
     if model_id in EMBEDDED_MODELS:
         return EMBEDDED_MODELS[model_id].name
     return Path(model_id.rstrip("/")).name
 
 
 def resolve_model(model_id: str, cache_dir: Path) -> ResolvedModel:
-    """Alias -> cached converted folder; local folder -> itself; `org/name` -> Hub id."""
+    """Alias -> cached converted folder; local folder -> itself; `org/name` -> Hub id.
+    A variant (`name@temperature=0.2`) resolves to its model's weights and keeps its own id."""
+    name, overrides = split_variant(model_id)
+    if overrides:
+        base = resolve_model(name, cache_dir)
+        return ResolvedModel(model_id=model_id, path=base.path, name=short_name(model_id))
     if model_id in EMBEDDED_MODELS:
         embedded = EMBEDDED_MODELS[model_id]
         folder = Path(cache_dir).expanduser() / embedded.name

@@ -1,4 +1,8 @@
-"""Aggregate judge scores per model, compare models, and render the report (HTML and table)."""
+"""Aggregate judge scores per model, compare models, and render the report (HTML and table).
+
+Beside the scores, the report says how far they can be trusted: the judge sanity check (with a
+plain-words "no signal" flag), reference similarity, and pairwise comparisons.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,7 @@ import base64
 import html
 import io
 from datetime import datetime, timezone
-from typing import Optional, Sequence
-
-import numpy as np
+from typing import Optional
 
 from datasets import Dataset
 from pydantic import BaseModel, Field
@@ -16,24 +18,14 @@ from pydantic import BaseModel, Field
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeConfig
 from llm_engineering.evaluation.generation import GenerationStats
+from llm_engineering.evaluation.pairwise import PairwiseComparison, PairwiseReport
+from llm_engineering.evaluation.rates import bootstrap_ci
+from llm_engineering.evaluation.sanity import JudgeSanity, ScoringChecks
+from llm_engineering.evaluation.similarity import SimilarityCheck
 
 
 # USD per million tokens (input, output), list prices when written; override in the judge config.
 KNOWN_PRICES = {"gpt-4o-mini": (0.15, 0.60), "gpt-4o": (2.50, 10.00), "gpt-4.1-mini": (0.40, 1.60)}
-
-BOOTSTRAP_SAMPLES = 2000
-
-
-def bootstrap_ci(values: Sequence[float], samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> Optional[list[float]]:
-    """95% percentile-bootstrap interval of the mean (None for fewer than two values)."""
-    if len(values) < 2:
-        return None
-    rng = np.random.default_rng(seed)
-    data = np.asarray(values, dtype=float)
-    means = rng.choice(data, size=(samples, len(data)), replace=True).mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return [round(float(low), 4), round(float(high), 4)]
-
 
 class JudgeUsage(BaseModel):
     """Judge requests of this scoring: new calls, cache hits, tokens and estimated cost."""
@@ -64,6 +56,9 @@ class ModelScores(BaseModel):
     tokens_per_second: Optional[float] = None
     generation_seconds: Optional[float] = None
     judge_usage: JudgeUsage
+    similarity_mean: Optional[float] = Field(None, description="mean cosine similarity of answer and reference")
+    similarity_ci: Optional[list[float]] = None
+    similarity_rows: int = 0
 
 
 class ModelComparison(BaseModel):
@@ -85,6 +80,10 @@ class EvaluationSummary(BaseModel):
     comparisons: list[ModelComparison] = Field(default_factory=list)
     ranking: list[str] = Field(description="model ids, best mean accuracy (then style) first")
     created_at: str
+    judge_sanity: Optional[JudgeSanity] = Field(None, description="can the judge tell right answers from wrong?")
+    similarity_check: Optional[SimilarityCheck] = None
+    pairwise: list[PairwiseComparison] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list, description="checks that were skipped, and why")
 
 
 def _mean(values: list[int]) -> Optional[float]:
@@ -124,6 +123,7 @@ def model_scores(
     model_ids = sorted({r[col.MODEL_ID] for r in rows})
     if len(model_ids) != 1:
         raise ValueError(f"evaluations must hold exactly one model, found {model_ids}")
+    similarities = [r[col.REFERENCE_SIMILARITY] for r in rows if r.get(col.REFERENCE_SIMILARITY) is not None]
     return ModelScores(
         model_id=model_ids[0],
         rows=len(rows),
@@ -143,6 +143,9 @@ def model_scores(
         tokens_per_second=stats.tokens_per_second if stats else None,
         generation_seconds=stats.seconds if stats else None,
         judge_usage=judge_usage(rows, prices),
+        similarity_mean=round(sum(similarities) / len(similarities), 4) if similarities else None,
+        similarity_ci=bootstrap_ci(similarities),
+        similarity_rows=len(similarities),
     )
 
 
@@ -169,8 +172,11 @@ def summarize(
     evaluations: list[Dataset],
     stats: Optional[list[GenerationStats]] = None,
     prices: Optional[tuple[float, float]] = None,
+    checks: Optional[ScoringChecks] = None,
+    pairwise: Optional[PairwiseReport] = None,
 ) -> EvaluationSummary:
-    """Per-model scores, each model compared with the first (the baseline), and the ranking."""
+    """Per-model scores, each model compared with the first (the baseline), the ranking, and the
+    trust checks of the run."""
     by_model = {s.model_id: s for s in stats or []}
     scores = []
     for dataset in evaluations:
@@ -191,6 +197,10 @@ def summarize(
         comparisons=comparisons,
         ranking=[s.model_id for s in ranking],
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        judge_sanity=checks.judge if checks else None,
+        similarity_check=checks.similarity if checks else None,
+        pairwise=pairwise.comparisons if pairwise else [],
+        notes=checks.notes if checks else [],
     )
 
 
@@ -198,7 +208,8 @@ def _fmt(value: Optional[float], digits: int = 2) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
-TABLE_HEADER = ["model", "accuracy (95% CI)", "style (95% CI)", "scored", "failed", "output tok/s", "judge calls", "judge cost $"]
+TABLE_HEADER = ["model", "accuracy (95% CI)", "style (95% CI)", "similarity (95% CI)", "scored", "failed",
+                "output tok/s", "judge calls", "judge cost $"]
 
 
 def _with_ci(mean: Optional[float], ci: Optional[list[float]]) -> str:
@@ -213,6 +224,7 @@ def table_rows(summary: EvaluationSummary) -> list[list[str]]:
             s.model_id,
             _with_ci(s.accuracy_mean, s.accuracy_ci),
             _with_ci(s.style_mean, s.style_ci),
+            _with_ci(s.similarity_mean, s.similarity_ci),
             f"{s.scored}/{s.rows}",
             str(s.failed),
             _fmt(s.tokens_per_second, 1),
@@ -228,6 +240,125 @@ def comparison_rows(summary: EvaluationSummary) -> list[list[str]]:
         [f"{c.model_a} - {c.model_b}", c.criterion, _with_ci(c.difference, c.ci), str(c.paired_rows)]
         for c in summary.comparisons
     ]
+
+
+def _rate_with_ci(value: Optional[float], ci: Optional[list[float]]) -> str:
+    return "n/a" if value is None else f"{value:.0%}" + (f" [{ci[0]:.0%}, {ci[1]:.0%}]" if ci else "")
+
+
+SANITY_HEADER = ["judge", "pairs", "reference higher", "ties", "reversals", "failed",
+                 "mean accuracy: reference / mismatched", "threshold"]
+PAIRWISE_HEADER = ["model A vs model B", "win rate of A (95% CI)", "A wins", "ties", "A loses", "failed",
+                   "orders disagree", "first position chosen"]
+
+
+def sanity_rows(summary: EvaluationSummary) -> list[list[str]]:
+    s = summary.judge_sanity
+    if s is None:
+        return []
+    return [[s.judge_model, str(s.pairs), s.reference_higher.describe(), s.ties.describe(), s.reversals.describe(),
+             s.failed.describe(), f"{_fmt(s.reference_accuracy_mean)} / {_fmt(s.mismatched_accuracy_mean)}",
+             f"{s.threshold:.0%}"]]
+
+
+def pairwise_rows(summary: EvaluationSummary) -> list[list[str]]:
+    return [
+        [f"{p.model_a} vs {p.model_b}", _rate_with_ci(p.win_rate, p.win_rate_ci), p.wins.describe(),
+         p.ties.describe(), p.losses.describe(), p.failed.describe(), p.order_disagreement.describe(),
+         p.position_a_preferred.describe()]
+        for p in summary.pairwise
+    ]
+
+
+def trust_lines(summary: EvaluationSummary) -> list[str]:
+    """How far the scores can be trusted, in plain words (CLI, logs)."""
+    lines = []
+    if summary.judge_sanity:
+        s = summary.judge_sanity
+        lines.append(f"Judge sanity check ({s.judge_model}): {s.verdict}")
+        lines.append(f"  {s.pairs} pairs: reference higher {s.reference_higher.describe()}, ties "
+                     f"{s.ties.describe()}, reversals {s.reversals.describe()}, failed {s.failed.describe()}")
+    if summary.similarity_check:
+        c = summary.similarity_check
+        lines.append(f"Similarity metric check ({c.embedding_model}): an instruction is closer to its own reference "
+                     f"than to a mismatched one in {c.reference_higher.describe()} of rows "
+                     f"(mean cosine {_fmt(c.reference_mean)} vs {_fmt(c.mismatched_mean)})")
+    for p in summary.pairwise:
+        lines.append(f"Pairwise {p.model_a} vs {p.model_b} (each pair judged in both orders): win rate "
+                     f"{_rate_with_ci(p.win_rate, p.win_rate_ci)}; wins {p.wins.describe()}, ties "
+                     f"{p.ties.describe()}, losses {p.losses.describe()}, failed {p.failed.describe()}; "
+                     f"the two orders disagreed in {p.order_disagreement.describe()}")
+    return lines + [f"Note: {note}" for note in summary.notes]
+
+
+def _stacked_bar(axis, y: float, parts: list[tuple[str, Optional[float], str]], label_parts: bool) -> None:
+    left = 0.0
+    for name, value, colour in parts:
+        value = value or 0.0
+        axis.barh(y, value, left=left, color=colour, label=name if label_parts else None)
+        left += value
+
+
+def _label(model_id: str) -> str:
+    """A model id short enough for a plot axis: the last path part, its settings on a line of their own."""
+    name, at, settings = model_id.rpartition("@") if "=" in model_id.rpartition("@")[2] else (model_id, "", "")
+    return name.rstrip("/").split("/")[-1] + (f"\n@{settings}" if at else "")
+
+
+def trust_png(summary: EvaluationSummary) -> Optional[bytes]:
+    """Judge sanity outcomes, pairwise outcomes and win rates, and mean reference similarity."""
+    panels = [name for name, present in (("sanity", summary.judge_sanity), ("pairwise", summary.pairwise),
+                                          ("similarity", any(m.similarity_mean is not None for m in summary.models)))
+              if present]
+    if not panels:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    figure, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.2), squeeze=False)
+    for axis, panel in zip(axes[0], panels):
+        if panel == "sanity":
+            s = summary.judge_sanity
+            _stacked_bar(axis, 0, [("reference higher", s.reference_higher.rate, "tab:green"),
+                                   ("tie", s.ties.rate, "tab:gray"), ("reversal", s.reversals.rate, "tab:red"),
+                                   ("failed", s.failed.rate, "black")], True)
+            axis.axvline(s.threshold, color="tab:blue", linestyle="--", label=f"threshold {s.threshold:.0%}")
+            axis.set_yticks([0], ["judge"])
+            axis.set_title("Judge sanity check" + (" - NO SIGNAL" if s.no_signal else ""),
+                           color="tab:red" if s.no_signal else "black")
+            axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
+        elif panel == "pairwise":
+            for y, p in enumerate(summary.pairwise):
+                _stacked_bar(axis, y, [("wins", p.wins.rate, "tab:green"), ("ties", p.ties.rate, "tab:gray"),
+                                       ("losses", p.losses.rate, "tab:red"), ("failed", p.failed.rate, "black")], y == 0)
+                if p.win_rate is not None:
+                    low, high = p.win_rate_ci or [p.win_rate, p.win_rate]
+                    axis.errorbar(p.win_rate, y, xerr=[[p.win_rate - low], [high - p.win_rate]], fmt="o",
+                                  color="tab:blue", capsize=4, label="win rate (95% CI)" if y == 0 else None)
+            axis.set_yticks(range(len(summary.pairwise)),
+                            [f"{_label(p.model_a)}\nvs {_label(p.model_b)}" for p in summary.pairwise], fontsize=7)
+            axis.set_title("Pairwise, both orders")
+            axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
+        else:
+            scored = [m for m in summary.models if m.similarity_mean is not None]
+            for y, m in enumerate(scored):
+                low, high = m.similarity_ci or [m.similarity_mean, m.similarity_mean]
+                axis.errorbar(m.similarity_mean, y, xerr=[[m.similarity_mean - low], [high - m.similarity_mean]],
+                              fmt="o", capsize=4, color="tab:purple")
+            axis.set_yticks(range(len(scored)), [_label(m.model_id) for m in scored], fontsize=7)
+            axis.set_ylim(-0.5, len(scored) - 0.5)
+            axis.set_xlabel("mean cosine similarity (95% CI)")
+            axis.set_xlim(0, 1)
+            axis.set_title("Answer-reference similarity")
+        if panel != "similarity":
+            axis.set_xlim(0, 1)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=90)
+    plt.close(figure)
+    return buffer.getvalue()
 
 
 def distribution_png(summary: EvaluationSummary) -> bytes:
@@ -262,6 +393,35 @@ def _html_table(header: list[str], rows: list[list[str]]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def _trust_html(summary: EvaluationSummary) -> str:
+    parts = []
+    sanity = summary.judge_sanity
+    if sanity:
+        style = "background:#fdd;border:2px solid #c00" if sanity.no_signal else "background:#efe;border:1px solid #393"
+        parts.append(f"<h3>Judge sanity check</h3><p style='{style};padding:8px'>{html.escape(sanity.verdict)}</p>"
+                     + _html_table(SANITY_HEADER, sanity_rows(summary))
+                     + "<p>The judge scored each sampled row's reference answer and another row's reference "
+                     "(a fixed derangement) with the scoring prompt; rates are over all pairs, with 95% Wilson "
+                     "intervals.</p>")
+    check = summary.similarity_check
+    if check:
+        parts.append(f"<h3>Reference similarity</h3><p>Cosine similarity of answer and reference embeddings "
+                     f"({html.escape(check.embedding_model)}), no judge needed; shown per model in the table "
+                     f"above. The metric itself: an instruction is closer to its own reference than to a "
+                     f"mismatched one in {html.escape(check.reference_higher.describe())} of rows (mean cosine "
+                     f"{_fmt(check.reference_mean)} vs {_fmt(check.mismatched_mean)}).</p>")
+    if summary.pairwise:
+        parts.append("<h3>Pairwise comparison (each pair judged twice, positions swapped)</h3>"
+                     + _html_table(PAIRWISE_HEADER, pairwise_rows(summary))
+                     + "<p>Win rate: model A's mean points over judged pairs (win 1, tie 0.5, loss 0; the two "
+                     "orders averaged), with a 95% bootstrap interval.</p>")
+    parts += [f"<p>Note: {html.escape(note)}</p>" for note in summary.notes]
+    plot = trust_png(summary)
+    if plot:
+        parts.append(f"<img alt='trust checks' src='data:image/png;base64,{base64.b64encode(plot).decode()}'>")
+    return "".join(parts)
+
+
 def render_html(summary: EvaluationSummary) -> str:
     """A self-contained HTML report (the dashboard visualization of `evaluation_summary`)."""
     plot = base64.b64encode(distribution_png(summary)).decode()
@@ -280,6 +440,7 @@ def render_html(summary: EvaluationSummary) -> str:
         + "<p>Means are over scored rows (scores 1-3), with 95% bootstrap intervals; rows whose "
         "verdict failed are counted as failed, never averaged.</p>"
         + comparisons
+        + _trust_html(summary)
         + f"<h3>Score distributions</h3><img alt='score distributions' src='data:image/png;base64,{plot}'>"
         + "</body></html>"
     )

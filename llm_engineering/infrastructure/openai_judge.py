@@ -17,7 +17,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 from tqdm.auto import tqdm
 
 from llm_engineering.evaluation.config import JudgeConfig
-from llm_engineering.evaluation.judge import JudgeReply, OnReply, verdict_schema
+from llm_engineering.evaluation.judge import JudgeReply, OnReply, ReplySchema, verdict_schema
 
 logger = logging.getLogger(__name__)
 
@@ -58,27 +58,30 @@ class OpenAIJudge:
         self._format_lock = threading.Lock()
         self._backoff = wait_random_exponential(multiplier=0.5, max=config.max_backoff_s)
 
-    def cache_namespace(self) -> dict[str, Any]:
+    def _reply_schema(self, reply_schema: Optional[ReplySchema]) -> ReplySchema:
+        return reply_schema or ReplySchema("judge_verdict", verdict_schema(self._config.max_analysis_chars))
+
+    def cache_namespace(self, reply_schema: Optional[ReplySchema] = None) -> dict[str, Any]:
         c = self._config
         return {"backend": "openai", "model": c.model, "base_url": c.base_url, "temperature": c.temperature,
-                "seed": c.seed, "max_tokens": c.max_tokens, "schema": verdict_schema(c.max_analysis_chars),
+                "seed": c.seed, "max_tokens": c.max_tokens, "schema": self._reply_schema(reply_schema).schema,
                 "options": c.request_options}
 
     def _wait(self, state: RetryCallState) -> float:
         told = _retry_after(state.outcome.exception() if state.outcome else None)
         return min(told, self._config.max_backoff_s) if told is not None else self._backoff(state)
 
-    def _response_format(self, fmt: str) -> Optional[dict[str, Any]]:
+    def _response_format(self, fmt: str, reply_schema: ReplySchema) -> Optional[dict[str, Any]]:
         if fmt == "json_schema":
-            schema = verdict_schema(self._config.max_analysis_chars)
-            return {"type": "json_schema", "json_schema": {"name": "judge_verdict", "schema": schema, "strict": True}}
+            return {"type": "json_schema",
+                    "json_schema": {"name": reply_schema.name, "schema": reply_schema.schema, "strict": True}}
         return {"type": "json_object"} if fmt == "json_object" else None
 
-    def _create(self, messages: list[dict[str, str]]) -> JudgeReply:
+    def _create(self, messages: list[dict[str, str]], reply_schema: ReplySchema) -> JudgeReply:
         while True:
             fmt = self._format
             kwargs: dict[str, Any] = dict(self._config.request_options)
-            if (response_format := self._response_format(fmt)) is not None:
+            if (response_format := self._response_format(fmt, reply_schema)) is not None:
                 kwargs["response_format"] = response_format
             try:
                 response = self._client.chat.completions.create(
@@ -100,7 +103,7 @@ class OpenAIJudge:
                 completion_tokens=usage.completion_tokens if usage else 0,
             )
 
-    def _request(self, messages: list[dict[str, str]]) -> JudgeReply:
+    def _request(self, messages: list[dict[str, str]], reply_schema: ReplySchema) -> JudgeReply:
         retrying = Retrying(
             retry=retry_if_exception(_retryable),
             stop=stop_after_attempt(self._config.max_attempts),
@@ -110,13 +113,16 @@ class OpenAIJudge:
                                                _describe(s.outcome.exception())),
         )
         try:
-            return retrying(self._create, messages)
+            return retrying(self._create, messages, reply_schema)
         except openai.OpenAIError as error:
             attempts = self._config.max_attempts if _retryable(error) else 1
             return JudgeReply(text=None, error=f"request failed after {attempts} attempt(s): {_describe(error)}")
 
-    def complete(self, conversations: list[list[dict[str, str]]], on_reply: OnReply) -> None:
+    def complete(
+        self, conversations: list[list[dict[str, str]]], on_reply: OnReply, reply_schema: Optional[ReplySchema] = None
+    ) -> None:
+        schema = self._reply_schema(reply_schema)
         with ThreadPoolExecutor(max_workers=self._config.max_concurrency) as pool:
-            futures = {pool.submit(self._request, messages): i for i, messages in enumerate(conversations)}
+            futures = {pool.submit(self._request, messages, schema): i for i, messages in enumerate(conversations)}
             for future in tqdm(as_completed(futures), total=len(futures), desc="Judging"):
                 on_reply(futures[future], future.result())

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from llm_engineering.evaluation.config import EngineConfig, JudgeConfig
-from llm_engineering.evaluation.judge import JudgeReply, OnReply, verdict_schema
+from llm_engineering.evaluation.judge import JudgeReply, OnReply, ReplySchema, verdict_schema
 from llm_engineering.infrastructure.vllm_engine import ENGINES
 
 
@@ -14,12 +14,17 @@ class VLLMJudge:
         self.judge_id = f"vllm:{config.model}"
         self._model_path, self._config, self._engine = model_path, config, engine
 
-    def cache_namespace(self) -> dict[str, Any]:
+    def _schema(self, reply_schema: Optional[ReplySchema]) -> dict[str, Any]:
+        return reply_schema.schema if reply_schema else verdict_schema(self._config.max_analysis_chars)
+
+    def cache_namespace(self, reply_schema: Optional[ReplySchema] = None) -> dict[str, Any]:
         c = self._config
         return {"backend": "vllm", "model": c.model, "temperature": c.temperature, "seed": c.seed,
-                "max_tokens": c.max_tokens, "schema": verdict_schema(c.max_analysis_chars)}
+                "max_tokens": c.max_tokens, "schema": self._schema(reply_schema)}
 
-    def complete(self, conversations: list[list[dict[str, str]]], on_reply: OnReply) -> None:
+    def complete(
+        self, conversations: list[list[dict[str, str]]], on_reply: OnReply, reply_schema: Optional[ReplySchema] = None
+    ) -> None:
         from vllm import SamplingParams
         from vllm.sampling_params import StructuredOutputsParams
 
@@ -31,7 +36,7 @@ class VLLMJudge:
             seed=self._config.seed,
             # Without disable_any_whitespace a small judge can loop on tabs until max_tokens.
             structured_outputs=StructuredOutputsParams(
-                json=verdict_schema(self._config.max_analysis_chars), disable_any_whitespace=True
+                json=self._schema(reply_schema), disable_any_whitespace=True
             ),
         )
         for index, output in enumerate(llm.chat(conversations, params, use_tqdm=True)):

@@ -1,23 +1,32 @@
-from typing import Annotated
+import logging
+from typing import Annotated, Optional
 
 from datasets import Dataset
 from zenml import get_step_context, log_metadata, step
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.config import EngineConfig, JudgeConfig
+from llm_engineering.evaluation.config import EngineConfig, JudgeConfig, SimilarityConfig
 from llm_engineering.evaluation.judge import score_answers
+from llm_engineering.evaluation.similarity import add_reference_similarity, get_embedder
 from llm_engineering.evaluation.summary import model_scores
 from llm_engineering.infrastructure.judges import build_judge, open_cache
 from llm_engineering.infrastructure.opik_tracking import log_scoring
 from llm_engineering.settings import get_settings
 from steps.materializers import DatasetMaterializer
 
+logger = logging.getLogger(__name__)
+
 
 @step(output_materializers=DatasetMaterializer)
 def evaluate_answers(
-    generations: Dataset, judge: JudgeConfig, engine: EngineConfig, only_failed: bool = False
+    generations: Dataset,
+    judge: JudgeConfig,
+    engine: EngineConfig,
+    only_failed: bool = False,
+    similarity: Optional[SimilarityConfig] = None,
 ) -> Annotated[Dataset, col.EVALUATIONS]:
-    """Score every generated answer with the LLM judge (accuracy and style, 1-3).
+    """Score every generated answer with the LLM judge (accuracy and style, 1-3), and its
+    similarity to the reference (no judge) when `similarity` is enabled.
 
     `generations` may be a previous `evaluations` artifact: with `only_failed`, its valid
     verdicts are kept and only the rows without one are judged again.
@@ -29,6 +38,11 @@ def evaluate_answers(
     finally:
         if cache is not None:
             cache.close()
+    if similarity is not None and similarity.enabled:
+        if col.REFERENCE in evaluations.column_names:
+            evaluations = add_reference_similarity(evaluations, get_embedder(similarity.batch_size))
+        else:
+            logger.warning("No %r column in these answers: reference similarity skipped", col.REFERENCE)
     scores = model_scores(evaluations)
     run_name = get_step_context().pipeline_run.name
     opik_traces = log_scoring(evaluations, settings, f"{run_name}-{scores.model_id}")
@@ -39,6 +53,7 @@ def evaluate_answers(
             "failed": scores.failed,
             "accuracy_mean": scores.accuracy_mean,
             "style_mean": scores.style_mean,
+            "similarity_mean": scores.similarity_mean,
             "judge_calls": scores.judge_usage.calls,
             "judge_cache_hits": scores.judge_usage.cached,
             "opik_traces": opik_traces if opik_traces is not None else "opik not configured",

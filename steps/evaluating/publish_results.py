@@ -8,7 +8,9 @@ from zenml import get_step_context, log_metadata, step
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import DatasetConfig, PublishConfig, SamplingConfig
 from llm_engineering.evaluation.models import short_name
-from llm_engineering.evaluation.publishing import PublishReceipt, card_info, publish_local, repo_name
+from llm_engineering.evaluation.pairwise import PairwiseReport
+from llm_engineering.evaluation.publishing import PublishReceipt, card_info, publish_local, repo_name, trust_info
+from llm_engineering.evaluation.sanity import ScoringChecks
 from llm_engineering.infrastructure.hub import PublishError, hub_workspace, push_results
 from llm_engineering.settings import get_settings
 
@@ -21,6 +23,8 @@ def publish_results(
     publish: PublishConfig,
     dataset: DatasetConfig,
     sampling: Optional[SamplingConfig] = None,
+    checks: Optional[ScoringChecks] = None,
+    pairwise: Optional[PairwiseReport] = None,
 ) -> Annotated[PublishReceipt, col.PUBLISH_RECEIPT]:
     """Publish one model's answers (or answers with verdicts) to `<workspace>/<model>-results`.
 
@@ -37,6 +41,7 @@ def publish_results(
         "sampling": sampling.model_dump() if sampling else None,
         "pipeline run": f"{get_step_context().pipeline_run.name} ({get_step_context().pipeline_run.id})",
         "date": datetime.now(timezone.utc).date().isoformat(),
+        **trust_info(model_id, checks, pairwise),
     })
     local_repo = repo_name(publish.workspace or settings.DATASET_HUGGINGFACE_WORKSPACE, short_name(model_id))
     folder = publish_local(results, settings.local_hub_dir, local_repo, dataset.split, info)

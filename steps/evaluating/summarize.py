@@ -1,4 +1,4 @@
-from typing import Annotated
+from typing import Annotated, Optional
 
 from datasets import Dataset
 from zenml import log_metadata, step
@@ -7,22 +7,40 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation import summary as report
 from llm_engineering.evaluation.config import JudgeConfig
 from llm_engineering.evaluation.generation import GenerationStats
+from llm_engineering.evaluation.pairwise import PairwiseReport
+from llm_engineering.evaluation.sanity import ScoringChecks
 from steps.materializers import EvaluationSummaryMaterializer
 
 
 @step(output_materializers=EvaluationSummaryMaterializer)
 def summarize(
-    evaluations: list[Dataset], generation_stats: list[GenerationStats], judge: JudgeConfig
+    evaluations: list[Dataset],
+    generation_stats: list[GenerationStats],
+    judge: JudgeConfig,
+    checks: Optional[ScoringChecks] = None,
+    pairwise: Optional[PairwiseReport] = None,
 ) -> Annotated[report.EvaluationSummary, col.EVALUATION_SUMMARY]:
-    """Aggregate scores per model and compare models (the artifact renders as an HTML report)."""
-    summary = report.summarize(evaluations, generation_stats, report.judge_prices(judge))
+    """Aggregate scores per model, compare models, and say how far the scores can be trusted
+    (the artifact renders as an HTML report)."""
+    summary = report.summarize(evaluations, generation_stats, report.judge_prices(judge), checks, pairwise)
+    sanity = summary.judge_sanity
     log_metadata(
         metadata={
             "ranking": summary.ranking,
+            "trust": report.trust_lines(summary),
+            **({"judge_sanity": {"no_signal": sanity.no_signal, "discrimination_rate": sanity.reference_higher.rate,
+                                 "discrimination_ci": sanity.reference_higher.ci, "tie_rate": sanity.ties.rate,
+                                 "reversal_rate": sanity.reversals.rate, "failed_rate": sanity.failed.rate,
+                                 "pairs": sanity.pairs, "threshold": sanity.threshold}} if sanity else {}),
+            # Nested: ZenML refuses colons in top-level keys, and a model id may hold one.
+            **({"pairwise": {f"{c.model_a} vs {c.model_b}": {
+                "win_rate": c.win_rate, "win_rate_ci": c.win_rate_ci, "order_disagreement": c.order_disagreement.rate}
+                for c in summary.pairwise}} if summary.pairwise else {}),
             **{
                 s.model_id: {"accuracy_mean": s.accuracy_mean, "style_mean": s.style_mean,
                              "accuracy_ci": s.accuracy_ci, "style_ci": s.style_ci,
                              "scored": s.scored, "failed": s.failed,
+                             "similarity_mean": s.similarity_mean, "similarity_ci": s.similarity_ci,
                              "tokens_per_second": s.tokens_per_second,
                              "judge_calls": s.judge_usage.calls,
                              "judge_cost_usd": s.judge_usage.estimated_cost_usd}

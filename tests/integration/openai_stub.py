@@ -16,6 +16,8 @@ from typing import Any
 
 VERDICT = {"accuracy": {"analysis": "Correct and complete.", "score": 3},
            "style": {"analysis": "Plain and clear.", "score": 2}}
+# For a pairwise prompt: always the answer shown first, a judge with pure position bias.
+PAIRWISE_VERDICT = {"analysis": "The first answer is better.", "winner": "A"}
 
 
 class StubState:
@@ -68,10 +70,11 @@ def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
                 self._send(400, {"error": {"message": "response_format json_schema is not supported",
                                            "type": "invalid_request_error"}})
                 return
+            pairwise = "Answer A:" in body["messages"][-1]["content"]
             self._send(200, {
                 "id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": body["model"],
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": json.dumps(VERDICT)}}],
+                "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                    "role": "assistant", "content": json.dumps(PAIRWISE_VERDICT if pairwise else VERDICT)}}],
                 "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
             })
 

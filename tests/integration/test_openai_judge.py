@@ -97,3 +97,28 @@ def test_requests_carry_the_schema_and_token_usage_is_recorded(stub):
     assert body["model"] == "stub-judge" and body["temperature"] == 0.0
     assert evaluations[col.JUDGE_PROMPT_TOKENS] == [100, 100]
     assert evaluations[col.JUDGE_COMPLETION_TOKENS] == [20, 20]
+
+
+def test_pairwise_and_sanity_calls_go_through_the_same_retries_and_cache(stub, tmp_path):
+    from llm_engineering.evaluation.pairwise import compare_answers
+    from llm_engineering.evaluation.sanity import check_judge
+
+    cache = JudgeCache(tmp_path / "cache")
+    other = Dataset.from_dict({**answers(2).to_dict(), col.MODEL_ID: ["n"] * 2, col.ANSWER: ["Short.", "Shorter."]})
+    stub.state.script = ["500"]  # the first request fails once and is retried
+    result = compare_answers(answers(2), other, judge(stub, max_concurrency=1), cache)
+    pairwise_requests = [r["body"] for r in stub.state.requests if r["action"] == "ok"]
+    assert len(stub.state.requests) == 5 and len(pairwise_requests) == 4
+    assert pairwise_requests[0]["response_format"]["json_schema"]["name"] == "pairwise_verdict"
+    assert pairwise_requests[0]["response_format"]["json_schema"]["schema"]["properties"]["winner"]["enum"] == ["A", "B", "tie"]
+    # The stub always prefers position A: swapping positions turns that into ties, and says so.
+    assert result.failed.count == 0 and result.ties.count == 2 and result.win_rate == 0.5
+    assert result.order_disagreement.rate == 1.0 and result.position_a_preferred.rate == 1.0
+
+    rows = Dataset.from_dict({**answers(3).to_dict(), col.REFERENCE: ["Ref 0.", "Ref 1.", "Ref 2."]})
+    sanity = check_judge(rows, judge(stub), cache, rows=3, threshold=0.7)
+    assert sanity.pairs == 3 and sanity.ties.count == 3 and sanity.no_signal  # it scores everything 3
+    requests = len(stub.state.requests)
+    compare_answers(answers(2), other, judge(stub), cache)
+    check_judge(rows, judge(stub), cache, rows=3, threshold=0.7)
+    assert len(stub.state.requests) == requests  # both answered from the cache

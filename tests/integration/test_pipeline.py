@@ -7,6 +7,7 @@ config), so only the rescore test, which frees it on purpose, pays for a second 
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from datasets import load_dataset
@@ -129,24 +130,96 @@ def test_a_prompt_longer_than_max_model_len_is_skipped_and_the_rest_answered(fir
     assert len(checkpoint.load()) == 2  # the skipped row is decided again on every run, never stored
 
 
-def test_several_models_get_one_generations_artifact_each_and_a_comparison(first_run):
+def test_several_models_get_one_generations_artifact_each_a_comparison_and_a_pairwise_judgement(first_run):
     from zenml.client import Client
 
     from llm_engineering.evaluation.models import resolve_model
+    from llm_engineering.evaluation.summary import trust_lines
     from llm_engineering.settings import get_settings
     from pipelines.evaluating import evaluating
 
-    # The same weights under two names (alias and folder): two models to the pipeline, one engine.
+    # The same weights under two names (alias and folder), each with its own generation setting:
+    # two models to the pipeline, one engine.
     folder = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR).path
-    config = EvaluationConfig.model_validate({**SMALL, "models": ["smollm2-135m", folder], "dataset": {"limit": 2}})
+    models = ["smollm2-135m@temperature=0.2", f"{folder}@temperature=1.2"]
+    config = EvaluationConfig.model_validate({**SMALL, "models": models, "dataset": {"limit": 2}})
     run = Client().get_pipeline_run(evaluating.with_options(enable_cache=False)(config=config).id)
-    generations = [run.steps[name].outputs[col.GENERATIONS][0].load()
-                   for name in sorted(run.steps) if name.startswith("generate_answers")]
-    assert [g[0][col.MODEL_ID] for g in generations] == ["smollm2-135m", folder]
+    steps = [name for name in sorted(run.steps) if name.startswith("generate_answers")]
+    generations = [run.steps[name].outputs[col.GENERATIONS][0].load() for name in steps]
+    assert [g[0][col.MODEL_ID] for g in generations] == models
+    assert [run.steps[name].config.parameters["sampling"]["temperature"] for name in steps] == [0.2, 1.2]
     assert all(g[col.ID] == generations[0][col.ID] for g in generations)
     summary = step_output(run, "summarize", col.EVALUATION_SUMMARY)
-    assert {m.model_id for m in summary.models} == {"smollm2-135m", folder}
-    assert [(c.model_a, c.model_b) for c in summary.comparisons] == [(folder, "smollm2-135m")] * 2
+    assert {m.model_id for m in summary.models} == set(models)
+    assert [(c.model_a, c.model_b) for c in summary.comparisons] == [(models[1], models[0])] * 2
+
+    # Pairwise: the second model against the first, each of the 2 pairs judged in both orders.
+    (pairwise,) = step_output(run, "compare_pairwise", col.PAIRWISE_COMPARISONS).comparisons
+    assert (pairwise.model_a, pairwise.model_b, pairwise.pairs) == (models[1], models[0], 2)
+    assert [row.id for row in pairwise.details] == generations[0][col.ID]
+    assert pairwise.wins.count + pairwise.ties.count + pairwise.losses.count + pairwise.failed.count == 2
+    judged = [row for row in pairwise.details if row.points is not None]
+    assert all(row.in_order and row.swapped for row in judged)
+    assert pairwise.win_rate == (sum(row.points for row in judged) / len(judged) if judged else None)
+    assert summary.pairwise == [pairwise]
+    assert any(line.startswith(f"Pairwise {models[1]} vs {models[0]}") for line in trust_lines(summary))
+    receipts = [run.steps[name].outputs[col.PUBLISH_RECEIPT][0].load() for name in sorted(run.steps)
+                if name.startswith("publish_results")]
+    cards = {r.local_path: (Path(r.local_path) / "README.md").read_text() for r in receipts if r.stage == "evaluations"}
+    assert len(cards) == 2  # one results repo per generation setting
+    assert all(f"pairwise {models[1]} vs {models[0]}" in card for card in cards.values())
+
+
+def test_first_run_checks_its_judge_and_reports_how_far_to_trust_it(first_run):
+    checks = step_output(first_run, "check_scoring", col.SCORING_CHECKS)
+    summary = step_output(first_run, "summarize", col.EVALUATION_SUMMARY)
+    sanity = summary.judge_sanity
+    assert sanity == checks.judge and sanity.pairs == ROWS  # min(20 rows asked, the run's 3)
+    outcomes = (sanity.reference_higher, sanity.ties, sanity.reversals, sanity.failed)
+    assert sum(r.count for r in outcomes) == ROWS and all(r.total == ROWS for r in outcomes)
+    assert sanity.no_signal == (sanity.reference_higher.rate < 0.7)
+    assert summary.similarity_check.rows == ROWS
+    evaluations = step_output(first_run, "evaluate_answers", col.EVALUATIONS)
+    similarities = [v for v in evaluations[col.REFERENCE_SIMILARITY] if v is not None]
+    assert similarities and all(-1.0 <= v <= 1.0 for v in similarities)
+    assert summary.models[0].similarity_mean == pytest.approx(sum(similarities) / len(similarities), abs=1e-3)
+    metadata = first_run.steps["summarize"].run_metadata
+    assert metadata["judge_sanity"]["no_signal"] == sanity.no_signal
+    receipt = [first_run.steps[n].outputs[col.PUBLISH_RECEIPT][0].load() for n in first_run.steps
+               if n.startswith("publish_results")]
+    card = next((Path(r.local_path) / "README.md").read_text() for r in receipt if r.stage == "evaluations")
+    assert sanity.verdict in card and "reference similarity" in card
+
+
+def test_judge_sanity_check_on_the_embedded_split_follows_the_threshold():
+    from llm_engineering.evaluation.config import DatasetConfig, EngineConfig, JudgeConfig
+    from llm_engineering.evaluation.dataset import load_test_split
+    from llm_engineering.evaluation.sanity import check_judge, judge_sanity
+    from llm_engineering.infrastructure.judges import build_judge, open_cache
+    from llm_engineering.settings import get_settings
+
+    settings = get_settings()
+    judge_config = JudgeConfig.model_validate(SMALL["judge"])
+    split = load_test_split(DatasetConfig())
+    cache = open_cache(judge_config, settings)
+    judge = build_judge(judge_config, EngineConfig(), settings)  # the session's engine: same model and config
+    try:
+        sanity = check_judge(split, judge, cache, rows=20, threshold=0.7)
+        outcomes = (sanity.reference_higher, sanity.ties, sanity.reversals, sanity.failed)
+        assert sanity.pairs == 20 and sum(r.count for r in outcomes) == 20
+        assert all(r.ci[0] <= r.rate <= r.ci[1] for r in outcomes)
+        assert len({p.id for p in sanity.details}) == 20 and all(p.id != p.mismatched_id for p in sanity.details)
+        assert sanity.no_signal == (sanity.reference_higher.rate < 0.7)
+        measured = sanity.reference_higher.rate
+        print(f"embedded judge on the embedded split: {sanity.verdict}")  # figures for the notes (-s)
+        # The flag follows the threshold on these very figures (no judge call: the verdicts are in hand).
+        for threshold in sorted({0.0, measured, min(1.0, measured + 0.01)}):
+            again = judge_sanity(judge.judge_id, sanity.details, threshold)
+            assert again.reference_higher == sanity.reference_higher
+            assert again.no_signal is (measured < threshold)
+            assert again.verdict.startswith("NO SIGNAL") is again.no_signal
+    finally:
+        cache.close()
 
 
 def test_rescore_reuses_generations_without_inference(first_run):
@@ -213,7 +286,8 @@ def test_rescore_only_failed_through_the_pipeline_fills_exactly_the_failed_rows(
     with OpenAIStub() as stub:
         judge = {"backend": "openai", "model": "stub-judge", "base_url": stub.base_url,
                  "max_attempts": 1, "max_concurrency": 1, "cache": False}
-        config = EvaluationConfig.model_validate({**SMALL, "judge": judge})
+        # No judge sanity check here: its calls would blur the count of re-asked rows.
+        config = EvaluationConfig.model_validate({**SMALL, "judge": judge, "judge_check": {"rows": 0}})
         stub.state.script, stub.state.default = ["ok"], "500"  # first row judged, the rest fail
         run = rescoring.with_options(enable_cache=False)(
             config=config, answers_ids=[str(a.id) for a in generations], generation_stats=stats)

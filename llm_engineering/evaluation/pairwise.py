@@ -1,0 +1,188 @@
+"""Pairwise comparison of two models' answers, each pair judged twice with positions swapped.
+
+As MT-Bench and AlpacaEval compare models: the judge sees one instruction and two answers and
+names the better one. Judges favour a position, so every pair is asked in both orders and the
+two verdicts are averaged for the model (1 a win, 0.5 a tie, 0 a loss); how often the two
+orders disagree is reported as well. Calls go through the scoring backend, cache and retries.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Literal, Optional
+
+from datasets import Dataset
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.judge import JudgeBackend, ReplySchema, ask_judge
+from llm_engineering.evaluation.judge_cache import JudgeCache
+from llm_engineering.evaluation.rates import Rate, bootstrap_ci, rate
+
+logger = logging.getLogger(__name__)
+
+PAIRWISE_SYSTEM_PROMPT = (
+    "You are a helpful assistant who compares two answers based on accuracy and style. "
+    "Provide your response in JSON format with a short analysis and the better answer."
+)
+
+PAIRWISE_PROMPT_TEMPLATE = """You are an expert judge. Compare two answers to the same instruction and decide which one is better.
+Judge accuracy first (factually correct, complete, on topic), then style (simple but precise technical words, suited to a blog post).
+Do not let the order of the answers or their length decide.
+
+Instruction: {instruction}
+
+Answer A: {answer_a}
+
+Answer B: {answer_b}
+
+Give your decision as JSON with this structure, where winner is "A", "B" or "tie":
+{{"analysis": "...", "winner": "A"}}"""
+
+Winner = Literal["A", "B", "tie"]
+# Points for the answer shown in position A.
+_POINTS = {"A": 1.0, "tie": 0.5, "B": 0.0}
+
+
+class PairwiseVerdict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    analysis: str
+    winner: Winner
+
+
+def pairwise_schema(max_analysis_chars: int) -> ReplySchema:
+    return ReplySchema("pairwise_verdict", {
+        "type": "object",
+        "properties": {
+            "analysis": {"type": "string", "maxLength": max_analysis_chars},
+            "winner": {"type": "string", "enum": ["A", "B", "tie"]},
+        },
+        "required": ["analysis", "winner"],
+        "additionalProperties": False,
+    })
+
+
+def parse_pairwise(raw: str) -> tuple[Optional[Winner], Optional[str]]:
+    """(winner, None) for a valid reply, else (None, the problem)."""
+    text = raw.strip()
+    if text.startswith("```"):
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        return PairwiseVerdict.model_validate(json.loads(text)).winner, None
+    except json.JSONDecodeError as error:
+        return None, f"invalid JSON ({error.msg} at char {error.pos})"
+    except ValidationError as error:
+        return None, "invalid verdict (" + "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in error.errors()) + ")"
+
+
+def pairwise_messages(instruction: str, answer_a: str, answer_b: str) -> list[dict[str, str]]:
+    prompt = PAIRWISE_PROMPT_TEMPLATE.format(instruction=instruction, answer_a=answer_a, answer_b=answer_b)
+    return [{"role": "system", "content": PAIRWISE_SYSTEM_PROMPT}, {"role": "user", "content": prompt}]
+
+
+def points_for_first_model(in_order: Winner, swapped: Winner) -> float:
+    """The first model's points from both orders: it sits in position A first, then in B."""
+    return (_POINTS[in_order] + 1.0 - _POINTS[swapped]) / 2
+
+
+def orders_disagree(in_order: Winner, swapped: Winner) -> bool:
+    """True when the swapped order does not name the same answer (or tie) as the first order."""
+    return _POINTS[in_order] != 1.0 - _POINTS[swapped]
+
+
+class PairwiseRow(BaseModel):
+    id: str
+    in_order: Optional[Winner] = Field(None, description="winner with model_a's answer in position A")
+    swapped: Optional[Winner] = Field(None, description="winner with model_a's answer in position B")
+    points: Optional[float] = Field(None, description="model_a's points: 1 win, 0.5 tie, 0 loss")
+    error: Optional[str] = None
+
+
+class PairwiseComparison(BaseModel):
+    """`model_a` against `model_b` on the instructions both answered. Win, tie, loss and failed
+    rates are over every pair (a failed verdict is its own outcome, never a tie)."""
+
+    model_a: str
+    model_b: str
+    judge_model: str
+    pairs: int
+    wins: Rate
+    ties: Rate
+    losses: Rate
+    failed: Rate
+    win_rate: Optional[float] = Field(description="model_a's mean points over judged pairs (ties count half)")
+    win_rate_ci: Optional[list[float]] = Field(None, description="95% bootstrap interval")
+    order_disagreement: Rate = Field(description="judged pairs whose two orders named different winners")
+    position_a_preferred: Rate = Field(description="decisive verdicts that chose the answer shown first")
+    details: list[PairwiseRow] = Field(default_factory=list)
+
+
+class PairwiseReport(BaseModel):
+    """The `pairwise_comparisons` artifact: every other model against the first (the baseline)."""
+
+    comparisons: list[PairwiseComparison] = Field(default_factory=list)
+
+
+def tally(model_a: str, model_b: str, judge_id: str, rows: list[PairwiseRow]) -> PairwiseComparison:
+    """Outcome rates, win rate with its interval, and order disagreement (pure bookkeeping)."""
+    judged = [r for r in rows if r.points is not None]
+    points = [r.points for r in judged]
+    verdicts = [w for r in judged for w in (r.in_order, r.swapped)]
+    decisive = [w for w in verdicts if w != "tie"]
+    total = len(rows)
+    return PairwiseComparison(
+        model_a=model_a,
+        model_b=model_b,
+        judge_model=judge_id,
+        pairs=total,
+        wins=rate(sum(p > 0.5 for p in points), total),
+        ties=rate(sum(p == 0.5 for p in points), total),
+        losses=rate(sum(p < 0.5 for p in points), total),
+        failed=rate(total - len(judged), total),
+        win_rate=round(sum(points) / len(points), 4) if points else None,
+        win_rate_ci=bootstrap_ci(points),
+        order_disagreement=rate(sum(orders_disagree(r.in_order, r.swapped) for r in judged), len(judged)),
+        position_a_preferred=rate(decisive.count("A"), len(decisive)),
+        details=rows,
+    )
+
+
+def compare_answers(
+    a: Dataset,
+    b: Dataset,
+    judge: JudgeBackend,
+    cache: Optional[JudgeCache],
+    max_analysis_chars: int = 300,
+) -> PairwiseComparison:
+    """Judge `a`'s answers against `b`'s for every instruction id both have, in both orders."""
+    answers_b = {row[col.ID]: row[col.ANSWER] for row in b.select_columns([col.ID, col.ANSWER]).to_list()}
+    rows_a = [row for row in a.select_columns([col.ID, col.INSTRUCTION, col.ANSWER]).to_list()
+              if row[col.ID] in answers_b]
+    if len(rows_a) < len(a) or len(rows_a) < len(answers_b):
+        logger.warning("Pairwise: %d of %d / %d instructions are answered by both models",
+                       len(rows_a), len(a), len(answers_b))
+    conversations: list[list[dict[str, Any]]] = []
+    for row in rows_a:
+        answer_a, answer_b = row[col.ANSWER], answers_b[row[col.ID]]
+        conversations += [pairwise_messages(row[col.INSTRUCTION], answer_a, answer_b),
+                          pairwise_messages(row[col.INSTRUCTION], answer_b, answer_a)]
+    schema = pairwise_schema(max_analysis_chars)
+    replies = ask_judge(judge, conversations, cache, lambda text: parse_pairwise(text)[0] is not None, schema)
+
+    def winner(index: int) -> tuple[Optional[Winner], Optional[str]]:
+        reply = replies[index]
+        return parse_pairwise(reply.text) if reply.text is not None else (None, reply.error)
+
+    rows = []
+    for k, row in enumerate(rows_a):
+        (in_order, error_1), (swapped, error_2) = winner(2 * k), winner(2 * k + 1)
+        points = points_for_first_model(in_order, swapped) if in_order and swapped else None
+        rows.append(PairwiseRow(id=str(row[col.ID]), in_order=in_order, swapped=swapped, points=points,
+                                error=error_1 or error_2))
+    comparison = tally(a[0][col.MODEL_ID], b[0][col.MODEL_ID], judge.judge_id, rows)
+    logger.info("Pairwise %s vs %s: win rate %s %s, orders disagree %s", comparison.model_a, comparison.model_b,
+                comparison.win_rate, comparison.win_rate_ci, comparison.order_disagreement.describe())
+    return comparison

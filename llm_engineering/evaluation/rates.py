@@ -1,0 +1,81 @@
+"""Proportions with 95% intervals, and the fixed row pairings that the trust checks use."""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Optional, Sequence
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+Z_95 = 1.959964
+BOOTSTRAP_SAMPLES = 2000
+
+
+def bootstrap_ci(values: Sequence[float], samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> Optional[list[float]]:
+    """95% percentile-bootstrap interval of the mean (None for fewer than two values)."""
+    if len(values) < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    data = np.asarray(values, dtype=float)
+    means = rng.choice(data, size=(samples, len(data)), replace=True).mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return [round(float(low), 4), round(float(high), 4)]
+
+
+class Rate(BaseModel):
+    """`count` of `total`, as a rate with its 95% Wilson interval (None when `total` is 0)."""
+
+    count: int
+    total: int
+    rate: Optional[float]
+    ci: Optional[list[float]] = Field(None, description="95% Wilson score interval")
+
+    def describe(self) -> str:
+        """`12/20 (60%, 95% CI 39-78%)`."""
+        if self.rate is None:
+            return f"{self.count}/{self.total} (n/a)"
+        interval = f", 95% CI {self.ci[0]:.0%}-{self.ci[1]:.0%}" if self.ci else ""
+        return f"{self.count}/{self.total} ({self.rate:.0%}{interval})"
+
+
+def wilson_interval(count: int, total: int, z: float = Z_95) -> Optional[list[float]]:
+    """Wilson score interval of a proportion: sound at 0%, 100% and small `total`, unlike the normal one."""
+    if total <= 0:
+        return None
+    p = count / total
+    denominator = 1 + z * z / total
+    centre = (p + z * z / (2 * total)) / denominator
+    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / denominator
+    return [round(max(0.0, centre - half), 4), round(min(1.0, centre + half), 4)]
+
+
+def rate(count: int, total: int) -> Rate:
+    if not 0 <= count <= total:
+        raise ValueError(f"count {count} must lie between 0 and total {total}")
+    return Rate(count=count, total=total, rate=round(count / total, 4) if total else None,
+                ci=wilson_interval(count, total))
+
+
+def derangement(n: int, seed: int = 0) -> list[int]:
+    """A fixed permutation with no fixed point: row i is paired with row `result[i]`, never itself.
+
+    Sattolo's algorithm (a random single cycle), seeded: the same `n` and `seed` give the same
+    pairing on every machine, so a check is reproducible and its judge calls are cached.
+    """
+    if n < 2:
+        raise ValueError(f"a derangement needs at least 2 rows, got {n}")
+    order = list(range(n))
+    rng = random.Random(seed)
+    for i in range(n - 1, 0, -1):
+        j = rng.randrange(i)  # j < i: what makes it a single cycle
+        order[i], order[j] = order[j], order[i]
+    return order
+
+
+def sample_rows(n: int, k: int, seed: int = 0) -> list[int]:
+    """`min(k, n)` row indices, a fixed random sample in ascending order."""
+    if k >= n:
+        return list(range(n))
+    return sorted(random.Random(seed).sample(range(n), k))

@@ -1,0 +1,36 @@
+from typing import Annotated
+
+from datasets import Dataset
+from zenml import log_metadata, step
+
+from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.config import EngineConfig, JudgeConfig
+from llm_engineering.evaluation.pairwise import PairwiseReport, compare_answers
+from llm_engineering.infrastructure.judges import build_judge, open_cache
+from llm_engineering.settings import get_settings
+
+
+@step
+def compare_pairwise(
+    answers: list[Dataset], judge: JudgeConfig, engine: EngineConfig
+) -> Annotated[PairwiseReport, col.PAIRWISE_COMPARISONS]:
+    """Judge every other model's answers against the first model's, each pair in both orders."""
+    settings = get_settings()
+    backend = build_judge(judge, engine, settings)
+    cache = open_cache(judge, settings)
+    try:
+        report = PairwiseReport(comparisons=[
+            compare_answers(other, answers[0], backend, cache, judge.max_analysis_chars) for other in answers[1:]
+        ])
+    finally:
+        if cache is not None:
+            cache.close()
+    log_metadata(metadata={"comparisons": {  # nested: ZenML refuses colons in top-level keys
+        f"{c.model_a} vs {c.model_b}": {
+            "win_rate": c.win_rate, "win_rate_ci": c.win_rate_ci, "wins": c.wins.rate, "ties": c.ties.rate,
+            "losses": c.losses.rate, "failed": c.failed.rate, "order_disagreement": c.order_disagreement.rate,
+            "pairs": c.pairs,
+        }
+        for c in report.comparisons
+    }})
+    return report

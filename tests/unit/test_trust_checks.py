@@ -1,0 +1,244 @@
+"""Trust checks: derangement, rates and intervals, the judge sanity check, position-swap bookkeeping."""
+
+import json
+
+import pytest
+from datasets import Dataset
+
+from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.judge import JudgeReply, ReplySchema, ask_judge
+from llm_engineering.evaluation.judge_cache import JudgeCache
+from llm_engineering.evaluation.pairwise import (
+    PairwiseRow,
+    compare_answers,
+    orders_disagree,
+    parse_pairwise,
+    points_for_first_model,
+    tally,
+)
+from llm_engineering.evaluation.rates import derangement, rate, sample_rows, wilson_interval
+from llm_engineering.evaluation.sanity import SanityPair, check_judge, judge_sanity
+
+
+@pytest.mark.parametrize("n", [2, 3, 7, 20, 48])
+def test_derangement_is_a_permutation_without_fixed_points(n):
+    order = derangement(n, seed=5)
+    assert sorted(order) == list(range(n))
+    assert all(order[i] != i for i in range(n))
+    assert order == derangement(n, seed=5)  # fixed: same pairs, same cached judge calls
+
+
+def test_derangement_depends_on_the_seed_and_needs_two_rows():
+    assert len({tuple(derangement(20, seed)) for seed in range(5)}) > 1
+    with pytest.raises(ValueError, match="at least 2 rows"):
+        derangement(1)
+
+
+def test_sample_rows_is_fixed_sorted_and_capped():
+    sample = sample_rows(48, 20, seed=0)
+    assert len(set(sample)) == 20 and sample == sorted(sample) and max(sample) < 48
+    assert sample == sample_rows(48, 20, seed=0)
+    assert sample_rows(5, 20) == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("count, total, expected", [
+    (0, 20, [0.0, 0.1611]),     # z^2 / (n + z^2): a zero count still has an upper bound
+    (10, 20, [0.2993, 0.7007]),
+    (20, 20, [0.8389, 1.0]),
+])
+def test_wilson_interval_matches_the_closed_form(count, total, expected):
+    assert wilson_interval(count, total) == pytest.approx(expected, abs=1e-4)
+
+
+def test_rate_carries_count_total_and_interval():
+    r = rate(3, 12)
+    assert (r.count, r.total, r.rate) == (3, 12, 0.25)
+    assert r.ci[0] < 0.25 < r.ci[1]
+    assert r.describe().startswith("3/12 (25%, 95% CI")
+    assert rate(0, 0).rate is None and rate(0, 0).ci is None
+    with pytest.raises(ValueError):
+        rate(5, 4)
+
+
+def pair(ref, mis, i=0):
+    return SanityPair(id=f"r{i}", mismatched_id=f"r{i + 1}", reference_accuracy=ref, mismatched_accuracy=mis)
+
+
+def test_sanity_rates_count_failed_pairs_in_the_denominator():
+    sanity = judge_sanity("j", [pair(3, 1), pair(2, 2), pair(1, 3), pair(None, 2)], threshold=0.7)
+    assert [r.count for r in (sanity.reference_higher, sanity.ties, sanity.reversals, sanity.failed)] == [1, 1, 1, 1]
+    assert all(r.total == 4 for r in (sanity.reference_higher, sanity.ties, sanity.reversals, sanity.failed))
+    assert sanity.reference_accuracy_mean == 2.0 and sanity.mismatched_accuracy_mean == 2.0
+    assert sanity.no_signal and sanity.verdict.startswith("NO SIGNAL")
+
+
+@pytest.mark.parametrize("threshold, flagged", [(0.0, False), (0.5, False), (0.51, True), (1.0, True)])
+def test_no_signal_flag_follows_the_threshold(threshold, flagged):
+    sanity = judge_sanity("j", [pair(3, 1), pair(3, 1, 1), pair(2, 2, 2), pair(1, 2, 3)], threshold)
+    assert sanity.reference_higher.rate == 0.5
+    assert sanity.no_signal is flagged
+    assert ("NO SIGNAL" in sanity.verdict) is flagged
+    assert "2 of 4 pairs" in sanity.verdict
+
+
+def test_no_pairs_means_no_signal():
+    sanity = judge_sanity("j", [], threshold=0.0)
+    assert sanity.no_signal and "could not be measured" in sanity.verdict
+
+
+class KeyedJudge:
+    """Answers by looking at the prompt: exercises bookkeeping and caching, not a model."""
+
+    judge_id = "keyed"
+
+    def __init__(self, reply_for):
+        self.reply_for = reply_for
+        self.asked = []
+        self.schemas = []
+
+    def cache_namespace(self, reply_schema=None):
+        return {"backend": "keyed", "schema": reply_schema.schema if reply_schema else "verdict"}
+
+    def complete(self, conversations, on_reply, reply_schema=None):
+        self.schemas.append(reply_schema)
+        for index, messages in enumerate(conversations):
+            self.asked.append(messages[1]["content"])
+            on_reply(index, JudgeReply(text=self.reply_for(messages[1]["content"])))
+
+
+def verdict(accuracy):
+    return json.dumps({"accuracy": {"analysis": "a", "score": accuracy}, "style": {"analysis": "s", "score": 2}})
+
+
+def split(n):
+    return Dataset.from_dict({
+        col.ID: [f"q{i}" for i in range(n)],
+        col.INSTRUCTION: [f"Explain topic {i}." for i in range(n)],
+        col.REFERENCE: [f"Topic {i} is explained here." for i in range(n)],
+    })
+
+
+def matching_judge():
+    """Scores 3 when the answer is the instruction's own reference, else 1."""
+    def reply(prompt):
+        topic = prompt.split("Explain topic ")[1].split(".")[0]
+        return verdict(3 if f"Answer: Topic {topic} is explained" in prompt else 1)
+    return KeyedJudge(reply)
+
+
+def test_check_judge_pairs_each_reference_with_another_rows_and_uses_the_cache(tmp_path):
+    cache = JudgeCache(tmp_path / "cache")
+    judge = matching_judge()
+    sanity = check_judge(split(30), judge, cache, rows=10, threshold=0.7, seed=1)
+    assert sanity.pairs == 10 and len(judge.asked) == 20
+    assert all(p.id != p.mismatched_id for p in sanity.details)
+    assert {p.mismatched_id for p in sanity.details} == {p.id for p in sanity.details}  # a derangement of the sample
+    assert sanity.reference_higher.rate == 1.0 and not sanity.no_signal
+    again = matching_judge()
+    assert check_judge(split(30), again, cache, rows=10, threshold=0.7, seed=1) == sanity
+    assert again.asked == []  # every verdict came from the cache
+
+
+def test_check_judge_flags_a_judge_that_scores_everything_alike():
+    sanity = check_judge(split(6), KeyedJudge(lambda prompt: verdict(2)), None, rows=20, threshold=0.7)
+    assert sanity.pairs == 6 and sanity.ties.rate == 1.0 and sanity.no_signal
+
+
+def test_check_judge_counts_unparseable_verdicts_as_failed():
+    sanity = check_judge(split(4), KeyedJudge(lambda prompt: "not json"), None, rows=4, threshold=0.7)
+    assert sanity.failed.count == 4 and sanity.reference_higher.count == 0
+    assert all(p.error and "invalid JSON" in p.error for p in sanity.details)
+
+
+# in_order: winner with the first model's answer in position A; swapped: with it in position B.
+@pytest.mark.parametrize("in_order, swapped, points, disagree", [
+    ("A", "B", 1.0, False),   # the first model wins in both orders
+    ("B", "A", 0.0, False),   # it loses in both
+    ("tie", "tie", 0.5, False),
+    ("A", "A", 0.5, True),    # position A wins both times: pure position bias, a tie for the models
+    ("B", "B", 0.5, True),
+    ("A", "tie", 0.75, True),
+    ("tie", "A", 0.25, True),
+])
+def test_position_swap_bookkeeping(in_order, swapped, points, disagree):
+    assert points_for_first_model(in_order, swapped) == points
+    assert orders_disagree(in_order, swapped) is disagree
+
+
+def test_tally_rates_and_win_rate():
+    rows = [PairwiseRow(id="1", in_order="A", swapped="B", points=1.0),
+            PairwiseRow(id="2", in_order="A", swapped="A", points=0.5),
+            PairwiseRow(id="3", in_order="B", swapped="A", points=0.0),
+            PairwiseRow(id="4", in_order="A", swapped="B", points=1.0),
+            PairwiseRow(id="5", error="invalid JSON")]
+    result = tally("a", "b", "j", rows)
+    assert (result.wins.count, result.ties.count, result.losses.count, result.failed.count) == (2, 1, 1, 1)
+    assert result.wins.total == 5
+    assert result.win_rate == 0.625  # (1 + 0.5 + 0 + 1) / 4 judged pairs
+    assert result.win_rate_ci[0] <= 0.625 <= result.win_rate_ci[1]
+    assert (result.order_disagreement.count, result.order_disagreement.total) == (1, 4)
+    assert (result.position_a_preferred.count, result.position_a_preferred.total) == (5, 8)
+
+
+def answers(model, texts):
+    return Dataset.from_dict({col.ID: [f"q{i}" for i in range(len(texts))],
+                              col.INSTRUCTION: [f"Explain topic {i}." for i in range(len(texts))],
+                              col.ANSWER: texts, col.MODEL_ID: [model] * len(texts)})
+
+
+def pairwise_reply(winner):
+    return json.dumps({"analysis": "x", "winner": winner})
+
+
+def test_compare_answers_swaps_positions_and_cancels_position_bias(tmp_path):
+    long_a = answers("a", ["a long and complete answer"] * 3)
+    short_b = answers("b", ["short"] * 3)
+
+    def prefers_longer(prompt):
+        first = prompt.split("Answer A: ")[1].split("\n")[0]
+        second = prompt.split("Answer B: ")[1].split("\n")[0]
+        return pairwise_reply("A" if len(first) > len(second) else "B")
+
+    judge = KeyedJudge(prefers_longer)
+    result = compare_answers(long_a, short_b, judge, JudgeCache(tmp_path / "c"))
+    assert len(judge.asked) == 6 and judge.schemas[0].name == "pairwise_verdict"
+    assert "Answer A: a long and complete answer" in judge.asked[0]
+    assert "Answer A: short" in judge.asked[1]  # the same pair, positions swapped
+    assert (result.model_a, result.model_b, result.win_rate) == ("a", "b", 1.0)
+    assert result.order_disagreement.count == 0
+
+    always_first = compare_answers(long_a, short_b, KeyedJudge(lambda p: pairwise_reply("A")), None)
+    assert always_first.win_rate == 0.5 and always_first.ties.count == 3
+    assert always_first.order_disagreement.rate == 1.0 and always_first.position_a_preferred.rate == 1.0
+
+
+def test_compare_answers_only_pairs_shared_instructions_and_keeps_failures():
+    a = answers("a", ["x", "y", "z"])
+    b = answers("b", ["x", "y"])
+    result = compare_answers(a, b, KeyedJudge(lambda p: "{}"), None)
+    assert result.pairs == 2 and result.failed.count == 2 and result.win_rate is None
+    assert "invalid verdict" in result.details[0].error
+
+
+@pytest.mark.parametrize("raw, winner, problem", [
+    ('{"analysis": "x", "winner": "tie"}', "tie", None),
+    ('```json\n{"analysis": "x", "winner": "B"}\n```', "B", None),
+    ('{"analysis": "x", "winner": "C"}', None, "invalid verdict"),
+    ("A is better", None, "invalid JSON"),
+])
+def test_parse_pairwise(raw, winner, problem):
+    parsed, error = parse_pairwise(raw)
+    assert parsed == winner
+    assert (error is None) if problem is None else problem in error
+
+
+def test_ask_judge_keys_the_cache_by_schema(tmp_path):
+    cache = JudgeCache(tmp_path / "c")
+    conversation = [[{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]]
+    judge = KeyedJudge(lambda prompt: pairwise_reply("A"))
+    schema = ReplySchema("pairwise_verdict", {"type": "object"})
+    ask_judge(judge, conversation, cache, lambda text: True, schema)
+    ask_judge(judge, conversation, cache, lambda text: True, schema)
+    assert len(judge.asked) == 1  # cached under its schema
+    ask_judge(judge, conversation, cache, lambda text: True)
+    assert len(judge.asked) == 2  # another task, another key
