@@ -144,6 +144,10 @@ def _preflight(config: Any, generate: bool, judge: bool) -> None:
 
     settings = get_settings()
     check_publish_settings(config.publish, settings)
+    if generate and config.engine.backend == "ray":
+        from llm_engineering.infrastructure.ray_engine import check_ray_installed
+
+        check_ray_installed()
     names = set(config.models) if generate else set()
     if judge:
         check_judge_settings(config.judge, settings)

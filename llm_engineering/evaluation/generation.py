@@ -1,10 +1,11 @@
-"""Answer generation: every prompt of a model in one vLLM `generate` call (continuous batching)."""
+"""Answer generation: every prompt of a model in one vLLM `generate` call (continuous batching),
+or spread over Ray Data LLM replicas."""
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import Any, Iterator
 
 from datasets import Dataset
 from pydantic import BaseModel
@@ -12,6 +13,7 @@ from pydantic import BaseModel
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import PromptConfig, SamplingConfig
 from llm_engineering.evaluation.prompts import format_prompts
+from llm_engineering.infrastructure.ray_engine import RayEngine
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +45,18 @@ def sampling_params(config: SamplingConfig) -> Any:
     )
 
 
+def _generate_rows(llm: Any, rows: list[tuple[str, str]], sampling: SamplingConfig) -> Iterator[dict[str, Any]]:
+    """One record per `(id, prompt)`: {id, answer, finish_reason, prompt_tokens, completion_tokens}."""
+    if isinstance(llm, RayEngine):
+        yield from llm.generate_rows(rows, sampling)
+        return
+    outputs = llm.generate([prompt for _, prompt in rows], sampling_params(sampling), use_tqdm=True)
+    for (row_id, _), output in zip(rows, outputs):
+        result = output.outputs[0]
+        yield {col.ID: row_id, col.ANSWER: result.text.strip(), col.FINISH_REASON: result.finish_reason or "unknown",
+               col.PROMPT_TOKENS: len(output.prompt_token_ids), col.COMPLETION_TOKENS: len(result.token_ids)}
+
+
 def generate_answers(
     llm: Any,
     test_split: Dataset,
@@ -51,7 +65,9 @@ def generate_answers(
     prompt: PromptConfig,
     max_model_len: int,
 ) -> tuple[Dataset, GenerationStats]:
-    """Generate one answer per row with `llm` (a `vllm.LLM`), matched to its row by id.
+    """Generate one answer per row with `llm`, matched to its row by id.
+
+    `llm` is a `vllm.LLM` (in-process) or a `RayEngine` (replicas on a Ray cluster): same rows out.
 
     A prompt that leaves no room for the answer in `max_model_len` is not sent: its row keeps
     an empty answer with finish reason `prompt_too_long`, and the run goes on.
@@ -71,19 +87,27 @@ def generate_answers(
             "engine.max_model_len to include them.", len(prompts) - len(runnable), max_model_len,
         )
 
+    ids = [str(row_id) for row_id in test_split[col.ID]]
     started = time.perf_counter()
-    outputs = llm.generate([prompts[i] for i in runnable], sampling_params(sampling), use_tqdm=True)
+    received = list(_generate_rows(llm, [(ids[i], prompts[i]) for i in runnable], sampling))
     seconds = time.perf_counter() - started
+    rows = {row[col.ID]: row for row in received}
+    missing = [ids[i] for i in runnable if ids[i] not in rows]
+    if missing or len(received) != len(runnable):
+        raise RuntimeError(
+            f"The engine returned {len(received)} answers for {len(runnable)} prompts "
+            f"(missing ids: {missing[:5]}); every prompt must be answered exactly once."
+        )
 
     answers = [""] * len(prompts)
     reasons = [PROMPT_TOO_LONG] * len(prompts)
     completion = [0] * len(prompts)
-    for index, output in zip(runnable, outputs):
-        result = output.outputs[0]
-        answers[index] = result.text.strip()
-        reasons[index] = result.finish_reason or "unknown"
-        completion[index] = len(result.token_ids)
-        prompt_lengths[index] = len(output.prompt_token_ids)
+    for index in runnable:
+        row = rows[ids[index]]
+        answers[index] = row[col.ANSWER]
+        reasons[index] = row[col.FINISH_REASON]
+        completion[index] = row[col.COMPLETION_TOKENS]
+        prompt_lengths[index] = row[col.PROMPT_TOKENS]
 
     generations = test_split.remove_columns(col.PROMPT).add_column(col.PROMPT, prompts)
     generations = (

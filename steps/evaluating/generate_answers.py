@@ -8,6 +8,7 @@ from llm_engineering.evaluation import generation
 from llm_engineering.evaluation.config import EngineConfig, PromptConfig, SamplingConfig
 from llm_engineering.evaluation.generation import GenerationStats
 from llm_engineering.evaluation.models import resolve_model
+from llm_engineering.infrastructure.ray_engine import RayEngine
 from llm_engineering.infrastructure.vllm_engine import ENGINES
 from llm_engineering.settings import get_settings
 from steps.materializers import DatasetMaterializer
@@ -24,9 +25,13 @@ def generate_answers(
     Annotated[Dataset, col.GENERATIONS],
     Annotated[GenerationStats, col.GENERATION_STATS],
 ]:
-    """Generate every answer of one model with vLLM, in one batched call."""
+    """Generate every answer of one model with vLLM: in one batched call, or on Ray replicas."""
     resolved = resolve_model(model, get_settings().MODEL_CACHE_DIR)
-    llm = ENGINES.get(resolved.path, engine)
+    if engine.backend == "ray":
+        ENGINES.release()  # replicas on this node need the memory an idle in-process engine holds
+        llm = RayEngine(resolved.path, engine)
+    else:
+        llm = ENGINES.get(resolved.path, engine)
     generations, stats = generation.generate_answers(
         llm, test_split, model, sampling, prompt, engine.max_model_len
     )
