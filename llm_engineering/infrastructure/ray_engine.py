@@ -58,7 +58,10 @@ def generate_rows(
     def postprocess(row: dict[str, Any]) -> dict[str, Any]:
         return {key: row[key] for key in keep}
 
-    with ray_cluster(ray_config, engine):
+    with ray_cluster(ray_config, engine) as local:
+        if not local and os.path.isdir(model_path):
+            logger.warning("The model is the local folder %s: every node of the Ray cluster must see it at this "
+                           "path (a shared volume), or give a Hub id or an s3:// / gs:// URI instead.", model_path)
         processor = build_processor(
             vLLMEngineProcessorConfig(**processor_config(model_path, engine, ray_config)),
             preprocess=preprocess,
@@ -140,13 +143,16 @@ def stop_token_ids(model_path: str) -> frozenset[int]:
 
 
 @contextmanager
-def ray_cluster(ray_config: RayConfig, engine: EngineConfig) -> Iterator[None]:
-    """Connect to the configured cluster, or start a loopback-only local one; disconnect (and stop it) after."""
+def ray_cluster(ray_config: RayConfig, engine: EngineConfig) -> Iterator[bool]:
+    """Connect to the configured cluster, or start a loopback-only local one; disconnect (and stop it) after.
+
+    Yields whether the cluster is one this call started on this machine.
+    """
     import ray
 
     if ray.is_initialized():  # the caller's own cluster: use it, leave it running
         _check_resources(ray_config, engine, local=False)
-        yield
+        yield False
         return
     address = ray_config.address or os.environ.get("RAY_ADDRESS")
     if address:
@@ -156,7 +162,7 @@ def ray_cluster(ray_config: RayConfig, engine: EngineConfig) -> Iterator[None]:
         _start_local_cluster(ray_config)
     try:
         _check_resources(ray_config, engine, local=not address)
-        yield
+        yield not address
     finally:
         ray.shutdown()
 
@@ -171,8 +177,10 @@ def _start_local_cluster(ray_config: RayConfig) -> None:
     saved = ray_constants.ENABLE_RAY_CLUSTER
     ray_constants.ENABLE_RAY_CLUSTER = False
     try:
+        # Ray nices its workers (15) to keep its own daemons responsive; here the workers are the
+        # engines, and niced they lose the machine's cores to any other busy process.
         ray.init(address="local", _node_ip_address=LOCAL_HOST, include_dashboard=False,
-                 num_cpus=ray_config.local_num_cpus)
+                 num_cpus=ray_config.local_num_cpus, _system_config={"worker_niceness": 0})
     finally:
         ray_constants.ENABLE_RAY_CLUSTER = saved
     logger.info("Started a local Ray cluster on %s: %s", LOCAL_HOST, ray.cluster_resources())
