@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 RESULTS = ROOT / "benchmarks" / "results"
 CORES = os.cpu_count() or 1
+KV_CACHE_GIB = 1  # per engine: room for the workload; three engines of 2 GiB crowd a 24 GiB shared machine
 RUNS = {
     "vllm": "in-process vLLM `LLM.generate` (all cores)",
     "ray_1": f"Ray Data LLM, 1 replica x {CORES} CPU",
@@ -64,7 +65,7 @@ def run_in_process(rows: list[tuple[str, str]], max_tokens: int) -> dict:
 
     path = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR).path
     started = time.perf_counter()
-    llm = ENGINES.get(path, EngineConfig())
+    llm = ENGINES.get(path, EngineConfig(cpu_kvcache_space_gib=KV_CACHE_GIB))
     built = time.perf_counter()
     outputs = llm.generate([p for _, p in rows], sampling_params(SamplingConfig(temperature=0.0, max_tokens=max_tokens)),
                            use_tqdm=False)
@@ -88,7 +89,7 @@ def run_ray(rows: list[tuple[str, str]], max_tokens: int, replicas: int, batch_s
     path = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR).path
     ray = RayConfig(replicas=replicas, cpus_per_replica=max(1, CORES // replicas), batch_size=batch_size,
                     max_concurrent_batches=2, local_num_cpus=CORES)
-    engine = EngineConfig(backend="ray", ray=ray)
+    engine = EngineConfig(backend="ray", cpu_kvcache_space_gib=KV_CACHE_GIB, ray=ray)
     arrivals, answers = [], {}
     started = time.perf_counter()
     for row in generate_rows(rows, path, SamplingConfig(temperature=0.0, max_tokens=max_tokens), engine, ray):
