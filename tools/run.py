@@ -212,6 +212,10 @@ def _preflight(config: Any, zenml_options: dict, generate: bool, judge: bool) ->
             raise
         raise ConfigError(f"{error}\nThis config's steps read their settings from the ZenML secret(s) {secrets}: "
                           f"after adding the value, run `python tools/run.py --export-settings`.") from None
+    if generate and config.engine.backend == "ray":
+        from llm_engineering.infrastructure.ray_engine import check_ray_installed
+
+        check_ray_installed()
     names = set(config.models) if generate else set()
     if judge and config.judge.backend == "vllm":
         names.add(config.judge.model)

@@ -8,7 +8,7 @@ ZenML's own keys (`settings`, `steps`, `enable_cache`, `run_name`) are passed th
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Union
 
 import yaml
 from pydantic import (
@@ -16,9 +16,11 @@ from pydantic import (
     ConfigDict,
     Field,
     NonNegativeInt,
+    PositiveFloat,
     PositiveInt,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 ZENML_KEYS = {"settings", "steps", "enable_cache", "run_name", "extra", "model", "tags", "secrets", "environment"}
@@ -69,23 +71,93 @@ class SamplingConfig(_Strict):
     seed: Optional[int] = 42
 
 
-class EngineConfig(_Strict):
-    """How vLLM is built. Defaults are the fast ones on a 2-core CPU (see shared FACTS)."""
+class RayConfig(_Strict):
+    """Ray Data LLM settings for `engine.backend: ray`: where the cluster is and how replicas are laid out.
 
+    Each replica is one vLLM engine built from the rest of `engine` (dtype, max_model_len,
+    tensor_parallel_size...); the replicas are the data parallelism.
+    """
+
+    address: Optional[str] = Field(
+        None, description="An existing cluster, e.g. ray://head:10001 or auto. None: RAY_ADDRESS if set, "
+        "else a local cluster on 127.0.0.1 that the step starts and shuts down.",
+    )
+    replicas: Union[PositiveInt, tuple[PositiveInt, PositiveInt]] = Field(
+        1, description="Engine replicas: a fixed number, or [min, max] for an autoscaling pool."
+    )
+    batch_size: PositiveInt = Field(16, description="Rows per batch sent to a replica.")
+    max_concurrent_batches: PositiveInt = Field(4, description="Batches in flight per replica.")
+    accelerator_type: Optional[str] = Field(
+        None, description="Ray accelerator type for the replicas, e.g. H100, A100, L4, A10G."
+    )
+    cpus_per_replica: Optional[PositiveFloat] = Field(
+        None, description="CPU clusters: each replica is a bundle of this many CPUs and no GPU. "
+        "None: each replica asks for tensor_parallel_size GPUs.",
+    )
+    local_num_cpus: Optional[PositiveInt] = Field(
+        None, description="CPUs a local cluster offers; None: every core of this machine."
+    )
+
+    @field_validator("replicas")
+    @classmethod
+    def _ordered_range(cls, replicas: Union[int, tuple[int, int]]) -> Union[int, tuple[int, int]]:
+        if isinstance(replicas, tuple) and replicas[0] > replicas[1]:
+            raise ValueError(f"replicas range {list(replicas)} has min > max; write [min, max]")
+        return replicas
+
+    @model_validator(mode="after")
+    def _cpu_bundles_have_no_accelerator(self) -> "RayConfig":
+        if self.cpus_per_replica is not None and self.accelerator_type is not None:
+            raise ValueError(
+                "cpus_per_replica (CPU-only replicas) and accelerator_type exclude each other: "
+                "unset cpus_per_replica to run on GPUs, or accelerator_type to run on CPUs"
+            )
+        return self
+
+    @property
+    def replica_range(self) -> tuple[int, int]:
+        """(min, max) replicas; a fixed number n is (n, n)."""
+        return self.replicas if isinstance(self.replicas, tuple) else (self.replicas, self.replicas)
+
+
+class EngineConfig(_Strict):
+    """How vLLM is built and run. Defaults are the fast ones on a 2-core CPU (see shared FACTS)."""
+
+    backend: Literal["vllm", "ray"] = Field(
+        "vllm", description="'vllm': one engine in this process; 'ray': Ray Data LLM engine replicas on a Ray cluster."
+    )
     dtype: str = "auto"
     max_model_len: PositiveInt = 2048
     enforce_eager: Optional[bool] = Field(
         None, description="None: eager on CPU (compilation costs ~150 s there), compiled on GPU."
     )
     gpu_memory_utilization: float = Field(0.85, gt=0.0, le=1.0)
-    tensor_parallel_size: PositiveInt = 1
+    tensor_parallel_size: PositiveInt = Field(1, description="GPUs per engine (per replica with backend ray).")
+    data_parallel_size: PositiveInt = Field(
+        1, description="Engine replicas on one node. vLLM's in-process LLM refuses more than 1: use backend ray."
+    )
     cpu_kvcache_space_gib: PositiveInt = 2
     cpu_threads: Optional[str] = Field(
-        None, description="VLLM_CPU_OMP_THREADS_BIND value; None binds every core."
+        None, description="VLLM_CPU_OMP_THREADS_BIND value; None binds every core (nobind for Ray replicas)."
     )
     max_num_seqs: Optional[PositiveInt] = None
     enable_prefix_caching: Optional[bool] = None
     enable_chunked_prefill: Optional[bool] = None
+    ray: RayConfig = RayConfig()
+
+    @model_validator(mode="after")
+    def _data_parallel_runs_on_ray(self) -> "EngineConfig":
+        # vLLM 0.32's LLM raises "LLM(data_parallel_size=N) is not supported for single-process
+        # usage and may hang" on every platform; replicas on Ray are the supported way.
+        if self.data_parallel_size > 1:
+            raise ValueError(
+                f"data_parallel_size={self.data_parallel_size}: vLLM's in-process engine runs one replica "
+                f"(LLM refuses data_parallel_size > 1 in one process, and on a CPU there are no GPUs to "
+                f"spread over). For {self.data_parallel_size} replicas on this node set engine.backend: ray "
+                f"and engine.ray.replicas: {self.data_parallel_size} (a local Ray cluster; add "
+                f"engine.ray.cpus_per_replica on a CPU machine), and keep data_parallel_size: 1"
+            )
+        return self
 
 
 class JudgeConfig(_Strict):

@@ -3,7 +3,8 @@
 All prompts are queued in the vLLM engine at once (continuous batching, PagedAttention), and the
 engine is stepped here instead of inside `LLM.generate`, so every finished answer is appended to
 the checkpoint immediately: a crash or Ctrl-C loses nothing, and the next run generates only
-the rows that are missing.
+the rows that are missing. With `engine.backend: ray` the rows stream back from Ray Data LLM
+replicas instead, into the same checkpoint.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.checkpoint import AnswerCheckpoint, AnswerRecord, row_key
 from llm_engineering.evaluation.config import PromptConfig, SamplingConfig
 from llm_engineering.evaluation.prompts import format_prompts
+from llm_engineering.infrastructure.ray_engine import RayEngine
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +84,22 @@ def stream_generate(llm: Any, prompts: dict[int, str], params: Any) -> Iterator[
             engine.abort_request([rid for rid, _ in pending.values()], internal=True)
 
 
+def answer_stream(llm: Any, prompts: dict[int, str], ids: list[str], sampling: SamplingConfig,
+                  ) -> Iterator[tuple[int, AnswerRecord]]:
+    """`(index, answer)` as each finishes, from the in-process engine or from Ray replicas."""
+    if not isinstance(llm, RayEngine):
+        with contextlib.closing(stream_generate(llm, prompts, sampling_params(sampling))) as stream:
+            for i, output in stream:
+                yield i, _record(output)
+        return
+    index = {ids[i]: i for i in prompts}
+    for row in llm.generate_rows([(ids[i], text) for i, text in prompts.items()], sampling):
+        yield index[row[col.ID]], AnswerRecord(
+            answer=row[col.ANSWER], finish_reason=row[col.FINISH_REASON],
+            prompt_tokens=row[col.PROMPT_TOKENS], completion_tokens=row[col.COMPLETION_TOKENS],
+        )
+
+
 def generate_answers(
     llm: Any,
     test_split: Dataset,
@@ -91,7 +109,7 @@ def generate_answers(
     max_model_len: int,
     checkpoint: Optional[AnswerCheckpoint] = None,
 ) -> tuple[Dataset, GenerationStats]:
-    """Generate one answer per row with `llm` (a `vllm.LLM`), matched to its row by id.
+    """Generate one answer per row with `llm` (a `vllm.LLM`, or a `RayEngine`), matched to its row by id.
 
     Answers already in `checkpoint` for the same row id and prompt are reused; new ones are
     appended to it as they finish. A prompt that leaves no room for the answer in
@@ -127,12 +145,17 @@ def generate_answers(
     started = time.perf_counter()
     with contextlib.ExitStack() as stack:
         writer = stack.enter_context(checkpoint.writer()) if checkpoint else None
-        stream = stack.enter_context(contextlib.closing(stream_generate(llm, todo, sampling_params(sampling))))
-        for i, output in stream:
-            records[i] = _record(output)
+        for i, record in stack.enter_context(contextlib.closing(answer_stream(llm, todo, ids, sampling))):
+            if i in records:
+                raise RuntimeError(f"The engine answered row {ids[i]!r} twice; every prompt must be answered once.")
+            records[i] = record
             if writer:
-                writer.append(keys[i], ids[i], records[i])
+                writer.append(keys[i], ids[i], record)
     seconds = time.perf_counter() - started
+    missing = [ids[i] for i in todo if i not in records]
+    if missing:  # what was answered is saved: a re-run asks only for these
+        raise RuntimeError(f"The engine returned no answer for {len(missing)} row(s) (ids {missing[:5]}); "
+                           f"run the same command again to generate only those.")
 
     rows = [records[i] for i in range(len(prompts))]
     generations = test_split.remove_columns(col.PROMPT).add_column(col.PROMPT, prompts)

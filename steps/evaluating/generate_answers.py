@@ -9,6 +9,7 @@ from llm_engineering.evaluation.checkpoint import AnswerCheckpoint
 from llm_engineering.evaluation.config import EngineConfig, PromptConfig, SamplingConfig
 from llm_engineering.evaluation.generation import GenerationStats
 from llm_engineering.evaluation.models import resolve_model
+from llm_engineering.infrastructure.ray_engine import RayEngine
 from llm_engineering.infrastructure.vllm_engine import ENGINES
 from llm_engineering.settings import get_settings
 from steps.materializers import DatasetMaterializer
@@ -26,13 +27,17 @@ def generate_answers(
     Annotated[Dataset, col.GENERATIONS],
     Annotated[GenerationStats, col.GENERATION_STATS],
 ]:
-    """Generate every answer of one model with vLLM in one continuous batch, saving each as it finishes."""
+    """Generate every answer of one model with vLLM (in-process, or on Ray replicas), saving each as it finishes."""
     settings = get_settings()
     resolved = resolve_model(model, settings.MODEL_CACHE_DIR)
     checkpoint = AnswerCheckpoint(settings.CHECKPOINT_DIR, model, resolved.path, sampling, engine)
     if not resume:
         checkpoint.reset()
-    llm = ENGINES.get(resolved.path, engine)
+    if engine.backend == "ray":
+        ENGINES.release()  # replicas on this node need the memory an idle in-process engine holds
+        llm = RayEngine(resolved.path, engine)
+    else:
+        llm = ENGINES.get(resolved.path, engine)
     generations, stats = generation.generate_answers(
         llm, test_split, model, sampling, prompt, engine.max_model_len, checkpoint
     )

@@ -1,0 +1,103 @@
+"""The Ray engine's settings and the pure parts of the Ray engine: no cluster, no model."""
+
+import pytest
+
+from llm_engineering.evaluation.config import ConfigError, EngineConfig, RayConfig, load_run_config
+from llm_engineering.infrastructure.ray_engine import finish_reason, placement_problem, processor_config
+
+
+def _load(tmp_path, text):
+    path = tmp_path / "run.yaml"
+    path.write_text(text)
+    return load_run_config(path).evaluation
+
+
+def test_ray_settings_load_from_yaml(tmp_path):
+    engine = _load(tmp_path, (
+        "parameters:\n  engine:\n    backend: ray\n    tensor_parallel_size: 2\n"
+        "    ray: {address: 'ray://head:10001', replicas: [2, 8], batch_size: 64, max_concurrent_batches: 2,"
+        " accelerator_type: H100}\n"
+    )).engine
+    assert engine.backend == "ray" and engine.tensor_parallel_size == 2
+    assert engine.ray.address == "ray://head:10001" and engine.ray.replica_range == (2, 8)
+    assert (engine.ray.batch_size, engine.ray.max_concurrent_batches, engine.ray.accelerator_type) == (64, 2, "H100")
+
+
+def test_shipped_ray_config_is_valid(repo_root):
+    engine = load_run_config(repo_root / "configs" / "evaluating_ray.yaml").evaluation.engine
+    assert engine.backend == "ray" and engine.ray.cpus_per_replica == 1 and engine.ray.replica_range == (2, 2)
+
+
+@pytest.mark.parametrize(
+    "engine, message",
+    [
+        ("backend: spark", "parameters.engine.backend"),
+        ("ray: {replicas: 0}", "parameters.engine.ray.replicas"),
+        ("ray: {replicas: [4, 2]}", "min > max"),
+        ("ray: {replicas: [1, 2, 3]}", "parameters.engine.ray.replicas"),
+        ("ray: {batch_size: 0}", "parameters.engine.ray.batch_size"),
+        ("ray: {cpus_per_replica: 0}", "parameters.engine.ray.cpus_per_replica"),
+        ("ray: {cpus_per_replica: 1, accelerator_type: A10G}", "exclude each other"),
+        ("ray: {adress: auto}", "parameters.engine.ray.adress: unknown key"),
+        ("tensor_parallel_size: 0", "parameters.engine.tensor_parallel_size"),
+        ("data_parallel_size: 0", "parameters.engine.data_parallel_size"),
+        ("data_parallel_size: 4", "engine.ray.replicas: 4"),
+    ],
+)
+def test_bad_engine_settings_name_the_key_and_the_fix(tmp_path, engine, message):
+    with pytest.raises(ConfigError) as error:
+        _load(tmp_path, f"parameters:\n  engine: {{{engine}}}\n")
+    assert message in str(error.value)
+
+
+def test_cpu_replicas_get_cpu_bundles_and_their_own_threads():
+    engine = EngineConfig(backend="ray", ray=RayConfig(replicas=2, cpus_per_replica=1, batch_size=4))
+    config = processor_config("/models/m", engine, engine.ray)
+    assert config["placement_group_config"] == {"bundle_per_worker": {"CPU": 1}}
+    assert config["runtime_env"]["env_vars"]["VLLM_CPU_OMP_THREADS_BIND"] == "nobind"
+    assert config["runtime_env"]["env_vars"]["OMP_NUM_THREADS"] == "1"
+    assert config["concurrency"] == (2, 2)  # a fixed pool, not an autoscaling 1..2
+    assert config["engine_kwargs"]["dtype"] == "float32" and config["engine_kwargs"]["enforce_eager"] is True
+    assert "model" not in config["engine_kwargs"] and config["model_source"] == "/models/m"
+    # Prompts arrive formatted: Ray must not template or tokenize them again.
+    assert not (config["chat_template_stage"] or config["tokenize_stage"] or config["detokenize_stage"])
+
+
+def test_gpu_replicas_ask_for_gpus_of_a_type_and_keep_the_model_dtype():
+    engine = EngineConfig(backend="ray", tensor_parallel_size=4,
+                          ray=RayConfig(replicas=(1, 16), accelerator_type="H100"))
+    config = processor_config("org/model", engine, engine.ray)
+    assert "placement_group_config" not in config and "runtime_env" not in config
+    assert config["accelerator_type"] == "H100" and config["concurrency"] == (1, 16)
+    assert config["engine_kwargs"]["tensor_parallel_size"] == 4
+    assert config["engine_kwargs"]["dtype"] == "auto" and "gpu_memory_utilization" in config["engine_kwargs"]
+
+
+@pytest.mark.parametrize(
+    "tokens, prompt_tokens, expected",
+    [
+        ([5, 6, 2], 10, "stop"),         # ended on EOS
+        ([5, 6, 7, 2], 10, "stop"),      # EOS as the last allowed token: vLLM checks EOS first
+        ([5, 6, 7, 8], 10, "length"),    # max_tokens reached
+        ([5, 6], 98, "length"),          # max_model_len reached
+        ([5, 6], 10, "stop"),            # a stop string
+    ],
+)
+def test_finish_reason_follows_vllm_order_of_checks(tokens, prompt_tokens, expected):
+    assert finish_reason(tokens, prompt_tokens, frozenset({2}), max_tokens=4, max_model_len=100) == expected
+
+
+@pytest.mark.parametrize(
+    "resources, ray, tp, problem",
+    [
+        ({"CPU": 2.0}, RayConfig(replicas=2, cpus_per_replica=1), 1, None),
+        ({"CPU": 2.0}, RayConfig(replicas=(2, 4), cpus_per_replica=1), 1, None),
+        ({"CPU": 2.0}, RayConfig(replicas=3, cpus_per_replica=1), 1, "3 replica(s) x 1 CPU(s) do not fit"),
+        ({"CPU": 64.0}, RayConfig(replicas=2), 1, "set engine.ray.cpus_per_replica"),
+        ({"CPU": 64.0, "GPU": 8.0}, RayConfig(replicas=2), 4, None),
+        ({"CPU": 64.0, "GPU": 2.0}, RayConfig(replicas=1), 4, "needs 4 GPU(s) but the cluster has 2"),
+    ],
+)
+def test_placement_problems_are_found_before_ray_would_wait_forever(resources, ray, tp, problem):
+    found = placement_problem(resources, ray, tp)
+    assert found == problem if problem is None else problem in found
