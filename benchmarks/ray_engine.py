@@ -4,13 +4,14 @@
 
 Three runs, each in its own process: in-process vLLM (all cores), Ray Data LLM with one replica
 of every core, and with two replicas splitting the cores. Greedy decoding, so the answers can be
-compared row for row. Writes benchmarks/results/ray_engine.json and prints a markdown table.
+compared row for row. Writes benchmarks/results/ray_engine_batch<B>x<C>.json and prints a markdown table.
 
 What is measured, per run:
 - wall: from the call to the last answer, start-up included (local Ray cluster, replica engines);
 - first answer: when the first answers reached the caller;
 - steady tok/s: output tokens after the first answers / time from the first to the last answers
-  (answers arrive per batch, so this leaves out start-up; for in-process it is the generate call);
+  (answers arrive per batch, so this leaves out start-up; for in-process it is the generate call;
+  meaningless when every answer arrives in one wave);
 - wall tok/s: all output tokens / wall.
 """
 
@@ -79,7 +80,7 @@ def run_in_process(rows: list[tuple[str, str]], max_tokens: int) -> dict:
     return result
 
 
-def run_ray(rows: list[tuple[str, str]], max_tokens: int, replicas: int, batch_size: int) -> dict:
+def run_ray(rows: list[tuple[str, str]], max_tokens: int, replicas: int, batch_size: int, max_concurrent_batches: int) -> dict:
     from llm_engineering.evaluation import columns as col
     from llm_engineering.evaluation.config import EngineConfig, RayConfig, SamplingConfig
     from llm_engineering.evaluation.models import resolve_model
@@ -88,7 +89,7 @@ def run_ray(rows: list[tuple[str, str]], max_tokens: int, replicas: int, batch_s
 
     path = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR).path
     ray = RayConfig(replicas=replicas, cpus_per_replica=max(1, CORES // replicas), batch_size=batch_size,
-                    max_concurrent_batches=2, local_num_cpus=CORES)
+                    max_concurrent_batches=max_concurrent_batches, local_num_cpus=CORES)
     engine = EngineConfig(backend="ray", cpu_kvcache_space_gib=KV_CACHE_GIB, ray=ray)
     arrivals, answers = [], {}
     started = time.perf_counter()
@@ -96,25 +97,27 @@ def run_ray(rows: list[tuple[str, str]], max_tokens: int, replicas: int, batch_s
         arrivals.append((time.perf_counter() - started, row[col.COMPLETION_TOKENS]))
         answers[row[col.ID]] = row[col.ANSWER]
     return _result(arrivals, time.perf_counter() - started, answers, replicas=replicas,
-                   cpus_per_replica=ray.cpus_per_replica, batch_size=batch_size)
+                   cpus_per_replica=ray.cpus_per_replica, batch_size=batch_size,
+                   max_concurrent_batches=max_concurrent_batches)
 
 
 @click.command()
 @click.option("--prompts", "count", default=64, show_default=True)
 @click.option("--max-tokens", default=128, show_default=True)
-@click.option("--batch-size", default=4, show_default=True, help="Rows per Ray batch (small: answers stream back sooner).")
+@click.option("--batch-size", default=16, show_default=True, help="Rows per Ray batch (small: answers stream back sooner).")
+@click.option("--concurrent-batches", default=4, show_default=True, help="Batches in flight per Ray replica.")
 @click.option("--run", "only", type=click.Choice(list(RUNS)), help="Internal: one run, printed as JSON.")
-def main(count: int, max_tokens: int, batch_size: int, only: str | None) -> None:
+def main(count: int, max_tokens: int, batch_size: int, concurrent_batches: int, only: str | None) -> None:
     rows = _rows(count)
     if only:
         result = (run_in_process(rows, max_tokens) if only == "vllm"
-                  else run_ray(rows, max_tokens, int(only[-1]), batch_size))
+                  else run_ray(rows, max_tokens, int(only[-1]), batch_size, concurrent_batches))
         print("RESULT " + json.dumps(result), flush=True)
         return
     results: dict[str, dict] = {}
     for name in RUNS:
         command = [sys.executable, __file__, "--run", name, "--prompts", str(count), "--max-tokens", str(max_tokens),
-                   "--batch-size", str(batch_size)]
+                   "--batch-size", str(batch_size), "--concurrent-batches", str(concurrent_batches)]
         load = os.getloadavg()[0]
         process = subprocess.run(command, capture_output=True, text=True, timeout=1800,
                                  env={**os.environ, "VLLM_LOGGING_LEVEL": "ERROR"})
@@ -135,9 +138,10 @@ def main(count: int, max_tokens: int, batch_size: int, only: str | None) -> None
         print(f"| {RUNS[name]} | {r['wall_s']} | {r['first_answer_s']} | {r['steady_tok_per_s']} | "
               f"{r['wall_tok_per_s']} | {r['same_answers_as_in_process']}/{len(reference)} |")
     summary = {"prompts": count, "max_tokens": max_tokens, "cpu_count": CORES, "batch_size": batch_size,
+               "max_concurrent_batches": concurrent_batches,
                "results": {name: {k: v for k, v in r.items() if k != "answers"} for name, r in results.items()}}
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "ray_engine.json").write_text(json.dumps(summary, indent=2))
+    (RESULTS / f"ray_engine_batch{batch_size}x{concurrent_batches}.json").write_text(json.dumps(summary, indent=2))
     print(json.dumps(summary))
 
 
