@@ -87,6 +87,8 @@ def stream_generate(llm: Any, prompts: dict[int, str], params: Any) -> Iterator[
 def answer_stream(llm: Any, prompts: dict[int, str], ids: list[str], sampling: SamplingConfig,
                   ) -> Iterator[tuple[int, AnswerRecord]]:
     """`(index, answer)` as each finishes, from the in-process engine or from Ray replicas."""
+    if not prompts:  # everything resumed from the checkpoint: start no replica
+        return
     if not isinstance(llm, RayEngine):
         with contextlib.closing(stream_generate(llm, prompts, sampling_params(sampling))) as stream:
             for i, output in stream:
