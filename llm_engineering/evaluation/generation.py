@@ -27,8 +27,6 @@ from llm_engineering.infrastructure.ray_engine import RayEngine
 
 logger = logging.getLogger(__name__)
 
-PROMPT_TOO_LONG = col.PROMPT_TOO_LONG
-
 
 class GenerationStats(BaseModel):
     """Throughput of one model's generation run (over the answers generated in this run)."""
@@ -130,11 +128,11 @@ def generate_answers(
     records: dict[int, AnswerRecord] = {}
     too_long = [i for i, n in enumerate(lengths) if n >= max_model_len]
     for i in too_long:
-        records[i] = AnswerRecord(answer="", finish_reason=PROMPT_TOO_LONG, prompt_tokens=lengths[i], completion_tokens=0)
+        records[i] = AnswerRecord(answer="", finish_reason=col.PROMPT_TOO_LONG, prompt_tokens=lengths[i], completion_tokens=0)
     if too_long:
         logger.warning(
             "%d prompt(s) are longer than max_model_len=%d and are skipped (finish_reason %r on "
-            "their rows); raise engine.max_model_len to include them.", len(too_long), max_model_len, PROMPT_TOO_LONG,
+            "their rows); raise engine.max_model_len to include them.", len(too_long), max_model_len, col.PROMPT_TOO_LONG,
         )
     stored = checkpoint.load() if checkpoint else {}
     resumed = [i for i in range(len(prompts)) if i not in records and keys[i] in stored]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from llm_engineering.evaluation.config import EngineConfig, JudgeConfig
 from llm_engineering.evaluation.judge import JudgeBackend
 from llm_engineering.evaluation.judge_cache import JudgeCache
@@ -20,5 +23,12 @@ def build_judge(config: JudgeConfig, engine: EngineConfig, settings: Settings) -
     return VLLMJudge(resolve_model(config.model, settings.MODEL_CACHE_DIR).path, config, engine)
 
 
-def open_cache(config: JudgeConfig, settings: Settings) -> JudgeCache | None:
-    return JudgeCache(settings.JUDGE_CACHE_DIR) if config.cache else None
+@contextlib.contextmanager
+def open_cache(config: JudgeConfig, settings: Settings) -> Iterator[JudgeCache | None]:
+    """The judge cache for the block (None when `config.cache` is off), closed when the block ends."""
+    cache = JudgeCache(settings.JUDGE_CACHE_DIR) if config.cache else None
+    try:
+        yield cache
+    finally:
+        if cache is not None:
+            cache.close()

@@ -31,13 +31,9 @@ def check_scoring(
         checks.notes.append(f"judge sanity check skipped: it needs at least 2 rows, the run has {len(rows)}")
     elif judge_check.rows:
         settings = get_settings()
-        cache = open_cache(judge, settings)
-        try:
+        with open_cache(judge, settings) as cache:
             checks.judge = check_judge(rows, build_judge(judge, engine, settings), cache,
                                        judge_check.rows, judge_check.threshold, judge_check.seed)
-        finally:
-            if cache is not None:
-                cache.close()
     if similarity.enabled and len(rows) >= 2:
         checks.similarity = check_similarity(rows, get_embedder(similarity.batch_size), judge_check.seed)
     metadata = {}

@@ -17,14 +17,10 @@ def compare_pairwise(
     """Judge every other model's answers against the first model's, each pair in both orders."""
     settings = get_settings()
     backend = build_judge(judge, engine, settings)
-    cache = open_cache(judge, settings)
-    try:
+    with open_cache(judge, settings) as cache:
         report = PairwiseReport(comparisons=[
             compare_answers(other, answers[0], backend, cache, judge.max_analysis_chars) for other in answers[1:]
         ])
-    finally:
-        if cache is not None:
-            cache.close()
     log_metadata(metadata={"comparisons": {  # nested: ZenML refuses colons in top-level keys
         f"{c.model_a} vs {c.model_b}": {
             "win_rate": c.win_rate, "win_rate_ci": c.win_rate_ci, "wins": c.wins.rate, "ties": c.ties.rate,

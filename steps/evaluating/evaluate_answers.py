@@ -32,12 +32,8 @@ def evaluate_answers(
     verdicts are kept and only the rows without one are judged again.
     """
     settings = get_settings()
-    cache = open_cache(judge, settings)
-    try:
+    with open_cache(judge, settings) as cache:
         evaluations = score_answers(generations, build_judge(judge, engine, settings), cache, only_failed)
-    finally:
-        if cache is not None:
-            cache.close()
     if similarity is not None and similarity.enabled:
         if col.REFERENCE in evaluations.column_names:
             evaluations = add_reference_similarity(evaluations, get_embedder(similarity.batch_size))

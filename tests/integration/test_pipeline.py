@@ -201,9 +201,8 @@ def test_judge_sanity_check_on_the_embedded_split_follows_the_threshold():
     settings = get_settings()
     judge_config = JudgeConfig.model_validate(SMALL["judge"])
     split = load_test_split(DatasetConfig())
-    cache = open_cache(judge_config, settings)
     judge = build_judge(judge_config, EngineConfig(), settings)  # the session's engine: same model and config
-    try:
+    with open_cache(judge_config, settings) as cache:
         sanity = check_judge(split, judge, cache, rows=20, threshold=0.7)
         outcomes = (sanity.reference_higher, sanity.ties, sanity.reversals, sanity.failed)
         assert sanity.pairs == 20 and sum(r.count for r in outcomes) == 20
@@ -218,8 +217,6 @@ def test_judge_sanity_check_on_the_embedded_split_follows_the_threshold():
             assert again.reference_higher == sanity.reference_higher
             assert again.no_signal is (measured < threshold)
             assert again.verdict.startswith("NO SIGNAL") is again.no_signal
-    finally:
-        cache.close()
 
 
 def test_rescore_reuses_generations_without_inference(first_run):
