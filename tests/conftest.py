@@ -1,4 +1,5 @@
 import os
+import shutil
 import socket
 import sys
 import tempfile
@@ -33,6 +34,19 @@ def repo_root() -> Path:
 @pytest.fixture(scope="session")
 def session_dir() -> Path:
     return _SESSION_DIR
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _keep_the_repository_zenml_config(repo_root):
+    """The CLI runs in tests write the session store's project and stack ids into the repository's
+    `.zen/config.yaml`; put back what was there, so a developer's active stack survives `make test`."""
+    config = repo_root / ".zen" / "config.yaml"
+    before = config.read_bytes() if config.exists() else None
+    yield
+    if before is not None:
+        config.write_bytes(before)
+    else:
+        shutil.rmtree(repo_root / ".zen", ignore_errors=True)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -41,17 +41,19 @@ def remote_stacks():
 
 
 @pytest.fixture
-def active_stack(remote_stacks):
-    """Activate a stack for one test, then go back to the one active before."""
+def active_stack(remote_stacks, monkeypatch):
+    """Activate a stack for one test, in this process and in the CLI runs it starts.
+
+    Through ZENML_ACTIVE_STACK_ID rather than `activate_stack`: the CLI creates the repository's
+    `.zen` on its first run, and from then on a subprocess reads the active stack from there, not
+    from the global configuration `activate_stack` wrote to while no `.zen` existed.
+    """
     from zenml.client import Client
 
-    previous = Client().active_stack_model.name
-
     def activate(name):
-        Client().activate_stack(name)
+        monkeypatch.setenv("ZENML_ACTIVE_STACK_ID", str(Client().get_stack(name).id))
 
-    yield activate
-    Client().activate_stack(previous)
+    return activate
 
 
 @pytest.fixture(scope="module")

