@@ -84,7 +84,16 @@ def rescoring(
 
 
 @pipeline(name="publishing")
-def publishing(config: EvaluationConfig, results_ids: list[str]) -> None:
-    """Publish stored results again (after a failed push), without re-running anything."""
+def publishing(
+    config: EvaluationConfig, results_ids: list[str], checks_id: Optional[str] = None, pairwise_id: Optional[str] = None,
+) -> None:
+    """Publish stored results again (after a failed push), without re-running anything.
+
+    `checks_id` and `pairwise_id` name the source run's scoring checks and pairwise comparisons,
+    whose facts go on the cards as in the original run.
+    """
+    checks = Client().get_artifact_version(checks_id) if checks_id else None
+    pairwise = Client().get_artifact_version(pairwise_id) if pairwise_id else None
     for artifact_id in results_ids:
-        publish_results(Client().get_artifact_version(artifact_id), publish=config.publish, dataset=config.dataset)
+        publish_results(Client().get_artifact_version(artifact_id), publish=config.publish, dataset=config.dataset,
+                        checks=checks, pairwise=pairwise)

@@ -245,17 +245,17 @@ def _export_settings() -> None:
 def _launch(config: Any, zenml_options: dict, no_cache: bool, rescore: bool, only_failed: bool,
             from_hub: tuple[str, ...], publish_only: bool) -> Any:
     """Pick the pipeline and its stored inputs for the mode asked for, and run it."""
-    from llm_engineering.infrastructure.zenml_runs import NoStoredResults, latest_evaluations, latest_generations
+    from llm_engineering.infrastructure.zenml_runs import (
+        latest_evaluations,
+        latest_generations,
+        latest_results_to_publish,
+    )
     from pipelines.evaluating import evaluating, publishing, rescoring
 
     if publish_only:
-        try:
-            results, source_run = latest_evaluations()
-        except NoStoredResults:
-            results, _, source_run = latest_generations()
-        click.echo(f"Publishing {len(results)} stored artifact(s) of run {source_run}")
-        return _run_pipeline(publishing, zenml_options, no_cache, config=config,
-                             results_ids=[str(a.id) for a in results])
+        stored, source_run = latest_results_to_publish()
+        click.echo(f"Publishing {len(stored['results_ids'])} stored artifact(s) of run {source_run}")
+        return _run_pipeline(publishing, zenml_options, no_cache, config=config, **stored)
     if from_hub:
         click.echo(f"Scoring answers published in {', '.join(from_hub)}")
         return _run_pipeline(rescoring, zenml_options, no_cache, config=config,

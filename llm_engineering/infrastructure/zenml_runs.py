@@ -61,6 +61,24 @@ def latest_evaluations() -> tuple[list[Any], str]:
     return evaluations, run.name
 
 
+def latest_results_to_publish() -> tuple[dict[str, Any], str]:
+    """What `--publish-only` publishes again, as `publishing` pipeline arguments; and the source run's name.
+
+    The newest finished evaluations (else generations), with that run's scoring checks and pairwise
+    comparisons where it has them, so the republished cards keep those facts.
+    """
+    try:
+        results, run = _newest(["evaluating", "rescoring"], "evaluate_answers", col.EVALUATIONS)
+    except NoStoredResults:
+        results, run = _newest(["evaluating"], "generate_answers", col.GENERATIONS)
+    arguments: dict[str, Any] = {"results_ids": [str(artifact.id) for artifact in results]}
+    for key, step, output in [("checks_id", "check_scoring", col.SCORING_CHECKS),
+                              ("pairwise_id", "compare_pairwise", col.PAIRWISE_COMPARISONS)]:
+        if found := finished_outputs(run, step, output):
+            arguments[key] = str(found[0].id)
+    return arguments, run.name
+
+
 def step_output(run: Any, step_name: str, output: str) -> Any:
     """Load one output artifact of a finished run."""
     return run.steps[step_name].outputs[output][0].load()

@@ -304,7 +304,8 @@ def test_rescore_only_failed_through_the_pipeline_fills_exactly_the_failed_rows(
 def test_failed_hub_push_loses_nothing_and_publish_only_pushes_later(first_run, hub, monkeypatch):
     from zenml.client import Client
 
-    from llm_engineering.infrastructure.zenml_runs import latest_evaluations
+    from llm_engineering.evaluation.publishing import trust_info
+    from llm_engineering.infrastructure.zenml_runs import latest_results_to_publish
     from llm_engineering.settings import get_settings
     from pipelines.evaluating import publishing, rescoring
     from tests.integration.hub_stub import TOKEN, USER
@@ -314,23 +315,27 @@ def test_failed_hub_push_loses_nothing_and_publish_only_pushes_later(first_run, 
     get_settings.cache_clear()
     try:
         config = EvaluationConfig.model_validate({**SMALL, "publish": {"target": "hub"}})
-        evaluations, _ = latest_evaluations()
-        stored = evaluations[0].load()
+        stored_ids, _ = latest_results_to_publish()  # what --publish-only sends to the pipeline
+        (results_id,) = stored_ids["results_ids"]
+        stored = Client().get_artifact_version(results_id).load()
         hub.state.fail_status = 500
-        run = Client().get_pipeline_run(
-            publishing.with_options(enable_cache=False)(config=config, results_ids=[str(evaluations[0].id)]).id)
+        run = Client().get_pipeline_run(publishing.with_options(enable_cache=False)(config=config, **stored_ids).id)
         receipt = step_output(run, "publish_results", col.PUBLISH_RECEIPT)
         assert "HTTP 500" in receipt.hub_error and receipt.hub_url is None
         assert load_dataset(receipt.local_path, split="test")[col.ID] == stored[col.ID]  # kept locally
 
         hub.state.fail_status = None  # the Hub is back: publish again, re-running nothing else
-        run = Client().get_pipeline_run(
-            publishing.with_options(enable_cache=False)(config=config, results_ids=[str(evaluations[0].id)]).id)
+        run = Client().get_pipeline_run(publishing.with_options(enable_cache=False)(config=config, **stored_ids).id)
         receipt = step_output(run, "publish_results", col.PUBLISH_RECEIPT)
         repo = f"{USER}/SmolLM2-135M-Instruct-results"
         assert receipt.hub_error is None and receipt.repo == repo
         pushed = load_dataset(repo, split="test", token=TOKEN)
         assert pushed[col.ID] == stored[col.ID] and pushed[col.ACCURACY_SCORE] == stored[col.ACCURACY_SCORE]
+        # The republished card keeps the source run's trust facts (every run here checks the similarity metric).
+        checks = Client().get_artifact_version(stored_ids["checks_id"]).load()
+        facts = trust_info(stored[0][col.MODEL_ID], checks)
+        card = (Path(receipt.local_path) / "README.md").read_text()
+        assert facts and all(f"- **{key}**: {value}" in card for key, value in facts.items())
 
         # Scoring from the published repo, as on another machine: no artifact, no generation.
         with OpenAIStub() as judge:
