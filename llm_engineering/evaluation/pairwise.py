@@ -119,6 +119,14 @@ class PairwiseComparison(BaseModel):
     position_a_preferred: Rate = Field(description="decisive verdicts that chose the answer shown first")
     details: list[PairwiseRow] = Field(default_factory=list)
 
+    def metadata(self) -> dict[str, Any]:
+        """The figures as ZenML metadata (logged by the comparison step and by the summary)."""
+        return {
+            "win_rate": self.win_rate, "win_rate_ci": self.win_rate_ci, "wins": self.wins.rate,
+            "ties": self.ties.rate, "losses": self.losses.rate, "failed": self.failed.rate,
+            "order_disagreement": self.order_disagreement.rate, "pairs": self.pairs,
+        }
+
 
 class PairwiseReport(BaseModel):
     """The `pairwise_comparisons` artifact: every other model against the first (the baseline)."""

@@ -9,7 +9,7 @@ flagged "no signal" in plain words. The calls go through the scoring cache and r
 from __future__ import annotations
 
 import logging
-from typing import Optional
+from typing import Any, Optional
 
 from datasets import Dataset
 from pydantic import BaseModel, Field
@@ -49,6 +49,15 @@ class JudgeSanity(BaseModel):
     no_signal: bool
     verdict: str = Field(description="the finding in plain words")
     details: list[SanityPair] = Field(default_factory=list)
+
+    def metadata(self) -> dict[str, Any]:
+        """The figures as ZenML metadata (logged by the check step and by the summary)."""
+        return {
+            "judge": self.judge_model, "pairs": self.pairs, "no_signal": self.no_signal, "verdict": self.verdict,
+            "discrimination_rate": self.reference_higher.rate, "discrimination_ci": self.reference_higher.ci,
+            "tie_rate": self.ties.rate, "reversal_rate": self.reversals.rate, "failed_rate": self.failed.rate,
+            "threshold": self.threshold,
+        }
 
 
 class ScoringChecks(BaseModel):

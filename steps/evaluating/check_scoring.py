@@ -38,13 +38,7 @@ def check_scoring(
         checks.similarity = check_similarity(rows, get_embedder(similarity.batch_size), judge_check.seed)
     metadata = {}
     if checks.judge:
-        j = checks.judge
-        metadata["judge_sanity"] = {
-            "judge": j.judge_model, "pairs": j.pairs, "no_signal": j.no_signal, "verdict": j.verdict,
-            "discrimination_rate": j.reference_higher.rate, "discrimination_ci": j.reference_higher.ci,
-            "tie_rate": j.ties.rate, "reversal_rate": j.reversals.rate, "failed_rate": j.failed.rate,
-            "threshold": j.threshold,
-        }
+        metadata["judge_sanity"] = checks.judge.metadata()
     if checks.similarity:
         metadata["similarity_check"] = {"rate": checks.similarity.reference_higher.rate,
                                         "ci": checks.similarity.reference_higher.ci, "rows": checks.similarity.rows}

@@ -21,12 +21,6 @@ def compare_pairwise(
         report = PairwiseReport(comparisons=[
             compare_answers(other, answers[0], backend, cache, judge.max_analysis_chars) for other in answers[1:]
         ])
-    log_metadata(metadata={"comparisons": {  # nested: ZenML refuses colons in top-level keys
-        f"{c.model_a} vs {c.model_b}": {
-            "win_rate": c.win_rate, "win_rate_ci": c.win_rate_ci, "wins": c.wins.rate, "ties": c.ties.rate,
-            "losses": c.losses.rate, "failed": c.failed.rate, "order_disagreement": c.order_disagreement.rate,
-            "pairs": c.pairs,
-        }
-        for c in report.comparisons
-    }})
+    # Nested: ZenML refuses colons in top-level keys.
+    log_metadata(metadata={"comparisons": {f"{c.model_a} vs {c.model_b}": c.metadata() for c in report.comparisons}})
     return report

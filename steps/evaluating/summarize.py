@@ -23,19 +23,14 @@ def summarize(
     """Aggregate scores per model, compare models, and say how far the scores can be trusted
     (the artifact renders as an HTML report)."""
     summary = report.summarize(evaluations, generation_stats, report.judge_prices(judge), checks, pairwise)
-    sanity = summary.judge_sanity
     log_metadata(
         metadata={
             "ranking": summary.ranking,
             "trust": report.trust_lines(summary),
-            **({"judge_sanity": {"no_signal": sanity.no_signal, "discrimination_rate": sanity.reference_higher.rate,
-                                 "discrimination_ci": sanity.reference_higher.ci, "tie_rate": sanity.ties.rate,
-                                 "reversal_rate": sanity.reversals.rate, "failed_rate": sanity.failed.rate,
-                                 "pairs": sanity.pairs, "threshold": sanity.threshold}} if sanity else {}),
+            **({"judge_sanity": summary.judge_sanity.metadata()} if summary.judge_sanity else {}),
             # Nested: ZenML refuses colons in top-level keys, and a model id may hold one.
-            **({"pairwise": {f"{c.model_a} vs {c.model_b}": {
-                "win_rate": c.win_rate, "win_rate_ci": c.win_rate_ci, "order_disagreement": c.order_disagreement.rate}
-                for c in summary.pairwise}} if summary.pairwise else {}),
+            **({"pairwise": {f"{c.model_a} vs {c.model_b}": c.metadata() for c in summary.pairwise}}
+               if summary.pairwise else {}),
             **{
                 s.model_id: {"accuracy_mean": s.accuracy_mean, "style_mean": s.style_mean,
                              "accuracy_ci": s.accuracy_ci, "style_ci": s.style_ci,
