@@ -40,10 +40,10 @@ TOPICS = ["LoRA adapters", "the KV cache", "retrieval-augmented generation", "DP
 def workload(count: int) -> list[str]:
     """The embedded split's prompts, then synthetic prompts of varied length, `count` in all."""
     from llm_engineering.evaluation.config import DatasetConfig, PromptConfig
-    from llm_engineering.evaluation.dataset import load_test_split, with_prompts
+    from llm_engineering.evaluation.dataset import read_test_split, with_prompts
     from llm_engineering.evaluation.prompts import alpaca_prompt
 
-    prompts = with_prompts(load_test_split(DatasetConfig()), PromptConfig())["prompt"][:count]
+    prompts = with_prompts(read_test_split(DatasetConfig()), PromptConfig())["prompt"][:count]
     k = 0
     while len(prompts) < count:
         detail = " Give an example, name the trade-offs, and say when not to use it." * (k % 4)

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from llm_engineering.evaluation import columns as col  # noqa: E402
 from llm_engineering.evaluation.config import DatasetConfig, JudgeConfig  # noqa: E402
-from llm_engineering.evaluation.dataset import load_test_split  # noqa: E402
+from llm_engineering.evaluation.dataset import read_test_split  # noqa: E402
 from llm_engineering.evaluation.judge import score_answers  # noqa: E402
 from llm_engineering.evaluation.models import resolve_model  # noqa: E402
 from llm_engineering.infrastructure.openai_judge import OpenAIJudge  # noqa: E402
@@ -31,7 +31,7 @@ from llm_engineering.settings import get_settings  # noqa: E402
 @click.option("--rows", default=24, show_default=True, help="Answers judged per setting.")
 @click.option("--concurrency", default=JudgeConfig().max_concurrency, show_default=True, help="The default to compare.")
 def main(rows: int, concurrency: int) -> None:
-    split = load_test_split(DatasetConfig(limit=rows))
+    split = read_test_split(DatasetConfig(limit=rows))
     # The reference answers stand in for generated answers: the judge's work is the same.
     answers = split.add_column(col.ANSWER, split[col.REFERENCE]).add_column(col.MODEL_ID, ["reference"] * len(split))
     model = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR)

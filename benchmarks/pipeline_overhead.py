@@ -23,26 +23,26 @@ sys.path.insert(0, str(ROOT))
 
 
 def library_run(rows: int) -> None:
-    """Load, generate, judge and summarize with the library only: no ZenML."""
+    """Load, generate, judge and build_summary with the library only: no ZenML."""
     from llm_engineering.evaluation import dataset as data
     from llm_engineering.evaluation.config import EvaluationConfig
-    from llm_engineering.evaluation.generation import generate_answers
+    from llm_engineering.evaluation.generation import answer_test_split
     from llm_engineering.evaluation.judge import score_answers
     from llm_engineering.evaluation.models import resolve_model
-    from llm_engineering.evaluation.summary import summarize
-    from llm_engineering.infrastructure.judges import build_judge
+    from llm_engineering.evaluation.summary import build_summary
+    from llm_engineering.infrastructure.judge_backends import build_judge
     from llm_engineering.infrastructure.vllm_engine import ENGINES
     from llm_engineering.settings import get_settings
 
     config = EvaluationConfig.model_validate({"dataset": {"limit": rows}, "judge": {"cache": False}})
     settings = get_settings()
-    split = data.with_prompts(data.load_test_split(config.dataset), config.prompt)
+    split = data.with_prompts(data.read_test_split(config.dataset), config.prompt)
     model = resolve_model(config.models[0], settings.MODEL_CACHE_DIR)
     llm = ENGINES.get(model.path, config.engine)
-    generations, stats = generate_answers(llm, split, config.models[0], config.sampling, config.prompt,
+    generations, stats = answer_test_split(llm, split, config.models[0], config.sampling, config.prompt,
                                           config.engine.max_model_len)
     evaluations = score_answers(generations, build_judge(config.judge, config.engine, settings))
-    print(summarize([evaluations], [stats]).models[0].model_dump_json())
+    print(build_summary([evaluations], [stats]).models[0].model_dump_json())
 
 
 def _timed(command: list[str], env: dict[str, str]) -> float:

@@ -8,7 +8,7 @@ from zenml.client import Client
 from llm_engineering.evaluation.config import EvaluationConfig
 from llm_engineering.evaluation.generation import GenerationStats
 from steps.evaluating import (
-    check_scoring,
+    check_trust,
     compare_pairwise,
     evaluate_answers,
     generate_answers,
@@ -31,7 +31,7 @@ def _score_publish_summarize(
     # After every verdict, so a judge engine that is not the generation model loads once.
     checks = None
     if config.judge_check.rows or config.similarity.enabled:
-        checks = check_scoring(evaluations[0], judge=config.judge, engine=config.engine,
+        checks = check_trust(evaluations[0], judge=config.judge, engine=config.engine,
                                judge_check=config.judge_check, similarity=config.similarity, after=evaluations)
     pairwise = None
     if config.pairwise.enabled and len(evaluations) > 1:

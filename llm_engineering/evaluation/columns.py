@@ -41,5 +41,5 @@ INSTRUCTION_ALIASES = ("instruction", "question", "prompt")
 # Secondary artifacts
 GENERATION_STATS = "generation_stats"
 PUBLISH_RECEIPT = "publish_receipt"
-SCORING_CHECKS = "scoring_checks"
+TRUST_CHECKS = "trust_checks"
 PAIRWISE_COMPARISONS = "pairwise_comparisons"

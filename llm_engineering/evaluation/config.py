@@ -250,7 +250,7 @@ class GenerationStepConfig(_Strict):
 
 
 class JudgeCheckConfig(_Strict):
-    """Judge sanity check: the judge also scores sampled references and mismatched references."""
+    """Judge check: the judge also scores sampled references and mismatched references."""
 
     rows: NonNegativeInt = Field(20, description="Rows sampled for the check; 0 turns it off.")
     threshold: float = Field(

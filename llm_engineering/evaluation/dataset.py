@@ -134,7 +134,7 @@ def select_rows(dataset: Dataset, limit: Optional[int]) -> Dataset:
     return dataset.select(range(limit))
 
 
-def load_test_split(config: DatasetConfig) -> Dataset:
+def read_test_split(config: DatasetConfig) -> Dataset:
     """Read, validate and subset the configured test split."""
     raw = read_split(config.source, config.split, config.revision)
     split = select_rows(validate_split(raw), config.row_limit)

@@ -100,7 +100,7 @@ def answer_stream(llm: Any, prompts: dict[int, str], ids: list[str], sampling: S
         )
 
 
-def generate_answers(
+def answer_test_split(
     llm: Any,
     test_split: Dataset,
     model_id: str,

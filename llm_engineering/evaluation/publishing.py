@@ -81,11 +81,11 @@ def card_info(results: Dataset, extra: dict[str, Any]) -> dict[str, Any]:
 
 
 def trust_info(model_id: str, checks: Any = None, pairwise: Any = None) -> dict[str, Any]:
-    """Card facts on how far the scores can be trusted: judge sanity check, similarity metric
+    """Card facts on how far the scores can be trusted: judge check, similarity metric
     check, and the pairwise comparisons this model took part in."""
     info: dict[str, Any] = {}
     if checks is not None and checks.judge is not None:
-        info["judge sanity check"] = checks.judge.verdict
+        info["judge check"] = checks.judge.verdict
     if checks is not None and checks.similarity is not None:
         info["similarity metric check"] = (f"an instruction is closer to its own reference than to a mismatched "
                                            f"one in {checks.similarity.reference_higher.describe()} of rows")

@@ -1,6 +1,6 @@
 """Aggregate judge scores per model, compare models, and render the report (HTML and table).
 
-Beside the scores, the report says how far they can be trusted: the judge sanity check (with a
+Beside the scores, the report says how far they can be trusted: the judge check (with a
 plain-words "no signal" flag), reference similarity, and pairwise comparisons.
 """
 
@@ -20,7 +20,7 @@ from llm_engineering.evaluation.config import JudgeConfig
 from llm_engineering.evaluation.generation import GenerationStats
 from llm_engineering.evaluation.pairwise import PairwiseComparison, PairwiseReport
 from llm_engineering.evaluation.rates import bootstrap_ci
-from llm_engineering.evaluation.sanity import JudgeSanity, ScoringChecks
+from llm_engineering.evaluation.judge_check import JudgeCheck, TrustChecks
 from llm_engineering.evaluation.similarity import SimilarityCheck
 
 
@@ -80,7 +80,7 @@ class EvaluationSummary(BaseModel):
     comparisons: list[ModelComparison] = Field(default_factory=list)
     ranking: list[str] = Field(description="model ids, best mean accuracy (then style) first")
     created_at: str
-    judge_sanity: Optional[JudgeSanity] = Field(None, description="can the judge tell right answers from wrong?")
+    judge_check: Optional[JudgeCheck] = Field(None, description="can the judge tell right answers from wrong?")
     similarity_check: Optional[SimilarityCheck] = None
     pairwise: list[PairwiseComparison] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list, description="checks that were skipped, and why")
@@ -168,11 +168,11 @@ def compare_models(a: Dataset, b: Dataset, criterion: str) -> ModelComparison:
     )
 
 
-def summarize(
+def build_summary(
     evaluations: list[Dataset],
     stats: Optional[list[GenerationStats]] = None,
     prices: Optional[tuple[float, float]] = None,
-    checks: Optional[ScoringChecks] = None,
+    checks: Optional[TrustChecks] = None,
     pairwise: Optional[PairwiseReport] = None,
 ) -> EvaluationSummary:
     """Per-model scores, each model compared with the first (the baseline), the ranking, and the
@@ -197,7 +197,7 @@ def summarize(
         comparisons=comparisons,
         ranking=[s.model_id for s in ranking],
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        judge_sanity=checks.judge if checks else None,
+        judge_check=checks.judge if checks else None,
         similarity_check=checks.similarity if checks else None,
         pairwise=pairwise.comparisons if pairwise else [],
         notes=checks.notes if checks else [],
@@ -246,14 +246,14 @@ def _rate_with_ci(value: Optional[float], ci: Optional[list[float]]) -> str:
     return "n/a" if value is None else f"{value:.0%}" + (f" [{ci[0]:.0%}, {ci[1]:.0%}]" if ci else "")
 
 
-SANITY_HEADER = ["judge", "pairs", "reference higher", "ties", "reversals", "failed",
+JUDGE_CHECK_HEADER = ["judge", "pairs", "reference higher", "ties", "reversals", "failed",
                  "mean accuracy: reference / mismatched", "threshold"]
 PAIRWISE_HEADER = ["model A vs model B", "win rate of A (95% CI)", "A wins", "ties", "A loses", "failed",
                    "orders disagree", "first position chosen"]
 
 
-def sanity_rows(summary: EvaluationSummary) -> list[list[str]]:
-    s = summary.judge_sanity
+def judge_check_rows(summary: EvaluationSummary) -> list[list[str]]:
+    s = summary.judge_check
     if s is None:
         return []
     return [[s.judge_model, str(s.pairs), s.reference_higher.describe(), s.ties.describe(), s.reversals.describe(),
@@ -273,9 +273,9 @@ def pairwise_rows(summary: EvaluationSummary) -> list[list[str]]:
 def trust_lines(summary: EvaluationSummary) -> list[str]:
     """How far the scores can be trusted, in plain words (CLI, logs)."""
     lines = []
-    if summary.judge_sanity:
-        s = summary.judge_sanity
-        lines.append(f"Judge sanity check ({s.judge_model}): {s.verdict}")
+    if summary.judge_check:
+        s = summary.judge_check
+        lines.append(f"Judge check ({s.judge_model}): {s.verdict}")
         lines.append(f"  {s.pairs} pairs: reference higher {s.reference_higher.describe()}, ties "
                      f"{s.ties.describe()}, reversals {s.reversals.describe()}, failed {s.failed.describe()}")
     if summary.similarity_check:
@@ -306,8 +306,8 @@ def _label(model_id: str) -> str:
 
 
 def trust_png(summary: EvaluationSummary) -> Optional[bytes]:
-    """Judge sanity outcomes, pairwise outcomes and win rates, and mean reference similarity."""
-    panels = [name for name, present in (("sanity", summary.judge_sanity), ("pairwise", summary.pairwise),
+    """Judge check outcomes, pairwise outcomes and win rates, and mean reference similarity."""
+    panels = [name for name, present in (("judge_check", summary.judge_check), ("pairwise", summary.pairwise),
                                           ("similarity", any(m.similarity_mean is not None for m in summary.models)))
               if present]
     if not panels:
@@ -319,14 +319,14 @@ def trust_png(summary: EvaluationSummary) -> Optional[bytes]:
 
     figure, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.2), squeeze=False)
     for axis, panel in zip(axes[0], panels):
-        if panel == "sanity":
-            s = summary.judge_sanity
+        if panel == "judge_check":
+            s = summary.judge_check
             _stacked_bar(axis, 0, [("reference higher", s.reference_higher.rate, "tab:green"),
                                    ("tie", s.ties.rate, "tab:gray"), ("reversal", s.reversals.rate, "tab:red"),
                                    ("failed", s.failed.rate, "black")], True)
             axis.axvline(s.threshold, color="tab:blue", linestyle="--", label=f"threshold {s.threshold:.0%}")
             axis.set_yticks([0], ["judge"])
-            axis.set_title("Judge sanity check" + (" - NO SIGNAL" if s.no_signal else ""),
+            axis.set_title("Judge check" + (" - NO SIGNAL" if s.no_signal else ""),
                            color="tab:red" if s.no_signal else "black")
             axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
         elif panel == "pairwise":
@@ -395,11 +395,11 @@ def _html_table(header: list[str], rows: list[list[str]]) -> str:
 
 def _trust_html(summary: EvaluationSummary) -> str:
     parts = []
-    sanity = summary.judge_sanity
-    if sanity:
-        style = "background:#fdd;border:2px solid #c00" if sanity.no_signal else "background:#efe;border:1px solid #393"
-        parts.append(f"<h3>Judge sanity check</h3><p style='{style};padding:8px'>{html.escape(sanity.verdict)}</p>"
-                     + _html_table(SANITY_HEADER, sanity_rows(summary))
+    judge_check = summary.judge_check
+    if judge_check:
+        style = "background:#fdd;border:2px solid #c00" if judge_check.no_signal else "background:#efe;border:1px solid #393"
+        parts.append(f"<h3>Judge check</h3><p style='{style};padding:8px'>{html.escape(judge_check.verdict)}</p>"
+                     + _html_table(JUDGE_CHECK_HEADER, judge_check_rows(summary))
                      + "<p>The judge scored each sampled row's reference answer and another row's reference "
                      "(a fixed derangement) with the scoring prompt; rates are over all pairs, with 95% Wilson "
                      "intervals.</p>")

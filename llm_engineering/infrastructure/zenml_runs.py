@@ -72,7 +72,7 @@ def latest_results_to_publish() -> tuple[dict[str, Any], str]:
     except NoStoredResults:
         results, run = _newest(["evaluating"], "generate_answers", col.GENERATIONS)
     arguments: dict[str, Any] = {"results_ids": [str(artifact.id) for artifact in results]}
-    for key, step, output in [("checks_id", "check_scoring", col.SCORING_CHECKS),
+    for key, step, output in [("checks_id", "check_trust", col.TRUST_CHECKS),
                               ("pairwise_id", "compare_pairwise", col.PAIRWISE_COMPARISONS)]:
         if found := finished_outputs(run, step, output):
             arguments[key] = str(found[0].id)

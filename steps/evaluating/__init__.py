@@ -1,4 +1,4 @@
-from steps.evaluating.check_scoring import check_scoring
+from steps.evaluating.check_trust import check_trust
 from steps.evaluating.compare_pairwise import compare_pairwise
 from steps.evaluating.evaluate_answers import evaluate_answers
 from steps.evaluating.generate_answers import generate_answers
@@ -8,7 +8,7 @@ from steps.evaluating.publish_results import publish_results
 from steps.evaluating.summarize import summarize
 
 __all__ = [
-    "check_scoring", "compare_pairwise",
+    "check_trust", "compare_pairwise",
     "evaluate_answers", "generate_answers", "load_published_results", "load_test_split", "publish_results",
     "summarize",
 ]

@@ -9,7 +9,7 @@ from llm_engineering.evaluation.config import EngineConfig, JudgeConfig, Similar
 from llm_engineering.evaluation.judge import score_answers
 from llm_engineering.evaluation.similarity import add_reference_similarity, get_embedder
 from llm_engineering.evaluation.summary import model_scores
-from llm_engineering.infrastructure.judges import build_judge, open_cache
+from llm_engineering.infrastructure.judge_backends import build_judge, open_cache
 from llm_engineering.infrastructure.opik_tracking import log_scoring
 from llm_engineering.settings import get_settings
 from steps.materializers import DatasetMaterializer

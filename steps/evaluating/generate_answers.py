@@ -4,10 +4,9 @@ from datasets import Dataset
 from zenml import log_metadata, step
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation import generation
+from llm_engineering.evaluation.generation import GenerationStats, answer_test_split
 from llm_engineering.evaluation.checkpoint import AnswerCheckpoint
 from llm_engineering.evaluation.config import EngineConfig, PromptConfig, SamplingConfig
-from llm_engineering.evaluation.generation import GenerationStats
 from llm_engineering.evaluation.models import resolve_model
 from llm_engineering.infrastructure.ray_engine import RayEngine
 from llm_engineering.infrastructure.vllm_engine import ENGINES
@@ -38,7 +37,7 @@ def generate_answers(
         llm = RayEngine(resolved.path, engine)
     else:
         llm = ENGINES.get(resolved.path, engine)
-    generations, stats = generation.generate_answers(
+    generations, stats = answer_test_split(
         llm, test_split, model, sampling, prompt, engine.max_model_len, checkpoint
     )
     log_metadata(metadata={"model": model, "checkpoint": str(checkpoint.path), **stats.model_dump()})

@@ -4,7 +4,7 @@ from datasets import Dataset
 from zenml import log_metadata, step
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation import dataset as test_data
+from llm_engineering.evaluation.dataset import read_test_split, with_prompts
 from llm_engineering.evaluation.config import DatasetConfig, PromptConfig
 from steps.materializers import DatasetMaterializer
 
@@ -14,7 +14,7 @@ from steps.materializers import DatasetMaterializer
 @step(enable_cache=False, output_materializers=DatasetMaterializer)
 def load_test_split(dataset: DatasetConfig, prompt: PromptConfig) -> Annotated[Dataset, col.TEST_SPLIT]:
     """Load, validate and subset the test split, and format its prompts."""
-    split = test_data.with_prompts(test_data.load_test_split(dataset), prompt)
+    split = with_prompts(read_test_split(dataset), prompt)
     log_metadata(
         metadata={"source": dataset.source, "split": dataset.split, "rows": len(split),
                   "prompt_template": prompt.template},

@@ -10,7 +10,7 @@ from llm_engineering.evaluation.config import DatasetConfig, PublishConfig, Samp
 from llm_engineering.evaluation.models import short_name
 from llm_engineering.evaluation.pairwise import PairwiseReport
 from llm_engineering.evaluation.publishing import PublishReceipt, card_info, publish_local, repo_name, trust_info
-from llm_engineering.evaluation.sanity import ScoringChecks
+from llm_engineering.evaluation.judge_check import TrustChecks
 from llm_engineering.infrastructure.hub import PublishError, hub_workspace, push_results
 from llm_engineering.settings import get_settings
 
@@ -23,7 +23,7 @@ def publish_results(
     publish: PublishConfig,
     dataset: DatasetConfig,
     sampling: Optional[SamplingConfig] = None,
-    checks: Optional[ScoringChecks] = None,
+    checks: Optional[TrustChecks] = None,
     pairwise: Optional[PairwiseReport] = None,
 ) -> Annotated[PublishReceipt, col.PUBLISH_RECEIPT]:
     """Publish one model's answers (or answers with verdicts) to `<workspace>/<model>-results`.

@@ -8,7 +8,7 @@ from llm_engineering.evaluation import summary as report
 from llm_engineering.evaluation.config import JudgeConfig
 from llm_engineering.evaluation.generation import GenerationStats
 from llm_engineering.evaluation.pairwise import PairwiseReport
-from llm_engineering.evaluation.sanity import ScoringChecks
+from llm_engineering.evaluation.judge_check import TrustChecks
 from steps.materializers import EvaluationSummaryMaterializer
 
 
@@ -17,17 +17,17 @@ def summarize(
     evaluations: list[Dataset],
     generation_stats: list[GenerationStats],
     judge: JudgeConfig,
-    checks: Optional[ScoringChecks] = None,
+    checks: Optional[TrustChecks] = None,
     pairwise: Optional[PairwiseReport] = None,
 ) -> Annotated[report.EvaluationSummary, col.EVALUATION_SUMMARY]:
     """Aggregate scores per model, compare models, and say how far the scores can be trusted
     (the artifact renders as an HTML report)."""
-    summary = report.summarize(evaluations, generation_stats, report.judge_prices(judge), checks, pairwise)
+    summary = report.build_summary(evaluations, generation_stats, report.judge_prices(judge), checks, pairwise)
     log_metadata(
         metadata={
             "ranking": summary.ranking,
             "trust": report.trust_lines(summary),
-            **({"judge_sanity": summary.judge_sanity.metadata()} if summary.judge_sanity else {}),
+            **({"judge_check": summary.judge_check.metadata()} if summary.judge_check else {}),
             # Nested: ZenML refuses colons in top-level keys, and a model id may hold one.
             **({"pairwise": {f"{c.model_a} vs {c.model_b}": c.metadata() for c in summary.pairwise}}
                if summary.pairwise else {}),

@@ -99,9 +99,9 @@ def test_requests_carry_the_schema_and_token_usage_is_recorded(stub):
     assert evaluations[col.JUDGE_COMPLETION_TOKENS] == [20, 20]
 
 
-def test_pairwise_and_sanity_calls_go_through_the_same_retries_and_cache(stub, tmp_path):
+def test_pairwise_and_judge_check_calls_go_through_the_same_retries_and_cache(stub, tmp_path):
     from llm_engineering.evaluation.pairwise import compare_answers
-    from llm_engineering.evaluation.sanity import check_judge
+    from llm_engineering.evaluation.judge_check import run_judge_check
 
     cache = JudgeCache(tmp_path / "cache")
     other = Dataset.from_dict({**answers(2).to_dict(), col.MODEL_ID: ["n"] * 2, col.ANSWER: ["Short.", "Shorter."]})
@@ -116,9 +116,9 @@ def test_pairwise_and_sanity_calls_go_through_the_same_retries_and_cache(stub, t
     assert result.order_disagreement.rate == 1.0 and result.position_a_preferred.rate == 1.0
 
     rows = Dataset.from_dict({**answers(3).to_dict(), col.REFERENCE: ["Ref 0.", "Ref 1.", "Ref 2."]})
-    sanity = check_judge(rows, judge(stub), cache, rows=3, threshold=0.7)
-    assert sanity.pairs == 3 and sanity.ties.count == 3 and sanity.no_signal  # it scores everything 3
+    check = run_judge_check(rows, judge(stub), cache, rows=3, threshold=0.7)
+    assert check.pairs == 3 and check.ties.count == 3 and check.no_signal  # it scores everything 3
     requests = len(stub.state.requests)
     compare_answers(answers(2), other, judge(stub), cache)
-    check_judge(rows, judge(stub), cache, rows=3, threshold=0.7)
+    run_judge_check(rows, judge(stub), cache, rows=3, threshold=0.7)
     assert len(stub.state.requests) == requests  # both answered from the cache

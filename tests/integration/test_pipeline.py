@@ -108,7 +108,7 @@ def test_a_prompt_longer_than_max_model_len_is_skipped_and_the_rest_answered(fir
 
     from llm_engineering.evaluation import dataset as data
     from llm_engineering.evaluation.checkpoint import AnswerCheckpoint
-    from llm_engineering.evaluation.generation import generate_answers
+    from llm_engineering.evaluation.generation import answer_test_split
     from llm_engineering.evaluation.models import resolve_model
     from llm_engineering.settings import get_settings
 
@@ -120,7 +120,7 @@ def test_a_prompt_longer_than_max_model_len_is_skipped_and_the_rest_answered(fir
         "answer": ["Retrieval-augmented generation.", "A summary.", "Low-rank adaptation."],
     })), config.prompt)
     checkpoint = AnswerCheckpoint(tmp_path, "smollm2-135m", model.path, config.sampling, config.engine)
-    generations, stats = generate_answers(ENGINES.get(model.path, config.engine), split, "smollm2-135m",
+    generations, stats = answer_test_split(ENGINES.get(model.path, config.engine), split, "smollm2-135m",
                                           config.sampling, config.prompt, config.engine.max_model_len, checkpoint)
     assert generations[col.ID] == ["short", "huge", "short-too"]
     assert generations[col.FINISH_REASON][1] == col.PROMPT_TOO_LONG and generations[col.ANSWER][1] == ""
@@ -171,50 +171,50 @@ def test_several_models_get_one_generations_artifact_each_a_comparison_and_a_pai
 
 
 def test_first_run_checks_its_judge_and_reports_how_far_to_trust_it(first_run):
-    checks = step_output(first_run, "check_scoring", col.SCORING_CHECKS)
+    checks = step_output(first_run, "check_trust", col.TRUST_CHECKS)
     summary = step_output(first_run, "summarize", col.EVALUATION_SUMMARY)
-    sanity = summary.judge_sanity
-    assert sanity == checks.judge and sanity.pairs == ROWS  # min(20 rows asked, the run's 3)
-    outcomes = (sanity.reference_higher, sanity.ties, sanity.reversals, sanity.failed)
+    check = summary.judge_check
+    assert check == checks.judge and check.pairs == ROWS  # min(20 rows asked, the run's 3)
+    outcomes = (check.reference_higher, check.ties, check.reversals, check.failed)
     assert sum(r.count for r in outcomes) == ROWS and all(r.total == ROWS for r in outcomes)
-    assert sanity.no_signal == (sanity.reference_higher.rate < 0.7)
+    assert check.no_signal == (check.reference_higher.rate < 0.7)
     assert summary.similarity_check.rows == ROWS
     evaluations = step_output(first_run, "evaluate_answers", col.EVALUATIONS)
     similarities = [v for v in evaluations[col.REFERENCE_SIMILARITY] if v is not None]
     assert similarities and all(-1.0 <= v <= 1.0 for v in similarities)
     assert summary.models[0].similarity_mean == pytest.approx(sum(similarities) / len(similarities), abs=1e-3)
     metadata = first_run.steps["summarize"].run_metadata
-    assert metadata["judge_sanity"]["no_signal"] == sanity.no_signal
+    assert metadata["judge_check"]["no_signal"] == check.no_signal
     receipt = [first_run.steps[n].outputs[col.PUBLISH_RECEIPT][0].load() for n in first_run.steps
                if n.startswith("publish_results")]
     card = next((Path(r.local_path) / "README.md").read_text() for r in receipt if r.stage == "evaluations")
-    assert sanity.verdict in card and "reference similarity" in card
+    assert check.verdict in card and "reference similarity" in card
 
 
-def test_judge_sanity_check_on_the_embedded_split_follows_the_threshold():
+def test_judge_check_on_the_embedded_split_follows_the_threshold():
     from llm_engineering.evaluation.config import DatasetConfig, EngineConfig, JudgeConfig
-    from llm_engineering.evaluation.dataset import load_test_split
-    from llm_engineering.evaluation.sanity import check_judge, judge_sanity
-    from llm_engineering.infrastructure.judges import build_judge, open_cache
+    from llm_engineering.evaluation.dataset import read_test_split
+    from llm_engineering.evaluation.judge_check import run_judge_check, judge_check_from_pairs
+    from llm_engineering.infrastructure.judge_backends import build_judge, open_cache
     from llm_engineering.settings import get_settings
 
     settings = get_settings()
     judge_config = JudgeConfig.model_validate(SMALL["judge"])
-    split = load_test_split(DatasetConfig())
+    split = read_test_split(DatasetConfig())
     judge = build_judge(judge_config, EngineConfig(), settings)  # the session's engine: same model and config
     with open_cache(judge_config, settings) as cache:
-        sanity = check_judge(split, judge, cache, rows=20, threshold=0.7)
-        outcomes = (sanity.reference_higher, sanity.ties, sanity.reversals, sanity.failed)
-        assert sanity.pairs == 20 and sum(r.count for r in outcomes) == 20
+        check = run_judge_check(split, judge, cache, rows=20, threshold=0.7)
+        outcomes = (check.reference_higher, check.ties, check.reversals, check.failed)
+        assert check.pairs == 20 and sum(r.count for r in outcomes) == 20
         assert all(r.ci[0] <= r.rate <= r.ci[1] for r in outcomes)
-        assert len({p.id for p in sanity.details}) == 20 and all(p.id != p.mismatched_id for p in sanity.details)
-        assert sanity.no_signal == (sanity.reference_higher.rate < 0.7)
-        measured = sanity.reference_higher.rate
-        print(f"embedded judge on the embedded split: {sanity.verdict}")  # figures for the notes (-s)
+        assert len({p.id for p in check.details}) == 20 and all(p.id != p.mismatched_id for p in check.details)
+        assert check.no_signal == (check.reference_higher.rate < 0.7)
+        measured = check.reference_higher.rate
+        print(f"embedded judge on the embedded split: {check.verdict}")  # figures for the notes (-s)
         # The flag follows the threshold on these very figures (no judge call: the verdicts are in hand).
         for threshold in sorted({0.0, measured, min(1.0, measured + 0.01)}):
-            again = judge_sanity(judge.judge_id, sanity.details, threshold)
-            assert again.reference_higher == sanity.reference_higher
+            again = judge_check_from_pairs(judge.judge_id, check.details, threshold)
+            assert again.reference_higher == check.reference_higher
             assert again.no_signal is (measured < threshold)
             assert again.verdict.startswith("NO SIGNAL") is again.no_signal
 
@@ -283,7 +283,7 @@ def test_rescore_only_failed_through_the_pipeline_fills_exactly_the_failed_rows(
     with OpenAIStub() as stub:
         judge = {"backend": "openai", "model": "stub-judge", "base_url": stub.base_url,
                  "max_attempts": 1, "max_concurrency": 1, "cache": False}
-        # No judge sanity check here: its calls would blur the count of re-asked rows.
+        # No judge check here: its calls would blur the count of re-asked rows.
         config = EvaluationConfig.model_validate({**SMALL, "judge": judge, "judge_check": {"rows": 0}})
         stub.state.script, stub.state.default = ["ok"], "500"  # first row judged, the rest fail
         run = rescoring.with_options(enable_cache=False)(

@@ -9,8 +9,8 @@ import pytest
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import DatasetConfig, EngineConfig, PromptConfig, RayConfig, SamplingConfig
-from llm_engineering.evaluation.dataset import load_test_split, with_prompts
-from llm_engineering.evaluation.generation import generate_answers
+from llm_engineering.evaluation.dataset import read_test_split, with_prompts
+from llm_engineering.evaluation.generation import answer_test_split
 from llm_engineering.evaluation.models import resolve_model
 from llm_engineering.infrastructure.ray_engine import RayEngine
 from llm_engineering.infrastructure.vllm_engine import ENGINES
@@ -25,10 +25,10 @@ ROWS = 4
 def test_ray_engine_gives_the_in_process_answers_in_the_same_artifact_shape():
     import ray
 
-    split = with_prompts(load_test_split(DatasetConfig(limit=ROWS)), PromptConfig())
+    split = with_prompts(read_test_split(DatasetConfig(limit=ROWS)), PromptConfig())
     path = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR).path
     sampling = SamplingConfig(temperature=0.0, max_tokens=32)
-    in_process, _ = generate_answers(
+    in_process, _ = answer_test_split(
         ENGINES.get(path, EngineConfig()), split, "smollm2-135m", sampling, PromptConfig(), 2048
     )
 
@@ -48,7 +48,7 @@ def test_ray_engine_gives_the_in_process_answers_in_the_same_artifact_shape():
     ENGINES.release()
     ray_config = RayConfig(replicas=2, cpus_per_replica=1, batch_size=2, max_concurrent_batches=1)
     engine = ObservedRayEngine(path, EngineConfig(backend="ray", cpu_kvcache_space_gib=1, ray=ray_config))
-    on_ray, stats = generate_answers(engine, split, "smollm2-135m", sampling, PromptConfig(), 2048)
+    on_ray, stats = answer_test_split(engine, split, "smollm2-135m", sampling, PromptConfig(), 2048)
 
     assert on_ray.features == in_process.features  # same columns, same types: same artifact
     assert on_ray[col.ID] == split[col.ID]  # every input id exactly once, in input order

@@ -4,7 +4,7 @@ points at a closed loopback port in these tests, so any Hub request would fail).
 import pytest
 
 from llm_engineering.evaluation.config import DatasetConfig
-from llm_engineering.evaluation.dataset import load_test_split
+from llm_engineering.evaluation.dataset import read_test_split
 from llm_engineering.evaluation.similarity import check_similarity, cosine_similarities, get_embedder
 
 
@@ -14,7 +14,7 @@ def embedder():
 
 
 def test_similarity_ranks_the_reference_above_a_mismatched_one_on_the_embedded_split(embedder):
-    split = load_test_split(DatasetConfig())
+    split = read_test_split(DatasetConfig())
     check = check_similarity(split, embedder, seed=0)
     assert check.rows == len(split) == 48
     assert check.reference_higher.rate >= 0.9, check

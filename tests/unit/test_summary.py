@@ -6,7 +6,7 @@ from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.generation import GenerationStats
-from llm_engineering.evaluation.summary import model_scores, render_html, summarize, table_rows
+from llm_engineering.evaluation.summary import model_scores, render_html, build_summary, table_rows
 
 CASES = json.loads((Path(__file__).parent / "cases" / "aggregation.json").read_text())
 
@@ -42,7 +42,7 @@ def test_summary_ranks_models_and_attaches_throughput():
     strong = evaluations("strong", [[3, 1, None], [2, 1, None]], finish="length")
     stats = [GenerationStats(model_id="strong", rows=2, skipped=0, prompt_tokens=5, completion_tokens=20,
                              seconds=2.0, tokens_per_second=10.0, prompts_per_second=1.0)]
-    summary = summarize([weak, strong], stats)
+    summary = build_summary([weak, strong], stats)
     assert summary.ranking == ["strong", "weak"]
     by_id = {s.model_id: s for s in summary.models}
     assert by_id["strong"].tokens_per_second == 10.0 and by_id["weak"].tokens_per_second is None
@@ -83,7 +83,7 @@ def test_model_comparison_is_paired_on_rows_both_scored():
 def test_summary_compares_each_model_with_the_first_and_renders_a_plot():
     import base64
 
-    summary = summarize([evaluations("a", [[1, 1, None], [2, 1, None]]), evaluations("b", [[3, 3, None], [3, 2, None]])])
+    summary = build_summary([evaluations("a", [[1, 1, None], [2, 1, None]]), evaluations("b", [[3, 3, None], [3, 2, None]])])
     assert [(c.model_a, c.model_b, c.criterion) for c in summary.comparisons] == [("b", "a", "accuracy"), ("b", "a", "style")]
     page = render_html(summary)
     png = page.split("data:image/png;base64,")[1].split("'")[0]

@@ -1,4 +1,4 @@
-"""Trust checks: derangement, rates and intervals, the judge sanity check, position-swap bookkeeping."""
+"""Trust checks: derangement, rates and intervals, the judge check, position-swap bookkeeping."""
 
 import json
 
@@ -17,7 +17,7 @@ from llm_engineering.evaluation.pairwise import (
     tally,
 )
 from llm_engineering.evaluation.rates import derangement, rate, sample_rows, wilson_interval
-from llm_engineering.evaluation.sanity import SanityPair, check_judge, judge_sanity
+from llm_engineering.evaluation.judge_check import JudgeCheckPair, run_judge_check, judge_check_from_pairs
 
 
 @pytest.mark.parametrize("n", [2, 3, 7, 20, 48])
@@ -61,29 +61,29 @@ def test_rate_carries_count_total_and_interval():
 
 
 def pair(ref, mis, i=0):
-    return SanityPair(id=f"r{i}", mismatched_id=f"r{i + 1}", reference_accuracy=ref, mismatched_accuracy=mis)
+    return JudgeCheckPair(id=f"r{i}", mismatched_id=f"r{i + 1}", reference_accuracy=ref, mismatched_accuracy=mis)
 
 
-def test_sanity_rates_count_failed_pairs_in_the_denominator():
-    sanity = judge_sanity("j", [pair(3, 1), pair(2, 2), pair(1, 3), pair(None, 2)], threshold=0.7)
-    assert [r.count for r in (sanity.reference_higher, sanity.ties, sanity.reversals, sanity.failed)] == [1, 1, 1, 1]
-    assert all(r.total == 4 for r in (sanity.reference_higher, sanity.ties, sanity.reversals, sanity.failed))
-    assert sanity.reference_accuracy_mean == 2.0 and sanity.mismatched_accuracy_mean == 2.0
-    assert sanity.no_signal and sanity.verdict.startswith("NO SIGNAL")
+def test_judge_check_rates_count_failed_pairs_in_the_denominator():
+    check = judge_check_from_pairs("j", [pair(3, 1), pair(2, 2), pair(1, 3), pair(None, 2)], threshold=0.7)
+    assert [r.count for r in (check.reference_higher, check.ties, check.reversals, check.failed)] == [1, 1, 1, 1]
+    assert all(r.total == 4 for r in (check.reference_higher, check.ties, check.reversals, check.failed))
+    assert check.reference_accuracy_mean == 2.0 and check.mismatched_accuracy_mean == 2.0
+    assert check.no_signal and check.verdict.startswith("NO SIGNAL")
 
 
 @pytest.mark.parametrize("threshold, flagged", [(0.0, False), (0.5, False), (0.51, True), (1.0, True)])
 def test_no_signal_flag_follows_the_threshold(threshold, flagged):
-    sanity = judge_sanity("j", [pair(3, 1), pair(3, 1, 1), pair(2, 2, 2), pair(1, 2, 3)], threshold)
-    assert sanity.reference_higher.rate == 0.5
-    assert sanity.no_signal is flagged
-    assert ("NO SIGNAL" in sanity.verdict) is flagged
-    assert "2 of 4 pairs" in sanity.verdict
+    check = judge_check_from_pairs("j", [pair(3, 1), pair(3, 1, 1), pair(2, 2, 2), pair(1, 2, 3)], threshold)
+    assert check.reference_higher.rate == 0.5
+    assert check.no_signal is flagged
+    assert ("NO SIGNAL" in check.verdict) is flagged
+    assert "2 of 4 pairs" in check.verdict
 
 
 def test_no_pairs_means_no_signal():
-    sanity = judge_sanity("j", [], threshold=0.0)
-    assert sanity.no_signal and "could not be measured" in sanity.verdict
+    check = judge_check_from_pairs("j", [], threshold=0.0)
+    assert check.no_signal and "could not be measured" in check.verdict
 
 
 class KeyedJudge:
@@ -129,25 +129,25 @@ def matching_judge():
 def test_check_judge_pairs_each_reference_with_another_rows_and_uses_the_cache(tmp_path):
     cache = JudgeCache(tmp_path / "cache")
     judge = matching_judge()
-    sanity = check_judge(split(30), judge, cache, rows=10, threshold=0.7, seed=1)
-    assert sanity.pairs == 10 and len(judge.asked) == 20
-    assert all(p.id != p.mismatched_id for p in sanity.details)
-    assert {p.mismatched_id for p in sanity.details} == {p.id for p in sanity.details}  # a derangement of the sample
-    assert sanity.reference_higher.rate == 1.0 and not sanity.no_signal
+    check = run_judge_check(split(30), judge, cache, rows=10, threshold=0.7, seed=1)
+    assert check.pairs == 10 and len(judge.asked) == 20
+    assert all(p.id != p.mismatched_id for p in check.details)
+    assert {p.mismatched_id for p in check.details} == {p.id for p in check.details}  # a derangement of the sample
+    assert check.reference_higher.rate == 1.0 and not check.no_signal
     again = matching_judge()
-    assert check_judge(split(30), again, cache, rows=10, threshold=0.7, seed=1) == sanity
+    assert run_judge_check(split(30), again, cache, rows=10, threshold=0.7, seed=1) == check
     assert again.asked == []  # every verdict came from the cache
 
 
 def test_check_judge_flags_a_judge_that_scores_everything_alike():
-    sanity = check_judge(split(6), KeyedJudge(lambda prompt: verdict(2)), None, rows=20, threshold=0.7)
-    assert sanity.pairs == 6 and sanity.ties.rate == 1.0 and sanity.no_signal
+    check = run_judge_check(split(6), KeyedJudge(lambda prompt: verdict(2)), None, rows=20, threshold=0.7)
+    assert check.pairs == 6 and check.ties.rate == 1.0 and check.no_signal
 
 
 def test_check_judge_counts_unparseable_verdicts_as_failed():
-    sanity = check_judge(split(4), KeyedJudge(lambda prompt: "not json"), None, rows=4, threshold=0.7)
-    assert sanity.failed.count == 4 and sanity.reference_higher.count == 0
-    assert all(p.error and "invalid JSON" in p.error for p in sanity.details)
+    check = run_judge_check(split(4), KeyedJudge(lambda prompt: "not json"), None, rows=4, threshold=0.7)
+    assert check.failed.count == 4 and check.reference_higher.count == 0
+    assert all(p.error and "invalid JSON" in p.error for p in check.details)
 
 
 # in_order: winner with the first model's answer in position A; swapped: with it in position B.

@@ -11,9 +11,9 @@ from llm_engineering.evaluation.config import ConfigError, EvaluationConfig, par
 from llm_engineering.evaluation.models import resolve_model, short_name, split_variant
 from llm_engineering.evaluation.pairwise import PairwiseReport, PairwiseRow, tally
 from llm_engineering.evaluation.publishing import repo_name, trust_info
-from llm_engineering.evaluation.sanity import SanityPair, ScoringChecks, judge_sanity
+from llm_engineering.evaluation.judge_check import JudgeCheckPair, TrustChecks, judge_check_from_pairs
 from llm_engineering.evaluation.similarity import add_reference_similarity, cosine_similarities
-from llm_engineering.evaluation.summary import render_html, summarize, table_rows, trust_lines
+from llm_engineering.evaluation.summary import render_html, build_summary, table_rows, trust_lines
 
 
 def test_variants_give_one_model_its_own_sampling():
@@ -87,9 +87,9 @@ def evaluations(model, accuracy, similarity):
 
 def trust_inputs(rate_of_higher_pairs):
     higher = int(rate_of_higher_pairs * 4)
-    pairs = [SanityPair(id=str(i), mismatched_id=str(i + 1), reference_accuracy=3 if i < higher else 2,
+    pairs = [JudgeCheckPair(id=str(i), mismatched_id=str(i + 1), reference_accuracy=3 if i < higher else 2,
                         mismatched_accuracy=2) for i in range(4)]
-    checks = ScoringChecks(judge=judge_sanity("judge", pairs, threshold=0.7))
+    checks = TrustChecks(judge=judge_check_from_pairs("judge", pairs, threshold=0.7))
     report = PairwiseReport(comparisons=[tally("b", "a", "judge", [
         PairwiseRow(id="0", in_order="A", swapped="B", points=1.0), PairwiseRow(id="1", in_order="A", swapped="A", points=0.5)])])
     return checks, report
@@ -98,9 +98,9 @@ def trust_inputs(rate_of_higher_pairs):
 @pytest.mark.parametrize("discrimination, flagged", [(0.25, True), (1.0, False)])
 def test_summary_report_and_table_carry_the_trust_checks(discrimination, flagged):
     checks, report = trust_inputs(discrimination)
-    summary = summarize([evaluations("a", [2, 3], [0.5, 0.7]), evaluations("b", [3, 3], [0.6, None])],
+    summary = build_summary([evaluations("a", [2, 3], [0.5, 0.7]), evaluations("b", [3, 3], [0.6, None])],
                         checks=checks, pairwise=report)
-    assert summary.judge_sanity.no_signal is flagged
+    assert summary.judge_check.no_signal is flagged
     assert {m.model_id: m.similarity_mean for m in summary.models} == {"a": 0.6, "b": 0.6}
     assert {m.model_id: m.similarity_rows for m in summary.models} == {"a": 2, "b": 1}
     assert table_rows(summary)[0][3].startswith("0.60")  # the similarity column
@@ -109,7 +109,7 @@ def test_summary_report_and_table_carry_the_trust_checks(discrimination, flagged
     assert "Pairwise b vs a" in lines and "win rate 75%" in lines
     page = render_html(summary)
     assert ("NO SIGNAL" in page) is flagged
-    assert "Judge sanity check" in page and "Pairwise comparison" in page and page.count("<img") == 2
+    assert "Judge check" in page and "Pairwise comparison" in page and page.count("<img") == 2
     # ZenML stores the summary as JSON: the trust checks must survive the round trip.
     assert type(summary).model_validate_json(summary.model_dump_json()) == summary
 
@@ -117,7 +117,7 @@ def test_summary_report_and_table_carry_the_trust_checks(discrimination, flagged
 def test_dataset_card_facts_name_the_checks_and_this_models_comparisons():
     checks, report = trust_inputs(0.25)
     info = trust_info("a", checks, report)
-    assert info["judge sanity check"].startswith("NO SIGNAL")
+    assert info["judge check"].startswith("NO SIGNAL")
     assert "win rate of b 0.75" in info["pairwise b vs a"]
     assert "pairwise b vs a" not in trust_info("c", checks, report)
     assert trust_info("a") == {}

@@ -5,40 +5,40 @@ from zenml import log_metadata, step
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import EngineConfig, JudgeCheckConfig, JudgeConfig, SimilarityConfig
-from llm_engineering.evaluation.sanity import ScoringChecks, check_judge
+from llm_engineering.evaluation.judge_check import TrustChecks, run_judge_check
 from llm_engineering.evaluation.similarity import check_similarity, get_embedder
-from llm_engineering.infrastructure.judges import build_judge, open_cache
+from llm_engineering.infrastructure.judge_backends import build_judge, open_cache
 from llm_engineering.settings import get_settings
 
 
 @step
-def check_scoring(
+def check_trust(
     rows: Dataset,
     judge: JudgeConfig,
     engine: EngineConfig,
     judge_check: JudgeCheckConfig,
     similarity: SimilarityConfig,
-) -> Annotated[ScoringChecks, col.SCORING_CHECKS]:
-    """How far the scores can be trusted: the judge sanity check and the similarity metric's own check.
+) -> Annotated[TrustChecks, col.TRUST_CHECKS]:
+    """How far the scores can be trusted: the judge check and the similarity metric's own check.
 
     `rows` are any model's answers (they carry each instruction and its reference).
     """
-    checks = ScoringChecks()
+    checks = TrustChecks()
     if col.REFERENCE not in rows.column_names:
         checks.notes.append(f"trust checks skipped: the answers have no {col.REFERENCE!r} column")
         return checks
     if judge_check.rows and len(rows) < 2:
-        checks.notes.append(f"judge sanity check skipped: it needs at least 2 rows, the run has {len(rows)}")
+        checks.notes.append(f"judge check skipped: it needs at least 2 rows, the run has {len(rows)}")
     elif judge_check.rows:
         settings = get_settings()
         with open_cache(judge, settings) as cache:
-            checks.judge = check_judge(rows, build_judge(judge, engine, settings), cache,
+            checks.judge = run_judge_check(rows, build_judge(judge, engine, settings), cache,
                                        judge_check.rows, judge_check.threshold, judge_check.seed)
     if similarity.enabled and len(rows) >= 2:
         checks.similarity = check_similarity(rows, get_embedder(similarity.batch_size), judge_check.seed)
     metadata = {}
     if checks.judge:
-        metadata["judge_sanity"] = checks.judge.metadata()
+        metadata["judge_check"] = checks.judge.metadata()
     if checks.similarity:
         metadata["similarity_check"] = {"rate": checks.similarity.reference_higher.rate,
                                         "ci": checks.similarity.reference_higher.ci, "rows": checks.similarity.rows}

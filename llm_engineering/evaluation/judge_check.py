@@ -1,4 +1,4 @@
-"""Judge sanity check: can the judge tell a right answer from a wrong one at all?
+"""Judge check: can the judge tell a right answer from a wrong one at all?
 
 For a fixed sample of rows the judge scores, with the scoring prompt, each row's reference
 answer and a mismatched reference (another sampled row's, by a fixed derangement). A judge
@@ -23,7 +23,7 @@ from llm_engineering.evaluation.similarity import SimilarityCheck
 logger = logging.getLogger(__name__)
 
 
-class SanityPair(BaseModel):
+class JudgeCheckPair(BaseModel):
     """One checked row: the accuracy the judge gave its reference and a mismatched reference."""
 
     id: str
@@ -33,8 +33,8 @@ class SanityPair(BaseModel):
     error: Optional[str] = None
 
 
-class JudgeSanity(BaseModel):
-    """Figures of the judge sanity check. Rates are over every checked pair; a pair with a failed
+class JudgeCheck(BaseModel):
+    """Figures of the judge check. Rates are over every checked pair; a pair with a failed
     verdict counts as failed, never as a tie or dropped."""
 
     judge_model: str
@@ -48,7 +48,7 @@ class JudgeSanity(BaseModel):
     threshold: float
     no_signal: bool
     verdict: str = Field(description="the finding in plain words")
-    details: list[SanityPair] = Field(default_factory=list)
+    details: list[JudgeCheckPair] = Field(default_factory=list)
 
     def metadata(self) -> dict[str, Any]:
         """The figures as ZenML metadata (logged by the check step and by the summary)."""
@@ -60,10 +60,10 @@ class JudgeSanity(BaseModel):
         }
 
 
-class ScoringChecks(BaseModel):
-    """The `scoring_checks` artifact: how far the run's scores can be trusted."""
+class TrustChecks(BaseModel):
+    """The `trust_checks` artifact: how far the run's scores can be trusted."""
 
-    judge: Optional[JudgeSanity] = None
+    judge: Optional[JudgeCheck] = None
     similarity: Optional[SimilarityCheck] = None
     notes: list[str] = Field(default_factory=list, description="checks that were skipped, and why")
 
@@ -85,7 +85,7 @@ def judge_verdict_text(discrimination: Rate, threshold: float, no_signal: bool) 
     return f"The judge tells answers apart: {found}, at or above the {threshold:.0%} threshold."
 
 
-def judge_sanity(judge_id: str, pairs: list[SanityPair], threshold: float) -> JudgeSanity:
+def judge_check_from_pairs(judge_id: str, pairs: list[JudgeCheckPair], threshold: float) -> JudgeCheck:
     """Rates, intervals and the no-signal flag from the checked pairs (pure bookkeeping)."""
     scored = [p for p in pairs if p.reference_accuracy is not None and p.mismatched_accuracy is not None]
     higher = sum(p.reference_accuracy > p.mismatched_accuracy for p in scored)
@@ -93,7 +93,7 @@ def judge_sanity(judge_id: str, pairs: list[SanityPair], threshold: float) -> Ju
     total = len(pairs)
     discrimination = rate(higher, total)
     no_signal = discrimination.rate is None or discrimination.rate < threshold
-    return JudgeSanity(
+    return JudgeCheck(
         judge_model=judge_id,
         pairs=total,
         reference_higher=discrimination,
@@ -109,17 +109,17 @@ def judge_sanity(judge_id: str, pairs: list[SanityPair], threshold: float) -> Ju
     )
 
 
-def check_judge(
+def run_judge_check(
     dataset: Dataset,
     judge: JudgeBackend,
     cache: Optional[JudgeCache],
     rows: int,
     threshold: float,
     seed: int = 0,
-) -> JudgeSanity:
+) -> JudgeCheck:
     """Score `rows` sampled references and mismatched references with `judge`; see the module doc."""
     if col.REFERENCE not in dataset.column_names:
-        raise ValueError(f"the judge sanity check needs a {col.REFERENCE!r} column; the rows have {dataset.column_names}")
+        raise ValueError(f"the judge check needs a {col.REFERENCE!r} column; the rows have {dataset.column_names}")
     sample = sample_rows(len(dataset), rows, seed)
     mismatched = [sample[j] for j in derangement(len(sample), seed)]
     instructions, references, ids = dataset[col.INSTRUCTION], dataset[col.REFERENCE], dataset[col.ID]
@@ -137,8 +137,8 @@ def check_judge(
     pairs = []
     for k, (i, m) in enumerate(zip(sample, mismatched)):
         (ref, ref_error), (mis, mis_error) = accuracy(k), accuracy(len(sample) + k)
-        pairs.append(SanityPair(id=str(ids[i]), mismatched_id=str(ids[m]), reference_accuracy=ref,
+        pairs.append(JudgeCheckPair(id=str(ids[i]), mismatched_id=str(ids[m]), reference_accuracy=ref,
                                 mismatched_accuracy=mis, error=ref_error or mis_error))
-    sanity = judge_sanity(judge.judge_id, pairs, threshold)
-    logger.info("Judge sanity check: %s", sanity.verdict)
-    return sanity
+    check = judge_check_from_pairs(judge.judge_id, pairs, threshold)
+    logger.info("Judge check: %s", check.verdict)
+    return check
