@@ -70,6 +70,7 @@ bench-ray: install
 
 lint: install
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 
 clean:
 	rm -rf $(VENV) outputs .pytest_cache
