@@ -70,7 +70,7 @@ bench-ray: install
 
 lint: install
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/lint-imports
+	$(VENV)/bin/lint-imports --no-logo
 
 clean:
 	rm -rf $(VENV) outputs .pytest_cache
