@@ -8,7 +8,7 @@ from llm_engineering.evaluation.config import DatasetConfig, PromptConfig
 from llm_engineering.evaluation.dataset import (
     DatasetError,
     embedded_split_path,
-    load_test_split,
+    read_test_split,
     validate_split,
     with_prompts,
 )
@@ -23,7 +23,7 @@ ROWS = [{"instruction": f"Explain topic {i}.", "output": f"Topic {i} is explaine
 
 
 def test_embedded_split_is_a_valid_test_split_of_at_least_40_rows():
-    split = load_test_split(DatasetConfig())
+    split = read_test_split(DatasetConfig())
     assert len(split) >= 40
     assert split.column_names == [col.ID, col.INSTRUCTION, col.REFERENCE]
     assert len(set(split[col.ID])) == len(split)
@@ -35,7 +35,7 @@ def test_local_files_load_with_output_as_reference(tmp_path, suffix):
     path = tmp_path / f"data.{suffix}"
     {"jsonl": lambda: dataset.to_json(str(path)), "json": lambda: dataset.to_json(str(path)),
      "parquet": lambda: dataset.to_parquet(str(path)), "csv": lambda: dataset.to_csv(str(path), index=False)}[suffix]()
-    split = load_test_split(DatasetConfig(source=str(path), limit=5))
+    split = read_test_split(DatasetConfig(source=str(path), limit=5))
     assert len(split) == 5
     assert split[0][col.REFERENCE] == "Topic 0 is explained."
     assert split[col.ID] == ["0", "1", "2", "3", "4"]
@@ -45,15 +45,15 @@ def test_save_to_disk_folder_with_test_split(tmp_path):
     from datasets import DatasetDict
 
     DatasetDict({"test": Dataset.from_list(ROWS), "train": Dataset.from_list(ROWS[:2])}).save_to_disk(tmp_path / "d")
-    assert len(load_test_split(DatasetConfig(source=str(tmp_path / "d")))) == 12
+    assert len(read_test_split(DatasetConfig(source=str(tmp_path / "d")))) == 12
     with pytest.raises(DatasetError, match="no 'validation' split"):
-        load_test_split(DatasetConfig(source=str(tmp_path / "d"), split="validation"))
+        read_test_split(DatasetConfig(source=str(tmp_path / "d"), split="validation"))
 
 
 def test_dummy_mode_keeps_ten_rows_and_limit_wins_when_smaller(tmp_path):
     path = write_jsonl(tmp_path / "d.jsonl", ROWS)
-    assert len(load_test_split(DatasetConfig(source=str(path), dummy=True))) == 10
-    assert len(load_test_split(DatasetConfig(source=str(path), dummy=True, limit=3))) == 3
+    assert len(read_test_split(DatasetConfig(source=str(path), dummy=True))) == 10
+    assert len(read_test_split(DatasetConfig(source=str(path), dummy=True, limit=3))) == 3
 
 
 @pytest.mark.parametrize(
@@ -80,17 +80,17 @@ def test_empty_split_is_rejected(tmp_path):
 
 def test_missing_and_unsupported_files_are_named(tmp_path):
     with pytest.raises(DatasetError, match="not found"):
-        load_test_split(DatasetConfig(source=str(tmp_path / "missing.jsonl")))
+        read_test_split(DatasetConfig(source=str(tmp_path / "missing.jsonl")))
     (tmp_path / "notes.txt").write_text("x")
     with pytest.raises(DatasetError, match="unsupported file type"):
-        load_test_split(DatasetConfig(source=str(tmp_path / "notes.txt")))
+        read_test_split(DatasetConfig(source=str(tmp_path / "notes.txt")))
     (tmp_path / "broken.jsonl").write_text("{not json\n")
     with pytest.raises(DatasetError, match="Cannot read"):
-        load_test_split(DatasetConfig(source=str(tmp_path / "broken.jsonl")))
+        read_test_split(DatasetConfig(source=str(tmp_path / "broken.jsonl")))
     # A file cut off mid-row: the parser's own reason is shown, not the datasets wrapper's.
     (tmp_path / "cut.jsonl").write_text('{"instruction": "a", "output": "b"}\n{"instruction": "c", "outp')
     with pytest.raises(DatasetError, match=r"Cannot read .*cut.jsonl' \((?!DatasetGenerationError)\w+Error: .+\)"):
-        load_test_split(DatasetConfig(source=str(tmp_path / "cut.jsonl")))
+        read_test_split(DatasetConfig(source=str(tmp_path / "cut.jsonl")))
 
 
 def test_prompts_use_the_alpaca_template_or_keep_the_instruction_for_chat():
