@@ -49,7 +49,7 @@ browser:
 # A local ZenML server with the dashboard, serving this machine's ZenML store (runs, artifacts,
 # metadata, the HTML summary). The client then talks to it; `make dashboard-stop` goes back.
 dashboard: install
-	$(PY) -c "from llm_engineering.infrastructure.zenml_dashboard import skip_onboarding; skip_onboarding()"
+	$(PY) tools/dashboard.py
 	ZENML_AUTO_OPEN_DASHBOARD=false $(VENV)/bin/zenml login --local --port $(DASHBOARD_PORT)
 	@echo "Dashboard: http://127.0.0.1:$(DASHBOARD_PORT) (stop it with: make dashboard-stop)"
 

@@ -23,7 +23,7 @@ from llm_engineering.evaluation.dataset import read_test_split  # noqa: E402
 from llm_engineering.evaluation.judge import score_answers  # noqa: E402
 from llm_engineering.evaluation.models import resolve_model  # noqa: E402
 from llm_engineering.infrastructure.openai_judge import OpenAIJudge  # noqa: E402
-from llm_engineering.infrastructure.vllm_server import vllm_server  # noqa: E402
+from tests.support.vllm_server import vllm_server  # noqa: E402
 from llm_engineering.settings import get_settings  # noqa: E402
 
 

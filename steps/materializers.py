@@ -19,7 +19,8 @@ from zenml.io import fileio
 from zenml.materializers.base_materializer import BaseMaterializer
 from zenml.materializers.pydantic_materializer import PydanticMaterializer
 
-from llm_engineering.evaluation.summary import EvaluationSummary, render_html
+from llm_engineering.evaluation.report_html import render_html
+from llm_engineering.evaluation.summary import EvaluationSummary
 
 _PREVIEW_ROWS = 20
 _PREVIEW_CHARS = 300

@@ -13,13 +13,23 @@ import shutil
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from datasets import Dataset
 from huggingface_hub import DatasetCard, DatasetCardData
 from pydantic import BaseModel
 
 from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.trust_text import (
+    SIMILARITY_METRIC,
+    pairwise_finding,
+    pairwise_name,
+    similarity_check_finding,
+)
+
+if TYPE_CHECKING:  # read only: publishing needs no judge code loaded
+    from llm_engineering.evaluation.judge_check import TrustChecks
+    from llm_engineering.evaluation.pairwise import PairwiseReport
 
 logger = logging.getLogger(__name__)
 
@@ -75,27 +85,23 @@ def card_info(results: Dataset, extra: dict[str, Any]) -> dict[str, Any]:
                           f"{scores.style_mean} (95% CI {scores.style_ci}), {scores.scored} scored, "
                           f"{scores.failed} failed")
         if scores.similarity_mean is not None:
-            info["reference similarity"] = (f"{scores.similarity_mean} (95% CI {scores.similarity_ci}; cosine of "
-                                            f"answer and reference embeddings, {scores.similarity_rows} rows)")
+            info["reference similarity"] = (f"{scores.similarity_mean} (95% CI {scores.similarity_ci}; "
+                                            f"{SIMILARITY_METRIC}, {scores.similarity_rows} rows)")
     return info
 
 
-def trust_info(model_id: str, checks: Any = None, pairwise: Any = None) -> dict[str, Any]:
+def trust_info(model_id: str, checks: Optional[TrustChecks] = None,
+               pairwise: Optional[PairwiseReport] = None) -> dict[str, Any]:
     """Card facts on how far the scores can be trusted: judge check, similarity metric
     check, and the pairwise comparisons this model took part in."""
     info: dict[str, Any] = {}
     if checks is not None and checks.judge is not None:
         info["judge check"] = checks.judge.verdict
     if checks is not None and checks.similarity is not None:
-        info["similarity metric check"] = (f"an instruction is closer to its own reference than to a mismatched "
-                                           f"one in {checks.similarity.reference_higher.describe()} of rows")
+        info["similarity metric check"] = similarity_check_finding(checks.similarity)
     for c in pairwise.comparisons if pairwise is not None else []:
         if model_id in (c.model_a, c.model_b):
-            win = "n/a" if c.win_rate is None else f"{c.win_rate:.2f} (95% CI {c.win_rate_ci})"
-            info[f"pairwise {c.model_a} vs {c.model_b}"] = (
-                f"win rate of {c.model_a} {win}; wins {c.wins.describe()}, ties {c.ties.describe()}, losses "
-                f"{c.losses.describe()}, failed {c.failed.describe()}; the two orders disagreed in "
-                f"{c.order_disagreement.describe()}")
+            info[f"pairwise {pairwise_name(c)}"] = pairwise_finding(c)
     return info
 
 

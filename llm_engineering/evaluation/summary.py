@@ -1,14 +1,12 @@
-"""Aggregate judge scores per model, compare models, and render the report (HTML and table).
+"""The `evaluation_summary` artifact: judge scores aggregated per model, models compared, and the
+run's trust checks attached.
 
-Beside the scores, the report says how far they can be trusted: the judge check (with a
-plain-words "no signal" flag), reference similarity, and pairwise comparisons.
+ZenML stores these models' import path with each artifact: keep them here. The report that shows
+a summary is apart: `report_text` (table, trust lines), `report_plots`, `report_html`.
 """
 
 from __future__ import annotations
 
-import base64
-import html
-import io
 from datetime import datetime, timezone
 from typing import Optional
 
@@ -16,16 +14,12 @@ from datasets import Dataset
 from pydantic import BaseModel, Field
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.config import JudgeConfig
 from llm_engineering.evaluation.generation import GenerationStats
 from llm_engineering.evaluation.pairwise import PairwiseComparison, PairwiseReport
 from llm_engineering.evaluation.rates import bootstrap_ci
 from llm_engineering.evaluation.judge_check import JudgeCheck, TrustChecks
 from llm_engineering.evaluation.similarity import SimilarityCheck
 
-
-# USD per million tokens (input, output), list prices when written; override in the judge config.
-KNOWN_PRICES = {"gpt-4o-mini": (0.15, 0.60), "gpt-4o": (2.50, 10.00), "gpt-4.1-mini": (0.40, 1.60)}
 
 class JudgeUsage(BaseModel):
     """Judge requests of this scoring: new calls, cache hits, tokens and estimated cost."""
@@ -95,6 +89,8 @@ def _counts(values: list[int]) -> dict[str, int]:
 
 
 def judge_usage(rows: list[dict], prices: Optional[tuple[float, float]] = None) -> JudgeUsage:
+    """Fresh judge calls, cache hits and tokens of these rows; the cost when `prices` (USD per
+    million input, output tokens) are known."""
     fresh = [r for r in rows if r.get(col.JUDGE_RAW) is not None and not r.get(col.JUDGE_CACHED)]
     prompt = sum(r.get(col.JUDGE_PROMPT_TOKENS) or 0 for r in fresh)
     completion = sum(r.get(col.JUDGE_COMPLETION_TOKENS) or 0 for r in fresh)
@@ -202,254 +198,3 @@ def build_summary(
         pairwise=pairwise.comparisons if pairwise else [],
         notes=checks.notes if checks else [],
     )
-
-
-def _fmt(value: Optional[float], digits: int = 2) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
-
-
-TABLE_HEADER = ["model", "accuracy (95% CI)", "style (95% CI)", "similarity (95% CI)", "scored", "failed",
-                "output tok/s", "judge calls", "judge cost $"]
-
-
-def _with_ci(mean: Optional[float], ci: Optional[list[float]]) -> str:
-    return _fmt(mean) + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
-
-
-def table_rows(summary: EvaluationSummary) -> list[list[str]]:
-    """Rows for the CLI table and the HTML report, in ranking order."""
-    by_id = {s.model_id: s for s in summary.models}
-    return [
-        [
-            s.model_id,
-            _with_ci(s.accuracy_mean, s.accuracy_ci),
-            _with_ci(s.style_mean, s.style_ci),
-            _with_ci(s.similarity_mean, s.similarity_ci),
-            f"{s.scored}/{s.rows}",
-            str(s.failed),
-            _fmt(s.tokens_per_second, 1),
-            f"{s.judge_usage.calls} (+{s.judge_usage.cached} cached)",
-            _fmt(s.judge_usage.estimated_cost_usd, 4),
-        ]
-        for s in (by_id[model_id] for model_id in summary.ranking)
-    ]
-
-
-def comparison_rows(summary: EvaluationSummary) -> list[list[str]]:
-    return [
-        [f"{c.model_a} - {c.model_b}", c.criterion, _with_ci(c.difference, c.ci), str(c.paired_rows)]
-        for c in summary.comparisons
-    ]
-
-
-def _rate_with_ci(value: Optional[float], ci: Optional[list[float]]) -> str:
-    return "n/a" if value is None else f"{value:.0%}" + (f" [{ci[0]:.0%}, {ci[1]:.0%}]" if ci else "")
-
-
-JUDGE_CHECK_HEADER = ["judge", "pairs", "reference higher", "ties", "reversals", "failed",
-                 "mean accuracy: reference / mismatched", "threshold"]
-PAIRWISE_HEADER = ["model A vs model B", "win rate of A (95% CI)", "A wins", "ties", "A loses", "failed",
-                   "orders disagree", "first position chosen"]
-
-
-def judge_check_rows(summary: EvaluationSummary) -> list[list[str]]:
-    s = summary.judge_check
-    if s is None:
-        return []
-    return [[s.judge_model, str(s.pairs), s.reference_higher.describe(), s.ties.describe(), s.reversals.describe(),
-             s.failed.describe(), f"{_fmt(s.reference_accuracy_mean)} / {_fmt(s.mismatched_accuracy_mean)}",
-             f"{s.threshold:.0%}"]]
-
-
-def pairwise_rows(summary: EvaluationSummary) -> list[list[str]]:
-    return [
-        [f"{p.model_a} vs {p.model_b}", _rate_with_ci(p.win_rate, p.win_rate_ci), p.wins.describe(),
-         p.ties.describe(), p.losses.describe(), p.failed.describe(), p.order_disagreement.describe(),
-         p.position_a_preferred.describe()]
-        for p in summary.pairwise
-    ]
-
-
-def trust_lines(summary: EvaluationSummary) -> list[str]:
-    """How far the scores can be trusted, in plain words (CLI, logs)."""
-    lines = []
-    if summary.judge_check:
-        s = summary.judge_check
-        lines.append(f"Judge check ({s.judge_model}): {s.verdict}")
-        lines.append(f"  {s.pairs} pairs: reference higher {s.reference_higher.describe()}, ties "
-                     f"{s.ties.describe()}, reversals {s.reversals.describe()}, failed {s.failed.describe()}")
-    if summary.similarity_check:
-        c = summary.similarity_check
-        lines.append(f"Similarity metric check ({c.embedding_model}): an instruction is closer to its own reference "
-                     f"than to a mismatched one in {c.reference_higher.describe()} of rows "
-                     f"(mean cosine {_fmt(c.reference_mean)} vs {_fmt(c.mismatched_mean)})")
-    for p in summary.pairwise:
-        lines.append(f"Pairwise {p.model_a} vs {p.model_b} (each pair judged in both orders): win rate "
-                     f"{_rate_with_ci(p.win_rate, p.win_rate_ci)}; wins {p.wins.describe()}, ties "
-                     f"{p.ties.describe()}, losses {p.losses.describe()}, failed {p.failed.describe()}; "
-                     f"the two orders disagreed in {p.order_disagreement.describe()}")
-    return lines + [f"Note: {note}" for note in summary.notes]
-
-
-def _stacked_bar(axis, y: float, parts: list[tuple[str, Optional[float], str]], label_parts: bool) -> None:
-    left = 0.0
-    for name, value, colour in parts:
-        value = value or 0.0
-        axis.barh(y, value, left=left, color=colour, label=name if label_parts else None)
-        left += value
-
-
-def _label(model_id: str) -> str:
-    """A model id short enough for a plot axis: the last path part, its settings on a line of their own."""
-    name, at, settings = model_id.rpartition("@") if "=" in model_id.rpartition("@")[2] else (model_id, "", "")
-    return name.rstrip("/").split("/")[-1] + (f"\n@{settings}" if at else "")
-
-
-def trust_png(summary: EvaluationSummary) -> Optional[bytes]:
-    """Judge check outcomes, pairwise outcomes and win rates, and mean reference similarity."""
-    panels = [name for name, present in (("judge_check", summary.judge_check), ("pairwise", summary.pairwise),
-                                          ("similarity", any(m.similarity_mean is not None for m in summary.models)))
-              if present]
-    if not panels:
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
-    figure, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.2), squeeze=False)
-    for axis, panel in zip(axes[0], panels):
-        if panel == "judge_check":
-            s = summary.judge_check
-            _stacked_bar(axis, 0, [("reference higher", s.reference_higher.rate, "tab:green"),
-                                   ("tie", s.ties.rate, "tab:gray"), ("reversal", s.reversals.rate, "tab:red"),
-                                   ("failed", s.failed.rate, "black")], True)
-            axis.axvline(s.threshold, color="tab:blue", linestyle="--", label=f"threshold {s.threshold:.0%}")
-            axis.set_yticks([0], ["judge"])
-            axis.set_title("Judge check" + (" - NO SIGNAL" if s.no_signal else ""),
-                           color="tab:red" if s.no_signal else "black")
-            axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
-        elif panel == "pairwise":
-            for y, p in enumerate(summary.pairwise):
-                _stacked_bar(axis, y, [("wins", p.wins.rate, "tab:green"), ("ties", p.ties.rate, "tab:gray"),
-                                       ("losses", p.losses.rate, "tab:red"), ("failed", p.failed.rate, "black")], y == 0)
-                if p.win_rate is not None:
-                    low, high = p.win_rate_ci or [p.win_rate, p.win_rate]
-                    axis.errorbar(p.win_rate, y, xerr=[[p.win_rate - low], [high - p.win_rate]], fmt="o",
-                                  color="tab:blue", capsize=4, label="win rate (95% CI)" if y == 0 else None)
-            axis.set_yticks(range(len(summary.pairwise)),
-                            [f"{_label(p.model_a)}\nvs {_label(p.model_b)}" for p in summary.pairwise], fontsize=7)
-            axis.set_title("Pairwise, both orders")
-            axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
-        else:
-            scored = [m for m in summary.models if m.similarity_mean is not None]
-            for y, m in enumerate(scored):
-                low, high = m.similarity_ci or [m.similarity_mean, m.similarity_mean]
-                axis.errorbar(m.similarity_mean, y, xerr=[[m.similarity_mean - low], [high - m.similarity_mean]],
-                              fmt="o", capsize=4, color="tab:purple")
-            axis.set_yticks(range(len(scored)), [_label(m.model_id) for m in scored], fontsize=7)
-            axis.set_ylim(-0.5, len(scored) - 0.5)
-            axis.set_xlabel("mean cosine similarity (95% CI)")
-            axis.set_xlim(0, 1)
-            axis.set_title("Answer-reference similarity")
-        if panel != "similarity":
-            axis.set_xlim(0, 1)
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=90)
-    plt.close(figure)
-    return buffer.getvalue()
-
-
-def distribution_png(summary: EvaluationSummary) -> bytes:
-    """Bar charts of accuracy and style score counts per model."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
-    figure, axes = plt.subplots(1, 2, figsize=(9, 3.2), sharey=True)
-    width = 0.8 / max(1, len(summary.models))
-    for axis, criterion in zip(axes, ("accuracy", "style")):
-        for k, model in enumerate(summary.models):
-            counts = getattr(model, f"{criterion}_counts")
-            axis.bar([s + k * width for s in (1, 2, 3)], [counts[str(s)] for s in (1, 2, 3)],
-                     width=width, label=model.model_id)
-        axis.set_xticks([s + width * (len(summary.models) - 1) / 2 for s in (1, 2, 3)], ["1", "2", "3"])
-        axis.set_title(f"{criterion} scores")
-        axis.set_xlabel("score")
-    axes[0].set_ylabel("answers")
-    axes[1].legend(fontsize=8)
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=90)
-    plt.close(figure)
-    return buffer.getvalue()
-
-
-def _html_table(header: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
-
-
-def _trust_html(summary: EvaluationSummary) -> str:
-    parts = []
-    judge_check = summary.judge_check
-    if judge_check:
-        style = "background:#fdd;border:2px solid #c00" if judge_check.no_signal else "background:#efe;border:1px solid #393"
-        parts.append(f"<h3>Judge check</h3><p style='{style};padding:8px'>{html.escape(judge_check.verdict)}</p>"
-                     + _html_table(JUDGE_CHECK_HEADER, judge_check_rows(summary))
-                     + "<p>The judge scored each sampled row's reference answer and another row's reference "
-                     "(a fixed derangement) with the scoring prompt; rates are over all pairs, with 95% Wilson "
-                     "intervals.</p>")
-    check = summary.similarity_check
-    if check:
-        parts.append(f"<h3>Reference similarity</h3><p>Cosine similarity of answer and reference embeddings "
-                     f"({html.escape(check.embedding_model)}), no judge needed; shown per model in the table "
-                     f"above. The metric itself: an instruction is closer to its own reference than to a "
-                     f"mismatched one in {html.escape(check.reference_higher.describe())} of rows (mean cosine "
-                     f"{_fmt(check.reference_mean)} vs {_fmt(check.mismatched_mean)}).</p>")
-    if summary.pairwise:
-        parts.append("<h3>Pairwise comparison (each pair judged twice, positions swapped)</h3>"
-                     + _html_table(PAIRWISE_HEADER, pairwise_rows(summary))
-                     + "<p>Win rate: model A's mean points over judged pairs (win 1, tie 0.5, loss 0; the two "
-                     "orders averaged), with a 95% bootstrap interval.</p>")
-    parts += [f"<p>Note: {html.escape(note)}</p>" for note in summary.notes]
-    plot = trust_png(summary)
-    if plot:
-        parts.append(f"<img alt='trust checks' src='data:image/png;base64,{base64.b64encode(plot).decode()}'>")
-    return "".join(parts)
-
-
-def render_html(summary: EvaluationSummary) -> str:
-    """A self-contained HTML report (the dashboard visualization of `evaluation_summary`)."""
-    plot = base64.b64encode(distribution_png(summary)).decode()
-    comparisons = (
-        "<h3>Model comparisons (paired on rows both scored)</h3>"
-        + _html_table(["difference", "criterion", "mean (95% CI)", "paired rows"], comparison_rows(summary))
-        if summary.comparisons else ""
-    )
-    return (
-        "<html><head><meta charset='utf-8'><title>Evaluation summary</title>"
-        "<style>body{font-family:sans-serif}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:4px 8px}</style></head><body>"
-        f"<h2>Evaluation summary</h2><p>Judge: {html.escape(summary.judge_model)} &middot; "
-        f"{html.escape(summary.created_at)}</p>"
-        + _html_table(TABLE_HEADER, table_rows(summary))
-        + "<p>Means are over scored rows (scores 1-3), with 95% bootstrap intervals; rows whose "
-        "verdict failed are counted as failed, never averaged.</p>"
-        + comparisons
-        + _trust_html(summary)
-        + f"<h3>Score distributions</h3><img alt='score distributions' src='data:image/png;base64,{plot}'>"
-        + "</body></html>"
-    )
-
-
-def judge_prices(judge: JudgeConfig) -> Optional[tuple[float, float]]:
-    """(input, output) USD per million tokens: from the config, else list prices of OpenAI models."""
-    if judge.price_per_million_input is not None or judge.price_per_million_output is not None:
-        return (judge.price_per_million_input or 0.0, judge.price_per_million_output or 0.0)
-    if judge.backend == "openai" and judge.base_url is None:
-        return KNOWN_PRICES.get(judge.model)
-    return None

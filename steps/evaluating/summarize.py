@@ -4,10 +4,12 @@ from datasets import Dataset
 from zenml import log_metadata, step
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation import summary as report
 from llm_engineering.evaluation.config import JudgeConfig
 from llm_engineering.evaluation.generation import GenerationStats
 from llm_engineering.evaluation.pairwise import PairwiseReport
+from llm_engineering.evaluation.prices import judge_prices
+from llm_engineering.evaluation.report_text import trust_lines
+from llm_engineering.evaluation.summary import EvaluationSummary, build_summary
 from llm_engineering.evaluation.judge_check import TrustChecks
 from steps.materializers import EvaluationSummaryMaterializer
 
@@ -19,14 +21,14 @@ def summarize(
     judge: JudgeConfig,
     checks: Optional[TrustChecks] = None,
     pairwise: Optional[PairwiseReport] = None,
-) -> Annotated[report.EvaluationSummary, col.EVALUATION_SUMMARY]:
+) -> Annotated[EvaluationSummary, col.EVALUATION_SUMMARY]:
     """Aggregate scores per model, compare models, and say how far the scores can be trusted
     (the artifact renders as an HTML report)."""
-    summary = report.build_summary(evaluations, generation_stats, report.judge_prices(judge), checks, pairwise)
+    summary = build_summary(evaluations, generation_stats, judge_prices(judge), checks, pairwise)
     log_metadata(
         metadata={
             "ranking": summary.ranking,
-            "trust": report.trust_lines(summary),
+            "trust": trust_lines(summary),
             **({"judge_check": summary.judge_check.metadata()} if summary.judge_check else {}),
             # Nested: ZenML refuses colons in top-level keys, and a model id may hold one.
             **({"pairwise": {f"{c.model_a} vs {c.model_b}": c.metadata() for c in summary.pairwise}}

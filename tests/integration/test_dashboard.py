@@ -18,8 +18,8 @@ import pytest
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import EvaluationConfig
-from llm_engineering.infrastructure.zenml_dashboard import run_page_url, skip_onboarding, visualization_url
 from llm_engineering.infrastructure.zenml_runs import step_output
+from tools.dashboard import skip_onboarding
 
 pytestmark = pytest.mark.slow
 
@@ -30,6 +30,16 @@ def _zenml(*args, timeout):
     env = {**os.environ, "ZENML_AUTO_OPEN_DASHBOARD": "false"}
     return subprocess.run([str(Path(sys.executable).parent / "zenml"), *args], env=env, capture_output=True,
                           text=True, timeout=timeout)
+
+
+def run_page_url(server_url, run_id, project="default"):
+    """The dashboard page of one pipeline run."""
+    return f"{server_url.rstrip('/')}/projects/{project}/runs/{run_id}"
+
+
+def visualization_url(server_url, artifact_version_id, index=0):
+    """The server endpoint that serves an artifact's visualization (the HTML summary report)."""
+    return f"{server_url.rstrip('/')}/api/v1/artifact_versions/{artifact_version_id}/visualize?index={index}"
 
 
 def _get_json(url):

@@ -134,7 +134,7 @@ def test_several_models_get_one_generations_artifact_each_a_comparison_and_a_pai
     from zenml.client import Client
 
     from llm_engineering.evaluation.models import resolve_model
-    from llm_engineering.evaluation.summary import trust_lines
+    from llm_engineering.evaluation.report_text import trust_lines
     from llm_engineering.settings import get_settings
     from pipelines.evaluating import evaluating
 

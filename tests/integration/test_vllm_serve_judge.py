@@ -16,9 +16,9 @@ from llm_engineering.evaluation.judge import score_answers
 from llm_engineering.evaluation.judge_cache import JudgeCache
 from llm_engineering.evaluation.models import resolve_model
 from llm_engineering.infrastructure.openai_judge import OpenAIJudge
-from llm_engineering.infrastructure.vllm_server import ServerError
-from llm_engineering.infrastructure.vllm_server import vllm_server as serve
 from llm_engineering.settings import get_settings
+from tests.support.vllm_server import ServerError
+from tests.support.vllm_server import vllm_server as serve
 
 pytestmark = pytest.mark.slow
 

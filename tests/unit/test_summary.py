@@ -6,7 +6,9 @@ from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.generation import GenerationStats
-from llm_engineering.evaluation.summary import model_scores, render_html, build_summary, table_rows
+from llm_engineering.evaluation.report_html import render_html
+from llm_engineering.evaluation.report_text import table_rows
+from llm_engineering.evaluation.summary import build_summary, model_scores
 
 CASES = json.loads((Path(__file__).parent / "cases" / "aggregation.json").read_text())
 
@@ -60,7 +62,7 @@ def test_model_scores_rejects_mixed_models():
 
 
 def test_bootstrap_interval_brackets_the_mean_and_needs_two_values():
-    from llm_engineering.evaluation.summary import bootstrap_ci
+    from llm_engineering.evaluation.rates import bootstrap_ci
 
     low, high = bootstrap_ci([1, 2, 3, 3, 2, 1, 2, 3])
     assert low <= 2.125 <= high and 1 <= low < high <= 3
@@ -92,7 +94,8 @@ def test_summary_compares_each_model_with_the_first_and_renders_a_plot():
 
 def test_judge_usage_counts_fresh_calls_and_prices_known_models():
     from llm_engineering.evaluation.config import JudgeConfig
-    from llm_engineering.evaluation.summary import judge_prices, judge_usage
+    from llm_engineering.evaluation.prices import judge_prices
+    from llm_engineering.evaluation.summary import judge_usage
 
     rows = [
         {col.JUDGE_RAW: "{}", col.JUDGE_CACHED: False, col.JUDGE_PROMPT_TOKENS: 1000, col.JUDGE_COMPLETION_TOKENS: 100},

@@ -13,7 +13,9 @@ from llm_engineering.evaluation.pairwise import PairwiseReport, PairwiseRow, tal
 from llm_engineering.evaluation.publishing import repo_name, trust_info
 from llm_engineering.evaluation.judge_check import JudgeCheckPair, TrustChecks, judge_check_from_pairs
 from llm_engineering.evaluation.similarity import add_reference_similarity, cosine_similarities
-from llm_engineering.evaluation.summary import render_html, build_summary, table_rows, trust_lines
+from llm_engineering.evaluation.report_html import render_html
+from llm_engineering.evaluation.report_text import table_rows, trust_lines
+from llm_engineering.evaluation.summary import build_summary
 
 
 def test_variants_give_one_model_its_own_sampling():
@@ -118,7 +120,7 @@ def test_dataset_card_facts_name_the_checks_and_this_models_comparisons():
     checks, report = trust_inputs(0.25)
     info = trust_info("a", checks, report)
     assert info["judge check"].startswith("NO SIGNAL")
-    assert "win rate of b 0.75" in info["pairwise b vs a"]
+    assert "win rate 75%" in info["pairwise b vs a"]
     assert "pairwise b vs a" not in trust_info("c", checks, report)
     assert trust_info("a") == {}
 

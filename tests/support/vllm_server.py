@@ -1,4 +1,4 @@
-"""Start an OpenAI-compatible `vllm serve` on 127.0.0.1 (for a local judge endpoint, tests, benchmarks)."""
+"""Start an OpenAI-compatible `vllm serve` on 127.0.0.1 for tests and benchmarks (a real judge endpoint)."""
 
 from __future__ import annotations
 

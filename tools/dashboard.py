@@ -1,4 +1,7 @@
-"""The local ZenML dashboard (`make dashboard`): `zenml login --local` serves this machine's store.
+"""Prepare the local ZenML dashboard; `make dashboard` runs this, then `zenml login --local`,
+which serves this machine's store.
+
+    .venv/bin/python tools/dashboard.py
 
 A fresh server sends its user to a sign-up survey before any page; the local user is marked
 as onboarded here instead. ZenML's REST API drops that field on update (0.98), so it is set
@@ -10,8 +13,6 @@ from __future__ import annotations
 import logging
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_PORT = 8237
 
 
 def skip_onboarding() -> bool:
@@ -29,11 +30,5 @@ def skip_onboarding() -> bool:
     return True
 
 
-def run_page_url(server_url: str, run_id: str, project: str = "default") -> str:
-    """The dashboard page of one pipeline run."""
-    return f"{server_url.rstrip('/')}/projects/{project}/runs/{run_id}"
-
-
-def visualization_url(server_url: str, artifact_version_id: str, index: int = 0) -> str:
-    """The server endpoint that serves an artifact's visualization (the HTML summary report)."""
-    return f"{server_url.rstrip('/')}/api/v1/artifact_versions/{artifact_version_id}/visualize?index={index}"
+if __name__ == "__main__":
+    skip_onboarding()

@@ -1,0 +1,90 @@
+"""The evaluation summary as a self-contained HTML page (the dashboard visualization of `evaluation_summary`)."""
+
+from __future__ import annotations
+
+import base64
+import html
+
+from llm_engineering.evaluation.report_plots import distribution_png, trust_png
+from llm_engineering.evaluation.report_text import (
+    COMPARISON_HEADER,
+    JUDGE_CHECK_HEADER,
+    PAIRWISE_HEADER,
+    TABLE_HEADER,
+    comparison_rows,
+    judge_check_rows,
+    pairwise_rows,
+    table_rows,
+)
+from llm_engineering.evaluation.summary import EvaluationSummary
+from llm_engineering.evaluation.trust_text import (
+    JUDGE_CHECK_METHOD,
+    PAIRWISE_METHOD,
+    SCORES_METHOD,
+    SIMILARITY_METRIC,
+    WIN_RATE_DEFINITION,
+    note_text,
+    similarity_check_finding,
+)
+
+
+def _html_table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _text(words: str) -> str:
+    # Element content: only &, < and > need escaping (apostrophes stay as written).
+    return html.escape(words, quote=False)
+
+
+def _png_img(alt: str, png: bytes) -> str:
+    return f"<img alt='{alt}' src='data:image/png;base64,{base64.b64encode(png).decode()}'>"
+
+
+def _trust_html(summary: EvaluationSummary) -> str:
+    parts = []
+    judge_check = summary.judge_check
+    if judge_check:
+        style = "background:#fdd;border:2px solid #c00" if judge_check.no_signal else "background:#efe;border:1px solid #393"
+        parts.append(f"<h3>Judge check</h3><p style='{style};padding:8px'>{html.escape(judge_check.verdict)}</p>"
+                     + _html_table(JUDGE_CHECK_HEADER, judge_check_rows(summary))
+                     + f"<p>{_text(JUDGE_CHECK_METHOD)}</p>")
+    check = summary.similarity_check
+    if check:
+        metric = SIMILARITY_METRIC[0].upper() + SIMILARITY_METRIC[1:]
+        parts.append(f"<h3>Reference similarity</h3><p>{_text(metric)} ({html.escape(check.embedding_model)}), "
+                     f"no judge needed; shown per model in the table above. The metric itself: "
+                     f"{_text(similarity_check_finding(check))}.</p>")
+    if summary.pairwise:
+        parts.append(f"<h3>Pairwise comparison ({_text(PAIRWISE_METHOD)})</h3>"
+                     + _html_table(PAIRWISE_HEADER, pairwise_rows(summary))
+                     + f"<p>{_text(WIN_RATE_DEFINITION)}</p>")
+    parts += [f"<p>{html.escape(note_text(note))}</p>" for note in summary.notes]
+    plot = trust_png(summary)
+    if plot:
+        parts.append(_png_img("trust checks", plot))
+    return "".join(parts)
+
+
+def render_html(summary: EvaluationSummary) -> str:
+    """A self-contained HTML report: scores table, comparisons, trust checks and plots."""
+    comparisons = (
+        "<h3>Model comparisons (paired on rows both scored)</h3>"
+        + _html_table(COMPARISON_HEADER, comparison_rows(summary))
+        if summary.comparisons else ""
+    )
+    return (
+        "<html><head><meta charset='utf-8'><title>Evaluation summary</title>"
+        "<style>body{font-family:sans-serif}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:4px 8px}</style></head><body>"
+        f"<h2>Evaluation summary</h2><p>Judge: {html.escape(summary.judge_model)} &middot; "
+        f"{html.escape(summary.created_at)}</p>"
+        + _html_table(TABLE_HEADER, table_rows(summary))
+        + f"<p>{_text(SCORES_METHOD)}</p>"
+        + comparisons
+        + _trust_html(summary)
+        + "<h3>Score distributions</h3>" + _png_img("score distributions", distribution_png(summary))
+        + "</body></html>"
+    )

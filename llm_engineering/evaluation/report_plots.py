@@ -1,0 +1,117 @@
+"""Figures of the evaluation summary, as PNG bytes for the HTML report (matplotlib, imported when drawn)."""
+
+from __future__ import annotations
+
+import io
+from typing import Any, Optional
+
+from llm_engineering.evaluation.summary import EvaluationSummary
+from llm_engineering.evaluation.trust_text import judge_check_title
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    # No display on servers and in steps: draw off-screen.
+    matplotlib.use("Agg")
+    from matplotlib import pyplot as plt
+
+    return plt
+
+
+def _png(figure: Any) -> bytes:
+    from matplotlib import pyplot as plt
+
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=90)
+    plt.close(figure)
+    return buffer.getvalue()
+
+
+def _stacked_bar(axis, y: float, parts: list[tuple[str, Optional[float], str]], label_parts: bool) -> None:
+    left = 0.0
+    for name, value, colour in parts:
+        value = value or 0.0
+        axis.barh(y, value, left=left, color=colour, label=name if label_parts else None)
+        left += value
+
+
+def _label(model_id: str) -> str:
+    """A model id short enough for a plot axis: the last path part, its settings on a line of their own."""
+    name, at, settings = model_id.rpartition("@") if "=" in model_id.rpartition("@")[2] else (model_id, "", "")
+    return name.rstrip("/").split("/")[-1] + (f"\n@{settings}" if at else "")
+
+
+def _judge_check_panel(axis: Any, summary: EvaluationSummary) -> None:
+    s = summary.judge_check
+    _stacked_bar(axis, 0, [("reference higher", s.reference_higher.rate, "tab:green"),
+                           ("tie", s.ties.rate, "tab:gray"), ("reversal", s.reversals.rate, "tab:red"),
+                           ("failed", s.failed.rate, "black")], True)
+    axis.axvline(s.threshold, color="tab:blue", linestyle="--", label=f"threshold {s.threshold:.0%}")
+    axis.set_yticks([0], ["judge"])
+    axis.set_title(judge_check_title(s), color="tab:red" if s.no_signal else "black")
+    axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
+    axis.set_xlim(0, 1)
+
+
+def _pairwise_panel(axis: Any, summary: EvaluationSummary) -> None:
+    for y, p in enumerate(summary.pairwise):
+        _stacked_bar(axis, y, [("wins", p.wins.rate, "tab:green"), ("ties", p.ties.rate, "tab:gray"),
+                               ("losses", p.losses.rate, "tab:red"), ("failed", p.failed.rate, "black")], y == 0)
+        if p.win_rate is not None:
+            low, high = p.win_rate_ci or [p.win_rate, p.win_rate]
+            axis.errorbar(p.win_rate, y, xerr=[[p.win_rate - low], [high - p.win_rate]], fmt="o",
+                          color="tab:blue", capsize=4, label="win rate (95% CI)" if y == 0 else None)
+    axis.set_yticks(range(len(summary.pairwise)),
+                    [f"{_label(p.model_a)}\nvs {_label(p.model_b)}" for p in summary.pairwise], fontsize=7)
+    axis.set_title("Pairwise, both orders")
+    axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
+    axis.set_xlim(0, 1)
+
+
+def _similarity_panel(axis: Any, summary: EvaluationSummary) -> None:
+    scored = [m for m in summary.models if m.similarity_mean is not None]
+    for y, m in enumerate(scored):
+        low, high = m.similarity_ci or [m.similarity_mean, m.similarity_mean]
+        axis.errorbar(m.similarity_mean, y, xerr=[[m.similarity_mean - low], [high - m.similarity_mean]],
+                      fmt="o", capsize=4, color="tab:purple")
+    axis.set_yticks(range(len(scored)), [_label(m.model_id) for m in scored], fontsize=7)
+    axis.set_ylim(-0.5, len(scored) - 0.5)
+    axis.set_xlabel("mean cosine similarity (95% CI)")
+    axis.set_xlim(0, 1)
+    axis.set_title("Answer-reference similarity")
+
+
+def trust_png(summary: EvaluationSummary) -> Optional[bytes]:
+    """Judge check outcomes, pairwise outcomes and win rates, and mean reference similarity; None
+    when the run has none of them."""
+    panels = [draw for draw, present in ((_judge_check_panel, summary.judge_check),
+                                         (_pairwise_panel, summary.pairwise),
+                                         (_similarity_panel, any(m.similarity_mean is not None for m in summary.models)))
+              if present]
+    if not panels:
+        return None
+    plt = _pyplot()
+    figure, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.2), squeeze=False)
+    for axis, draw in zip(axes[0], panels):
+        draw(axis, summary)
+    return _png(figure)
+
+
+def distribution_png(summary: EvaluationSummary) -> bytes:
+    """Bar charts of accuracy and style score counts per model."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(1, 2, figsize=(9, 3.2), sharey=True)
+    width = 0.8 / max(1, len(summary.models))
+    for axis, criterion in zip(axes, ("accuracy", "style")):
+        for k, model in enumerate(summary.models):
+            counts = getattr(model, f"{criterion}_counts")
+            axis.bar([s + k * width for s in (1, 2, 3)], [counts[str(s)] for s in (1, 2, 3)],
+                     width=width, label=model.model_id)
+        axis.set_xticks([s + width * (len(summary.models) - 1) / 2 for s in (1, 2, 3)], ["1", "2", "3"])
+        axis.set_title(f"{criterion} scores")
+        axis.set_xlabel("score")
+    axes[0].set_ylabel("answers")
+    axes[1].legend(fontsize=8)
+    return _png(figure)

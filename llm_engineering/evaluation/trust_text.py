@@ -1,0 +1,76 @@
+"""Every sentence about how far the scores can be trusted, written once.
+
+The CLI lines (`report_text`), the HTML report (`report_html`) and the dataset cards
+(`publishing`) take their words from here, so no two of them say the same fact differently.
+The judge check's own verdict is written where it is decided (`judge_check.judge_verdict_text`)
+and stored on the check; everything around it is here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:  # only read attributes of these: the cards need no judge code loaded
+    from llm_engineering.evaluation.judge_check import JudgeCheck
+    from llm_engineering.evaluation.pairwise import PairwiseComparison
+    from llm_engineering.evaluation.similarity import SimilarityCheck
+
+
+def fmt(value: Optional[float], digits: int = 2) -> str:
+    """A number with fixed decimals, `n/a` when missing."""
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def rate_with_ci(value: Optional[float], ci: Optional[list[float]]) -> str:
+    """`75% [56%, 100%]`: a rate and its 95% interval, `n/a` when missing."""
+    return "n/a" if value is None else f"{value:.0%}" + (f" [{ci[0]:.0%}, {ci[1]:.0%}]" if ci else "")
+
+
+SCORES_METHOD = ("Means are over scored rows (scores 1-3), with 95% bootstrap intervals; rows whose verdict "
+                 "failed are counted as failed, never averaged.")
+
+JUDGE_CHECK_METHOD = ("The judge scored each sampled row's reference answer and another row's reference (a fixed "
+                      "derangement) with the scoring prompt; rates are over all pairs, with 95% Wilson intervals.")
+
+SIMILARITY_METRIC = "cosine similarity of answer and reference embeddings"
+
+PAIRWISE_METHOD = "each pair judged in both orders"
+
+WIN_RATE_DEFINITION = ("Win rate: model A's mean points over judged pairs (win 1, tie 0.5, loss 0; the two orders "
+                       "averaged), with a 95% bootstrap interval.")
+
+
+def judge_check_title(check: JudgeCheck) -> str:
+    """`Judge check`, flagged when the judge showed no signal."""
+    return "Judge check" + (" - NO SIGNAL" if check.no_signal else "")
+
+
+def judge_check_figures(check: JudgeCheck) -> str:
+    """The judge check's outcome counts over all its pairs."""
+    return (f"{check.pairs} pairs: reference higher {check.reference_higher.describe()}, ties "
+            f"{check.ties.describe()}, reversals {check.reversals.describe()}, failed {check.failed.describe()}")
+
+
+def similarity_check_finding(check: SimilarityCheck) -> str:
+    """Whether the similarity metric tells an instruction's own reference from a mismatched one."""
+    return (f"an instruction is closer to its own reference than to a mismatched one in "
+            f"{check.reference_higher.describe()} of rows (mean cosine {fmt(check.reference_mean)} vs "
+            f"{fmt(check.mismatched_mean)})")
+
+
+def pairwise_name(comparison: PairwiseComparison) -> str:
+    """`A vs B`: the first model's win rate is the one reported."""
+    return f"{comparison.model_a} vs {comparison.model_b}"
+
+
+def pairwise_finding(comparison: PairwiseComparison) -> str:
+    """Win rate, outcome counts and how often the two orders disagreed."""
+    c = comparison
+    return (f"win rate {rate_with_ci(c.win_rate, c.win_rate_ci)}; wins {c.wins.describe()}, ties "
+            f"{c.ties.describe()}, losses {c.losses.describe()}, failed {c.failed.describe()}; "
+            f"the two orders disagreed in {c.order_disagreement.describe()}")
+
+
+def note_text(note: str) -> str:
+    """A check that was skipped, and why."""
+    return f"Note: {note}"
