@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.config import EvaluationConfig
+from llm_engineering.run_config import EvaluationConfig
 from llm_engineering.infrastructure.zenml_dashboard import run_page_url, skip_onboarding, visualization_url
 from llm_engineering.infrastructure.zenml_runs import step_output
 
