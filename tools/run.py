@@ -106,8 +106,9 @@ def _selection_options(hidden: bool = False) -> Callable:
 def main(ctx: click.Context, run_evaluation: bool, rescore: bool, publish_only: bool, export_settings: bool,
          create_snapshot: Optional[str], **options: Any) -> None:
     """Evaluate LLMs: vLLM batch generation, an LLM judge, tracked ZenML artifacts."""
-    given = [p.opts[0] for p in ctx.command.params if ctx.get_parameter_source(p.name) is ParameterSource.COMMANDLINE]
     if ctx.invoked_subcommand is not None:
+        given = [p.opts[0] for p in ctx.command.params
+                 if ctx.get_parameter_source(p.name) is ParameterSource.COMMANDLINE]
         if given:
             raise click.UsageError(f"{', '.join(given)}: options go after the command, e.g. "
                                    f"`python tools/run.py {ctx.invoked_subcommand} --help`.")
