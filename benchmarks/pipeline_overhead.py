@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 def library_run(rows: int) -> None:
     """Load, generate, judge and build_summary with the library only: no ZenML."""
     from llm_engineering.evaluation import dataset as data
-    from llm_engineering.evaluation.config import EvaluationConfig
+    from llm_engineering.run_config import EvaluationConfig
     from llm_engineering.evaluation.generation import answer_test_split
     from llm_engineering.evaluation.judge import score_answers
     from llm_engineering.evaluation.models import resolve_model

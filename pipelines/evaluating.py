@@ -5,7 +5,7 @@ from typing import Optional
 from zenml import pipeline
 from zenml.client import Client
 
-from llm_engineering.evaluation.config import EvaluationConfig
+from llm_engineering.run_config import EvaluationConfig
 from llm_engineering.evaluation.generation import GenerationStats
 from steps.evaluating import (
     check_trust,

@@ -1,16 +1,14 @@
-"""Typed run configuration: one pydantic model per component, validated at the edge.
+"""The component configs of an evaluation: one pydantic model per component, validated at the edge.
 
-A run config is a ZenML-style YAML file: the evaluation itself lives under `parameters`
-(validated here with `extra="forbid"`, because ZenML silently ignores unknown keys), and
-ZenML's own keys (`settings`, `steps`, `enable_cache`, `run_name`) are passed through to it.
+Each model forbids unknown keys (ZenML silently ignores them) and is frozen, so a step's
+parameters are exactly what the run config says. The run config that composes them, and the
+YAML loading, live in `llm_engineering.run_config`.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Literal, Optional, Union
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -18,13 +16,9 @@ from pydantic import (
     NonNegativeInt,
     PositiveFloat,
     PositiveInt,
-    ValidationError,
     field_validator,
     model_validator,
 )
-
-ZENML_KEYS = {"settings", "steps", "enable_cache", "run_name", "extra", "model", "tags", "secrets", "environment"}
-TOP_LEVEL_KEYS = ZENML_KEYS | {"parameters"}
 
 
 class ConfigError(ValueError):
@@ -200,55 +194,6 @@ class PublishConfig(_Strict):
     private: bool = Field(True, description="Create Hub repos as private.")
 
 
-# ZenML settings keys a generation step may carry; a flavor-keyed step operator key
-# (`step_operator.sagemaker`) applies only when the stack's step operator has that flavor.
-GENERATION_SETTINGS_KEYS = {"docker", "resources"}
-STEP_OPERATOR_SETTINGS_PREFIX = "step_operator."
-
-
-class GenerationStepConfig(_Strict):
-    """Where every generation step runs: a step operator of the active stack and its settings.
-
-    Applied to each model's generation step (`generate_answers`, `generate_answers_2`, ...);
-    every other step stays on the orchestrator. Empty: generation runs on the orchestrator too.
-    """
-
-    step_operator: Optional[str] = Field(
-        None, description="Name of a step operator in the active stack, e.g. 'sagemaker-gpu'."
-    )
-    settings: dict[str, dict[str, Any]] = Field(
-        default_factory=dict,
-        description="ZenML settings of the generation steps only: 'step_operator.<flavor>' "
-        "(instance type, accelerators, disk), 'docker' (the GPU vllm requirement), 'resources'.",
-    )
-    environment: dict[str, str] = Field(
-        default_factory=dict, description="Environment variables of the generation steps (never secrets)."
-    )
-
-    @field_validator("settings")
-    @classmethod
-    def _known_settings_keys(cls, settings: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        for key in settings:
-            flavor = key.removeprefix(STEP_OPERATOR_SETTINGS_PREFIX)
-            if key not in GENERATION_SETTINGS_KEYS and not (key.startswith(STEP_OPERATOR_SETTINGS_PREFIX) and flavor):
-                raise ValueError(
-                    f"unknown settings key {key!r}; use 'step_operator.<flavor>' (e.g. step_operator.sagemaker, "
-                    f"step_operator.vertex), 'docker' or 'resources'"
-                )
-        return settings
-
-    @property
-    def step_operator_flavors(self) -> list[str]:
-        """Flavors named by `step_operator.<flavor>` settings keys."""
-        prefix = STEP_OPERATOR_SETTINGS_PREFIX
-        return [key.removeprefix(prefix) for key in self.settings if key.startswith(prefix)]
-
-    def step_options(self) -> dict[str, Any]:
-        """Keyword arguments for `generate_answers.with_options(...)`; empty when nothing is set."""
-        options = {"step_operator": self.step_operator, "settings": self.settings, "environment": self.environment}
-        return {key: value for key, value in options.items() if value}
-
-
 class JudgeCheckConfig(_Strict):
     """Judge check: the judge also scores sampled references and mismatched references."""
 
@@ -272,153 +217,3 @@ class PairwiseConfig(_Strict):
     every pair in both orders."""
 
     enabled: bool = True
-
-
-def _check_variant(model: str) -> None:
-    """A variant's sampling settings (`name@temperature=0.2`) must be valid sampling keys and values."""
-    from llm_engineering.evaluation.models import ModelError, split_variant
-
-    try:
-        _, overrides = split_variant(model)
-    except ModelError as error:
-        raise ValueError(str(error)) from None
-    unknown = sorted(set(overrides) - set(SamplingConfig.model_fields))
-    if unknown:
-        raise ValueError(f"model {model!r} sets unknown sampling key(s) {unknown}; "
-                         f"allowed: {sorted(SamplingConfig.model_fields)}")
-    try:
-        SamplingConfig.model_validate(overrides)
-    except ValidationError as error:
-        problems = "; ".join(f"{e['loc'][0]}: {e['msg']}" for e in error.errors())
-        raise ValueError(f"model {model!r} has invalid sampling settings ({problems})") from None
-
-
-class EvaluationConfig(_Strict):
-    """Everything one evaluation run needs; the `parameters` section of a run config."""
-
-    models: list[str] = Field(default_factory=lambda: ["smollm2-135m"], min_length=1)
-    dataset: DatasetConfig = DatasetConfig()
-    prompt: PromptConfig = PromptConfig()
-    sampling: SamplingConfig = SamplingConfig()
-    engine: EngineConfig = EngineConfig()
-    judge: JudgeConfig = JudgeConfig()
-    publish: PublishConfig = PublishConfig()
-    resume: bool = Field(
-        True, description="Reuse the answers an interrupted run saved for the same model, sampling and "
-        "prompts, and generate only the missing rows; false generates every row again.",
-    )
-    generation_step: GenerationStepConfig = GenerationStepConfig()
-    judge_check: JudgeCheckConfig = JudgeCheckConfig()
-    similarity: SimilarityConfig = SimilarityConfig()
-    pairwise: PairwiseConfig = PairwiseConfig()
-
-    @field_validator("models")
-    @classmethod
-    def _unique_models(cls, models: list[str]) -> list[str]:
-        duplicates = sorted({m for m in models if models.count(m) > 1})
-        if duplicates:
-            raise ValueError(
-                f"models are listed twice: {duplicates}; list each model once (to compare generation "
-                f"settings of one model, give each its own, e.g. smollm2-135m@temperature=0.2)"
-            )
-        for model in models:
-            _check_variant(model)
-        return models
-
-    def sampling_for(self, model: str) -> SamplingConfig:
-        """The sampling of `model`: the run's, with a variant's own settings (`name@temperature=0.2`) on top."""
-        from llm_engineering.evaluation.models import split_variant
-
-        _, overrides = split_variant(model)
-        return SamplingConfig.model_validate({**self.sampling.model_dump(), **overrides}) if overrides else self.sampling
-
-
-class RunConfig(BaseModel):
-    """A parsed run config file: our validated parameters plus ZenML's own options."""
-
-    evaluation: EvaluationConfig
-    zenml_options: dict[str, Any]
-    path: Optional[Path] = None
-
-
-def _format_validation_error(error: ValidationError, path: Optional[Path]) -> str:
-    where = f" in {path}" if path else ""
-    lines = [f"Invalid evaluation config{where}:"]
-    for item in error.errors():
-        loc = ".".join(str(part) for part in item["loc"]) or "parameters"
-        if item["type"] == "extra_forbidden":
-            lines.append(f"  - parameters.{loc}: unknown key; remove it or fix its spelling")
-        else:
-            lines.append(f"  - parameters.{loc}: {item['msg']}")
-    return "\n".join(lines)
-
-
-def parse_evaluation(parameters: dict[str, Any], path: Optional[Path] = None) -> EvaluationConfig:
-    """Validate the `parameters` mapping, with errors that name the key and the fix."""
-    try:
-        return EvaluationConfig.model_validate(parameters or {})
-    except ValidationError as error:
-        raise ConfigError(_format_validation_error(error, path)) from None
-
-
-def load_run_config(path: Path) -> RunConfig:
-    """Read and validate a ZenML-style run config YAML file."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"Config file not found: {path}. Pass an existing file with --config.")
-    try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as error:
-        raise ConfigError(f"Config file {path} is not valid YAML: {error}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"Config file {path} must hold a mapping at the top level.")
-    unknown = sorted(set(raw) - TOP_LEVEL_KEYS)
-    if unknown:
-        raise ConfigError(
-            f"Unknown top-level key(s) {unknown} in {path}; allowed: {sorted(TOP_LEVEL_KEYS)}."
-        )
-    evaluation = parse_evaluation(raw.get("parameters") or {}, path)
-    options = {key: value for key, value in raw.items() if key != "parameters"}
-    return RunConfig(evaluation=evaluation, zenml_options=options, path=path)
-
-
-def apply_overrides(
-    config: EvaluationConfig,
-    models: Optional[list[str]] = None,
-    dataset: Optional[str] = None,
-    limit: Optional[int] = None,
-    dummy: bool = False,
-    fresh: bool = False,
-) -> EvaluationConfig:
-    """The config with command-line overrides applied, validated again."""
-    data = config.model_dump()
-    if models:
-        data["models"] = list(models)
-    if dataset:
-        data["dataset"]["source"] = dataset
-    if limit:
-        data["dataset"]["limit"] = limit
-    if dummy:
-        data["dataset"]["dummy"] = True
-    if fresh:
-        data["resume"] = False
-    return parse_evaluation(data)
-
-
-def check_judge_settings(judge: JudgeConfig, settings: Any) -> None:
-    """Stop before any work when the judge cannot be reached as configured."""
-    if judge.backend == "openai" and judge.base_url is None and settings.OPENAI_API_KEY is None:
-        raise ConfigError(
-            "judge.backend is 'openai' with no base_url, which means api.openai.com, but "
-            "OPENAI_API_KEY is not set: add it to .env or the environment, or set "
-            "judge.base_url to your OpenAI-compatible endpoint (e.g. a `vllm serve`)."
-        )
-
-
-def check_publish_settings(publish: PublishConfig, settings: Any) -> None:
-    """Stop before generation when Hub publishing is chosen without a token."""
-    if publish.target == "hub" and settings.HUGGINGFACE_ACCESS_TOKEN is None:
-        raise ConfigError(
-            "publish.target is 'hub' but HUGGINGFACE_ACCESS_TOKEN is not set: add a write token "
-            "to .env or the environment, or set publish.target to 'local'."
-        )

@@ -1,4 +1,4 @@
-"""Finding stored runs and artifacts in the ZenML store (for re-scoring and reports)."""
+"""Finding stored runs and artifacts in the ZenML store: the inputs of a rescore or publish, and reports."""
 
 from __future__ import annotations
 
@@ -61,6 +61,21 @@ def latest_evaluations() -> tuple[list[Any], str]:
     return evaluations, run.name
 
 
+def latest_answers_to_rescore(only_failed: bool = False) -> tuple[dict[str, Any], str]:
+    """What a rescore judges again, as `rescoring` pipeline arguments; and the source run's name.
+
+    The newest finished generations (with their stats); with `only_failed`, the newest finished
+    evaluations instead, whose rows without a valid verdict are judged again.
+    """
+    generations, stats, source_run = latest_generations()
+    answers = generations
+    if only_failed:
+        answers, source_run = latest_evaluations()
+    arguments = {"generation_stats": stats, "answers_ids": [str(artifact.id) for artifact in answers],
+                 "only_failed": only_failed}
+    return arguments, source_run
+
+
 def latest_results_to_publish() -> tuple[dict[str, Any], str]:
     """What `--publish-only` publishes again, as `publishing` pipeline arguments; and the source run's name.
 
@@ -82,3 +97,24 @@ def latest_results_to_publish() -> tuple[dict[str, Any], str]:
 def step_output(run: Any, step_name: str, output: str) -> Any:
     """Load one output artifact of a finished run."""
     return run.steps[step_name].outputs[output][0].load()
+
+
+def run_results(run_id: Any) -> tuple[str, Any, list[Any]]:
+    """A finished run's name, its evaluation summary (None when it has no summarize step) and publish receipts."""
+    from zenml.client import Client
+
+    run = Client().get_pipeline_run(run_id)
+    summary = step_output(run, "summarize", col.EVALUATION_SUMMARY) if "summarize" in run.steps else None
+    receipts = [step.outputs[col.PUBLISH_RECEIPT][0].load() for name, step in run.steps.items()
+                if name.startswith("publish_results")]
+    return run.name, summary, receipts
+
+
+def failed_steps_message() -> str:
+    """The failed steps of the latest run with their errors (ZenML only says which steps failed)."""
+    from zenml.client import Client
+
+    run = Client().list_pipeline_runs(sort_by="desc:created", size=1).items[0]
+    errors = [f"Step {name} failed: {step.exception_info.message if step.exception_info else 'see the log above'}"
+              for name, step in run.steps.items() if _status(step) == "failed"]
+    return "\n".join(errors) or f"Run {run.name} failed (its error is logged above)."

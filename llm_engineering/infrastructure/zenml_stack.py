@@ -1,4 +1,4 @@
-"""Checks of a run config against the active ZenML stack and secrets, before any work starts.
+"""Where the generation steps run on the ZenML stack, and checks of that against the active stack and secrets.
 
 ZenML itself only finds a missing step operator when the run starts, ignores settings for a
 step operator flavor the stack lacks (the GPU instance type would be dropped with a warning),
@@ -8,11 +8,11 @@ the component or setting and the command that adds it.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Optional
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from llm_engineering.evaluation.config import STEP_OPERATOR_SETTINGS_PREFIX, ConfigError, GenerationStepConfig
+from llm_engineering.evaluation.config import ConfigError
 
 DOCS = "docs/remote-stacks.md"
 REGISTER_HINTS = {
@@ -21,6 +21,57 @@ REGISTER_HINTS = {
     "vertex": "zenml integration install gcp -y && zenml step-operator register {name} --flavor=vertex "
     "--project=<project> --region=<region>",
 }
+
+
+# ZenML settings keys a generation step may carry; a flavor-keyed step operator key
+# (`step_operator.sagemaker`) applies only when the stack's step operator has that flavor.
+GENERATION_SETTINGS_KEYS = {"docker", "resources"}
+STEP_OPERATOR_SETTINGS_PREFIX = "step_operator."
+
+
+class GenerationStepConfig(BaseModel):
+    """Where every generation step runs: a step operator of the active stack and its settings.
+
+    Applied to each model's generation step (`generate_answers`, `generate_answers_2`, ...);
+    every other step stays on the orchestrator. Empty: generation runs on the orchestrator too.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    step_operator: Optional[str] = Field(
+        None, description="Name of a step operator in the active stack, e.g. 'sagemaker-gpu'."
+    )
+    settings: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="ZenML settings of the generation steps only: 'step_operator.<flavor>' "
+        "(instance type, accelerators, disk), 'docker' (the GPU vllm requirement), 'resources'.",
+    )
+    environment: dict[str, str] = Field(
+        default_factory=dict, description="Environment variables of the generation steps (never secrets)."
+    )
+
+    @field_validator("settings")
+    @classmethod
+    def _known_settings_keys(cls, settings: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        for key in settings:
+            flavor = key.removeprefix(STEP_OPERATOR_SETTINGS_PREFIX)
+            if key not in GENERATION_SETTINGS_KEYS and not (key.startswith(STEP_OPERATOR_SETTINGS_PREFIX) and flavor):
+                raise ValueError(
+                    f"unknown settings key {key!r}; use 'step_operator.<flavor>' (e.g. step_operator.sagemaker, "
+                    f"step_operator.vertex), 'docker' or 'resources'"
+                )
+        return settings
+
+    @property
+    def step_operator_flavors(self) -> list[str]:
+        """Flavors named by `step_operator.<flavor>` settings keys."""
+        prefix = STEP_OPERATOR_SETTINGS_PREFIX
+        return [key.removeprefix(prefix) for key in self.settings if key.startswith(prefix)]
+
+    def step_options(self) -> dict[str, Any]:
+        """Keyword arguments for `generate_answers.with_options(...)`; empty when nothing is set."""
+        options = {"step_operator": self.step_operator, "settings": self.settings, "environment": self.environment}
+        return {key: value for key, value in options.items() if value}
 
 
 def _settings_classes() -> dict[str, type[BaseModel]]:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.config import EvaluationConfig
+from llm_engineering.run_config import EvaluationConfig
 from llm_engineering.infrastructure.zenml_runs import step_output
 from tools.dashboard import skip_onboarding
 

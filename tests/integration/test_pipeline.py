@@ -13,7 +13,7 @@ import pytest
 from datasets import load_dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.config import EvaluationConfig
+from llm_engineering.run_config import EvaluationConfig
 from llm_engineering.infrastructure.vllm_engine import ENGINES
 from llm_engineering.infrastructure.zenml_runs import latest_generations, step_output
 

@@ -16,7 +16,7 @@ import uuid
 import pytest
 import yaml
 
-from llm_engineering.evaluation.config import load_run_config
+from llm_engineering.run_config import load_run_config
 
 MODELS = ["org/model-a", "org/model-b"]
 CASES = {

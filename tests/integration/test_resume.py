@@ -15,7 +15,7 @@ import pytest
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.checkpoint import AnswerCheckpoint
-from llm_engineering.evaluation.config import load_run_config
+from llm_engineering.run_config import load_run_config
 from llm_engineering.evaluation.models import resolve_model
 from llm_engineering.settings import get_settings
 

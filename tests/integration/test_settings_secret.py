@@ -12,7 +12,7 @@ import sys
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.config import EvaluationConfig
+from llm_engineering.run_config import EvaluationConfig
 
 JUDGE_KEY = "sk-judge-key-that-must-never-be-logged"
 

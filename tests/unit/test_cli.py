@@ -1,8 +1,11 @@
+import importlib.util
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 
 def run_cli(repo_root, *args):
@@ -70,3 +73,119 @@ def test_bad_dataset_rows_fail_before_generation_with_the_rows_named(repo_root, 
     assert "Step load_test_split failed: The test split has 1 bad row(s)" in result.stderr
     assert "row 1 (id b): empty or non-text 'instruction'" in result.stderr
     assert "Traceback" not in result.stderr.split("Error:")[-1]
+
+
+# Argument parsing of the subcommands and the legacy flags: the heavy work (`_execute`, which
+# loads the config, checks it and runs a pipeline) is replaced by a recorder; nothing else is.
+
+@pytest.fixture
+def cli(repo_root, monkeypatch):
+    """tools/run.py as a module, with the work it would start recorded instead of done."""
+    spec = importlib.util.spec_from_file_location("run_cli_under_test", repo_root / "tools" / "run.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    module.requests, module.exports = [], []
+    monkeypatch.setattr(module, "_execute", module.requests.append)
+    monkeypatch.setattr(module, "_export_settings", lambda: module.exports.append(True))
+    return module
+
+
+def _invoke(cli, *args):
+    return CliRunner().invoke(cli.main, list(args))
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--run-evaluation"], {"mode": "evaluate"}),
+        (["--run-evaluation", "--limit", "2", "--model", "a", "--model", "b", "--dataset", "d.jsonl", "--dummy",
+          "--no-cache", "--config", "c.yaml"],
+         {"mode": "evaluate", "limit": 2, "models": ("a", "b"), "dataset": "d.jsonl", "dummy": True, "no_cache": True,
+          "config_path": Path("c.yaml")}),
+        (["--run-evaluation", "--rescore"], {"mode": "rescore"}),
+        (["--run-evaluation", "--rescore", "--only-failed"], {"mode": "rescore", "only_failed": True}),
+        (["--run-evaluation", "--rescore", "--from-hub", "me/a", "--from-hub", "me/b"],
+         {"mode": "rescore", "from_hub": ("me/a", "me/b")}),
+        (["--run-evaluation", "--publish-only"], {"mode": "publish"}),
+        (["--run-evaluation", "--rescore", "--publish-only"], {"mode": "publish"}),  # as before: publishing wins
+        (["--create-snapshot", "snap", "--config", "c.yaml"],
+         {"mode": "snapshot", "snapshot": "snap", "config_path": Path("c.yaml")}),
+        (["--run-evaluation", "--create-snapshot", "snap"], {"mode": "snapshot", "snapshot": "snap"}),
+    ],
+    ids=["evaluate", "evaluate-options", "rescore", "only-failed", "from-hub", "publish-only", "publish-wins",
+         "snapshot", "snapshot-with-run-evaluation"],
+)
+def test_legacy_flags_dispatch_to_the_same_work_as_the_commands(cli, args, expected):
+    result = _invoke(cli, *args)
+    assert result.exit_code == 0, result.output
+    assert cli.requests == [cli.Request(**expected)]
+    assert cli.exports == []
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["evaluate"], {"mode": "evaluate"}),
+        (["evaluate", "--limit", "2", "--model", "a", "--model", "b", "--dataset", "d.jsonl", "--dummy", "--no-cache",
+          "--config", "c.yaml"],
+         {"mode": "evaluate", "limit": 2, "models": ("a", "b"), "dataset": "d.jsonl", "dummy": True, "no_cache": True,
+          "config_path": Path("c.yaml")}),
+        (["rescore"], {"mode": "rescore"}),
+        (["rescore", "--only-failed", "--no-cache"], {"mode": "rescore", "only_failed": True, "no_cache": True}),
+        (["rescore", "--from-hub", "me/a", "--from-hub", "me/b"], {"mode": "rescore", "from_hub": ("me/a", "me/b")}),
+        (["publish", "--config", "c.yaml"], {"mode": "publish", "config_path": Path("c.yaml")}),
+        (["snapshot", "snap", "--limit", "3"], {"mode": "snapshot", "snapshot": "snap", "limit": 3}),
+    ],
+)
+def test_commands_parse_their_options(cli, args, expected):
+    result = _invoke(cli, *args)
+    assert result.exit_code == 0, result.output
+    assert cli.requests == [cli.Request(**expected)]
+
+
+def test_export_settings_alone_exports_and_runs_nothing(cli):
+    for args in (["export-settings"], ["--export-settings"]):
+        result = _invoke(cli, *args)
+        assert result.exit_code == 0, result.output
+    assert cli.exports == [True, True] and cli.requests == []
+
+
+def test_legacy_export_settings_before_a_run_exports_then_runs(cli):
+    result = _invoke(cli, "--export-settings", "--run-evaluation", "--limit", "2")
+    assert result.exit_code == 0, result.output
+    assert cli.exports == [True] and cli.requests == [cli.Request("evaluate", limit=2)]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ([], "pass --run-evaluation"),
+        (["--limit", "2"], "pass --run-evaluation"),
+        (["--create-snapshot", "s", "--rescore"], "--create-snapshot stores the evaluation pipeline: not with --rescore"),
+        (["--create-snapshot", "s", "--publish-only"], "not with --rescore or --publish-only"),
+        (["--run-evaluation", "--only-failed"], "--only-failed and --from-hub go with --rescore."),
+        (["--run-evaluation", "--from-hub", "me/a"], "--only-failed and --from-hub go with --rescore."),
+        (["--limit", "2", "evaluate"], "--limit: options go after the command"),
+        (["--run-evaluation", "rescore"], "--run-evaluation: options go after the command"),
+        (["rescore", "--only-failed", "--from-hub", "me/a"], "pass one of them"),
+        (["evaluate", "--only-failed"], "No such option '--only-failed'"),
+        (["evaluate", "--rescore"], "No such option '--rescore'"),
+        (["publish", "--model", "a"], "No such option '--model'"),
+        (["rescore", "--limit", "2"], "No such option '--limit'"),
+        (["snapshot"], "Missing argument 'NAME'"),
+        (["evaluate", "--limit", "0"], "0 is not in the range x>=1"),
+    ],
+)
+def test_flag_combinations_that_make_no_sense_are_usage_errors(cli, args, message):
+    result = _invoke(cli, *args)
+    assert result.exit_code == 2
+    assert message in result.output
+    assert cli.requests == [] and cli.exports == []
+
+
+@pytest.mark.parametrize("command", ["evaluate", "rescore", "publish", "export-settings", "snapshot"])
+def test_every_command_has_help_with_examples(cli, command):
+    result = _invoke(cli, command, "--help")
+    assert result.exit_code == 0
+    assert "Examples:" in result.output and f"python tools/run.py {command}" in result.output

@@ -1,12 +1,8 @@
 import pytest
 
-from llm_engineering.evaluation.config import (
-    ConfigError,
-    EvaluationConfig,
-    apply_overrides,
-    load_run_config,
-)
+from llm_engineering.evaluation.config import ConfigError
 from llm_engineering.evaluation.prompts import chat_messages, format_prompts
+from llm_engineering.run_config import EvaluationConfig, apply_overrides, load_run_config
 
 
 class TemplateTokenizer:
@@ -72,3 +68,23 @@ def test_command_line_overrides_are_validated():
     assert (config.dataset.source, config.dataset.limit, config.dataset.row_limit) == ("x.jsonl", 3, 3)
     with pytest.raises(ConfigError, match="listed twice"):
         apply_overrides(EvaluationConfig(), models=["a", "a"])
+
+
+def test_zenml_options_go_to_with_options_and_no_cache_turns_caching_off(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("enable_cache: true\nrun_name: r\nsecrets: [settings]\nsettings: {docker: {requirements: [a]}}\n")
+    config = load_run_config(path)
+    expected = {"enable_cache": True, "run_name": "r", "secrets": ["settings"], "settings": {"docker": {"requirements": ["a"]}}}
+    assert config.pipeline_options() == expected
+    assert config.pipeline_options(no_cache=True) == {**expected, "enable_cache": False}
+
+
+def test_every_zenml_key_of_a_run_config_is_a_pipeline_option():
+    import inspect
+
+    from zenml.pipelines.pipeline_definition import Pipeline
+
+    from llm_engineering.run_config import ZENML_KEYS
+
+    accepted = set(inspect.signature(Pipeline.with_options).parameters) | set(inspect.signature(Pipeline.configure).parameters)
+    assert ZENML_KEYS <= accepted

@@ -2,8 +2,9 @@
 
 import pytest
 
-from llm_engineering.evaluation.config import ConfigError, EngineConfig, RayConfig, load_run_config
+from llm_engineering.evaluation.config import ConfigError, EngineConfig, RayConfig
 from llm_engineering.infrastructure.ray_engine import finish_reason, placement_problem, processor_config
+from llm_engineering.run_config import load_run_config
 
 
 def _load(tmp_path, text):

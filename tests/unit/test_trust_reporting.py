@@ -7,7 +7,8 @@ import pytest
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.config import ConfigError, EvaluationConfig, parse_evaluation
+from llm_engineering.evaluation.config import ConfigError
+from llm_engineering.run_config import EvaluationConfig, parse_evaluation
 from llm_engineering.evaluation.models import resolve_model, short_name, split_variant
 from llm_engineering.evaluation.pairwise import PairwiseReport, PairwiseRow, tally
 from llm_engineering.evaluation.publishing import repo_name, trust_info
@@ -126,7 +127,7 @@ def test_dataset_card_facts_name_the_checks_and_this_models_comparisons():
 
 
 def test_shipped_pairwise_config_compares_two_temperatures_of_the_embedded_model(repo_root):
-    from llm_engineering.evaluation.config import load_run_config
+    from llm_engineering.run_config import load_run_config
 
     config = load_run_config(repo_root / "configs" / "pairwise-temperature.yaml").evaluation
     assert [config.sampling_for(m).temperature for m in config.models] == [0.2, 1.2]

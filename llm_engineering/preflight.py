@@ -1,0 +1,82 @@
+"""Checks before any work: a run config that cannot work stops with a message a user can act on.
+
+The stack, the secrets, the settings (tokens, endpoints) and the model names are checked before a
+pipeline starts, so a missing token fails in seconds rather than after an hour of generation.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from llm_engineering.evaluation.config import ConfigError, JudgeConfig, PublishConfig
+from llm_engineering.run_config import EvaluationConfig
+
+
+def check_judge_settings(judge: JudgeConfig, settings: Any) -> None:
+    """Stop before any work when the judge cannot be reached as configured."""
+    if judge.backend == "openai" and judge.base_url is None and settings.OPENAI_API_KEY is None:
+        raise ConfigError(
+            "judge.backend is 'openai' with no base_url, which means api.openai.com, but "
+            "OPENAI_API_KEY is not set: add it to .env or the environment, or set "
+            "judge.base_url to your OpenAI-compatible endpoint (e.g. a `vllm serve`)."
+        )
+
+
+def check_publish_settings(publish: PublishConfig, settings: Any) -> None:
+    """Stop before generation when Hub publishing is chosen without a token."""
+    if publish.target == "hub" and settings.HUGGINGFACE_ACCESS_TOKEN is None:
+        raise ConfigError(
+            "publish.target is 'hub' but HUGGINGFACE_ACCESS_TOKEN is not set: add a write token "
+            "to .env or the environment, or set publish.target to 'local'."
+        )
+
+
+def check_settings(config: EvaluationConfig, settings: Any, judge: bool, secrets: Sequence[str] = ()) -> None:
+    """The settings the steps will see suffice for publishing and (with `judge`) the judge.
+
+    With `secrets`, `settings` are those secrets' values, and the message says how to update them.
+    """
+    try:
+        check_publish_settings(config.publish, settings)
+        if judge:
+            check_judge_settings(config.judge, settings)
+    except ConfigError as error:
+        if not secrets:
+            raise
+        raise ConfigError(f"{error}\nThis config's steps read their settings from the ZenML secret(s) {list(secrets)}: "
+                          f"after adding the value, run `python tools/run.py --export-settings`.") from None
+
+
+def check_run(config: EvaluationConfig, secrets: Sequence[str], generate: bool, judge: bool) -> None:
+    """Stop before any work on a stack, settings or model names that cannot work.
+
+    `generate`: the run generates answers (stack, Ray, the models); `judge`: it judges them (the
+    judge's settings and model, the embedding model). Converts the embedded model once.
+    """
+    from llm_engineering.evaluation.models import resolve_model
+    from llm_engineering.infrastructure.zenml_stack import check_generation_step, check_secrets
+    from llm_engineering.settings import get_settings, settings_from_secrets
+
+    if generate:
+        check_generation_step(config.generation_step)
+    secrets = list(secrets)
+    check_secrets(secrets)
+    # With secrets, the steps (remote ones) see only the secrets' values, set by ZenML as their
+    # environment when each step starts: check those. Steps running in this process read their
+    # settings afresh (cache cleared below), with those values in the environment.
+    local = get_settings()
+    check_settings(config, settings_from_secrets(secrets) if secrets else local, judge, secrets)
+    if generate and config.engine.backend == "ray":
+        from llm_engineering.infrastructure.ray_engine import check_ray_installed
+
+        check_ray_installed()
+    names = set(config.models) if generate else set()
+    if judge and config.judge.backend == "vllm":
+        names.add(config.judge.model)
+    for name in names:
+        resolve_model(name, local.MODEL_CACHE_DIR)
+    if judge and config.similarity.enabled:
+        from llm_engineering.evaluation.similarity import embedding_model_dir
+
+        embedding_model_dir()  # the embedding model's package is installed
+    get_settings.cache_clear()

@@ -1,0 +1,176 @@
+"""A run config file: the evaluation's components composed under `parameters`, plus ZenML's own options.
+
+A run config is a ZenML-style YAML file: the evaluation itself lives under `parameters`
+(validated here with `extra="forbid"`, because ZenML silently ignores unknown keys), and
+ZenML's own keys (`settings`, `steps`, `enable_cache`, `run_name`...) are passed through to it.
+This module sits above `evaluation` and `infrastructure`: it composes the component configs
+with where the generation steps run on the ZenML stack.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from llm_engineering.evaluation.config import (
+    ConfigError,
+    DatasetConfig,
+    EngineConfig,
+    JudgeCheckConfig,
+    JudgeConfig,
+    PairwiseConfig,
+    PromptConfig,
+    PublishConfig,
+    SamplingConfig,
+    SimilarityConfig,
+)
+from llm_engineering.infrastructure.zenml_stack import GenerationStepConfig
+
+# ZenML's own top-level keys, passed to `Pipeline.with_options` as they are.
+ZENML_KEYS = {"settings", "steps", "enable_cache", "run_name", "extra", "model", "tags", "secrets", "environment"}
+TOP_LEVEL_KEYS = ZENML_KEYS | {"parameters"}
+
+
+def _check_variant(model: str) -> None:
+    """A variant's sampling settings (`name@temperature=0.2`) must be valid sampling keys and values."""
+    from llm_engineering.evaluation.models import ModelError, split_variant
+
+    try:
+        _, overrides = split_variant(model)
+    except ModelError as error:
+        raise ValueError(str(error)) from None
+    unknown = sorted(set(overrides) - set(SamplingConfig.model_fields))
+    if unknown:
+        raise ValueError(f"model {model!r} sets unknown sampling key(s) {unknown}; "
+                         f"allowed: {sorted(SamplingConfig.model_fields)}")
+    try:
+        SamplingConfig.model_validate(overrides)
+    except ValidationError as error:
+        problems = "; ".join(f"{e['loc'][0]}: {e['msg']}" for e in error.errors())
+        raise ValueError(f"model {model!r} has invalid sampling settings ({problems})") from None
+
+
+class EvaluationConfig(BaseModel):
+    """Everything one evaluation run needs; the `parameters` section of a run config."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    models: list[str] = Field(default_factory=lambda: ["smollm2-135m"], min_length=1)
+    dataset: DatasetConfig = DatasetConfig()
+    prompt: PromptConfig = PromptConfig()
+    sampling: SamplingConfig = SamplingConfig()
+    engine: EngineConfig = EngineConfig()
+    judge: JudgeConfig = JudgeConfig()
+    publish: PublishConfig = PublishConfig()
+    resume: bool = Field(
+        True, description="Reuse the answers an interrupted run saved for the same model, sampling and "
+        "prompts, and generate only the missing rows; false generates every row again.",
+    )
+    generation_step: GenerationStepConfig = GenerationStepConfig()
+    judge_check: JudgeCheckConfig = JudgeCheckConfig()
+    similarity: SimilarityConfig = SimilarityConfig()
+    pairwise: PairwiseConfig = PairwiseConfig()
+
+    @field_validator("models")
+    @classmethod
+    def _unique_models(cls, models: list[str]) -> list[str]:
+        duplicates = sorted({m for m in models if models.count(m) > 1})
+        if duplicates:
+            raise ValueError(
+                f"models are listed twice: {duplicates}; list each model once (to compare generation "
+                f"settings of one model, give each its own, e.g. smollm2-135m@temperature=0.2)"
+            )
+        for model in models:
+            _check_variant(model)
+        return models
+
+    def sampling_for(self, model: str) -> SamplingConfig:
+        """The sampling of `model`: the run's, with a variant's own settings (`name@temperature=0.2`) on top."""
+        from llm_engineering.evaluation.models import split_variant
+
+        _, overrides = split_variant(model)
+        return SamplingConfig.model_validate({**self.sampling.model_dump(), **overrides}) if overrides else self.sampling
+
+
+class RunConfig(BaseModel):
+    """A parsed run config file: our validated parameters plus ZenML's own options."""
+
+    evaluation: EvaluationConfig
+    zenml_options: dict[str, Any]
+
+    def pipeline_options(self, no_cache: bool = False) -> dict[str, Any]:
+        """ZenML's options as keyword arguments of `Pipeline.with_options`; `no_cache` turns step caching off.
+
+        Each ZenML key of a run config is a `with_options` argument of the same name (`run_name`,
+        `steps`) or one it hands to `Pipeline.configure` (`settings`, `enable_cache`, `secrets`...),
+        so no YAML file is written for ZenML. (A `config_path` file is read again when the run
+        compiles, and its `enable_cache: true` then overrode `enable_cache=False`.)
+        """
+        return {**self.zenml_options, **({"enable_cache": False} if no_cache else {})}
+
+
+def _format_validation_error(error: ValidationError, path: Optional[Path]) -> str:
+    where = f" in {path}" if path else ""
+    lines = [f"Invalid evaluation config{where}:"]
+    for item in error.errors():
+        loc = ".".join(str(part) for part in item["loc"]) or "parameters"
+        if item["type"] == "extra_forbidden":
+            lines.append(f"  - parameters.{loc}: unknown key; remove it or fix its spelling")
+        else:
+            lines.append(f"  - parameters.{loc}: {item['msg']}")
+    return "\n".join(lines)
+
+
+def parse_evaluation(parameters: dict[str, Any], path: Optional[Path] = None) -> EvaluationConfig:
+    """Validate the `parameters` mapping, with errors that name the key and the fix."""
+    try:
+        return EvaluationConfig.model_validate(parameters or {})
+    except ValidationError as error:
+        raise ConfigError(_format_validation_error(error, path)) from None
+
+
+def load_run_config(path: Path) -> RunConfig:
+    """Read and validate a ZenML-style run config YAML file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"Config file not found: {path}. Pass an existing file with --config.")
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as error:
+        raise ConfigError(f"Config file {path} is not valid YAML: {error}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"Config file {path} must hold a mapping at the top level.")
+    unknown = sorted(set(raw) - TOP_LEVEL_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"Unknown top-level key(s) {unknown} in {path}; allowed: {sorted(TOP_LEVEL_KEYS)}."
+        )
+    evaluation = parse_evaluation(raw.get("parameters") or {}, path)
+    options = {key: value for key, value in raw.items() if key != "parameters"}
+    return RunConfig(evaluation=evaluation, zenml_options=options)
+
+
+def apply_overrides(
+    config: EvaluationConfig,
+    models: Optional[list[str]] = None,
+    dataset: Optional[str] = None,
+    limit: Optional[int] = None,
+    dummy: bool = False,
+    fresh: bool = False,
+) -> EvaluationConfig:
+    """The config with command-line overrides applied, validated again."""
+    data = config.model_dump()
+    if models:
+        data["models"] = list(models)
+    if dataset:
+        data["dataset"]["source"] = dataset
+    if limit:
+        data["dataset"]["limit"] = limit
+    if dummy:
+        data["dataset"]["dummy"] = True
+    if fresh:
+        data["resume"] = False
+    return parse_evaluation(data)

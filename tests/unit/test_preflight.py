@@ -1,0 +1,78 @@
+"""The settings checks run before any work: each names what is missing and how to add it."""
+
+import pytest
+
+from llm_engineering.evaluation.config import ConfigError, JudgeConfig, PublishConfig
+from llm_engineering.preflight import check_judge_settings, check_publish_settings, check_settings
+from llm_engineering.run_config import EvaluationConfig
+from llm_engineering.settings import Settings
+
+
+@pytest.fixture
+def settings(monkeypatch):
+    """Settings from the given values only: no .env, no token of this machine's environment."""
+    for name in ("OPENAI_API_KEY", "HUGGINGFACE_ACCESS_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    return lambda **values: Settings(_env_file=None, **values)
+
+
+def test_hub_target_without_token_stops_with_the_fix(settings):
+    with pytest.raises(ConfigError) as error:
+        check_publish_settings(PublishConfig(target="hub"), settings())
+    assert str(error.value) == (
+        "publish.target is 'hub' but HUGGINGFACE_ACCESS_TOKEN is not set: add a write token "
+        "to .env or the environment, or set publish.target to 'local'."
+    )
+
+
+def test_hub_target_with_token_and_local_target_pass(settings):
+    check_publish_settings(PublishConfig(target="hub"), settings(HUGGINGFACE_ACCESS_TOKEN="hf_x"))
+    check_publish_settings(PublishConfig(target="local"), settings())
+
+
+def test_openai_judge_without_key_or_base_url_stops_with_the_fix(settings):
+    with pytest.raises(ConfigError) as error:
+        check_judge_settings(JudgeConfig(backend="openai", model="gpt-4o-mini"), settings())
+    assert str(error.value) == (
+        "judge.backend is 'openai' with no base_url, which means api.openai.com, but "
+        "OPENAI_API_KEY is not set: add it to .env or the environment, or set "
+        "judge.base_url to your OpenAI-compatible endpoint (e.g. a `vllm serve`)."
+    )
+
+
+@pytest.mark.parametrize(
+    "judge, values",
+    [
+        ({"backend": "openai", "base_url": "http://127.0.0.1:8000/v1"}, {}),  # a local endpoint needs no key
+        ({"backend": "openai"}, {"OPENAI_API_KEY": "sk-x"}),
+        ({"backend": "vllm"}, {}),
+    ],
+    ids=["openai-base-url", "openai-key", "vllm"],
+)
+def test_reachable_judges_pass(settings, judge, values):
+    check_judge_settings(JudgeConfig(**judge), settings(**values))
+
+
+def test_judge_is_not_checked_when_the_run_does_not_judge(settings):
+    config = EvaluationConfig(judge={"backend": "openai"})
+    check_settings(config, settings(), judge=False)
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY is not set"):
+        check_settings(config, settings(), judge=True)
+
+
+def test_settings_read_from_zenml_secrets_say_how_to_update_the_secret(settings):
+    config = EvaluationConfig(publish={"target": "hub"})
+    with pytest.raises(ConfigError) as error:
+        check_settings(config, settings(), judge=True, secrets=["settings"])
+    message = str(error.value)
+    assert message.startswith("publish.target is 'hub' but HUGGINGFACE_ACCESS_TOKEN is not set")
+    assert message.endswith(
+        "\nThis config's steps read their settings from the ZenML secret(s) ['settings']: "
+        "after adding the value, run `python tools/run.py --export-settings`."
+    )
+
+
+def test_settings_of_this_machine_get_no_secret_hint(settings):
+    with pytest.raises(ConfigError) as error:
+        check_settings(EvaluationConfig(publish={"target": "hub"}), settings(), judge=True)
+    assert "ZenML secret" not in str(error.value)
