@@ -27,7 +27,7 @@ def library_run(rows: int) -> None:
     from llm_engineering.evaluation import dataset as data
     from llm_engineering.run_config import EvaluationConfig
     from llm_engineering.evaluation.generation import answer_test_split
-    from llm_engineering.evaluation.judge import score_answers
+    from llm_engineering.evaluation.scoring import score_answers
     from llm_engineering.evaluation.models import resolve_model
     from llm_engineering.evaluation.summary import build_summary
     from llm_engineering.infrastructure.judge_backends import build_judge

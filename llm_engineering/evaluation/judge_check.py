@@ -15,8 +15,9 @@ from datasets import Dataset
 from pydantic import BaseModel, Field
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.judge import JudgeBackend, ask_judge, is_valid_verdict, judge_messages, parse_verdict
 from llm_engineering.evaluation.judge_cache import JudgeCache
+from llm_engineering.evaluation.judge_transport import JudgeBackend, ask_judge
+from llm_engineering.evaluation.rubric import is_valid_verdict, judge_messages, parse_verdict
 from llm_engineering.evaluation.rates import Rate, derangement, rate, sample_rows
 from llm_engineering.evaluation.similarity import SimilarityCheck
 

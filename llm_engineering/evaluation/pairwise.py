@@ -16,8 +16,8 @@ from datasets import Dataset
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.judge import JudgeBackend, ReplySchema, ask_judge
 from llm_engineering.evaluation.judge_cache import JudgeCache
+from llm_engineering.evaluation.judge_transport import JudgeBackend, ReplySchema, ask_judge, reply_json_schema
 from llm_engineering.evaluation.rates import Rate, bootstrap_ci, rate
 
 logger = logging.getLogger(__name__)
@@ -53,15 +53,8 @@ class PairwiseVerdict(BaseModel):
 
 
 def pairwise_schema(max_analysis_chars: int) -> ReplySchema:
-    return ReplySchema("pairwise_verdict", {
-        "type": "object",
-        "properties": {
-            "analysis": {"type": "string", "maxLength": max_analysis_chars},
-            "winner": {"type": "string", "enum": ["A", "B", "tie"]},
-        },
-        "required": ["analysis", "winner"],
-        "additionalProperties": False,
-    })
+    """`PairwiseVerdict`'s schema for generation: the winner one of A, B, tie; the analysis kept short."""
+    return ReplySchema("pairwise_verdict", reply_json_schema(PairwiseVerdict, {"analysis": max_analysis_chars}))
 
 
 def parse_pairwise(raw: str) -> tuple[Optional[Winner], Optional[str]]:

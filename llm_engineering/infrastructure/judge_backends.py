@@ -6,8 +6,8 @@ import contextlib
 from collections.abc import Iterator
 
 from llm_engineering.evaluation.config import EngineConfig, JudgeConfig
-from llm_engineering.evaluation.judge import JudgeBackend
 from llm_engineering.evaluation.judge_cache import JudgeCache
+from llm_engineering.evaluation.judge_transport import JudgeBackend
 from llm_engineering.settings import Settings
 
 

@@ -17,7 +17,8 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 from tqdm.auto import tqdm
 
 from llm_engineering.evaluation.config import JudgeConfig
-from llm_engineering.evaluation.judge import JudgeReply, OnReply, ReplySchema, verdict_schema
+from llm_engineering.evaluation.judge_transport import JudgeReply, OnReply, ReplySchema
+from llm_engineering.evaluation.rubric import verdict_schema
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ class OpenAIJudge:
     def _reply_schema(self, reply_schema: Optional[ReplySchema]) -> ReplySchema:
         return reply_schema or ReplySchema("judge_verdict", verdict_schema(self._config.max_analysis_chars))
 
-    def cache_namespace(self, reply_schema: Optional[ReplySchema] = None) -> dict[str, Any]:
+    def cache_namespace(self, reply_schema: Optional[ReplySchema]) -> dict[str, Any]:
         c = self._config
         return {"backend": "openai", "model": c.model, "base_url": c.base_url, "temperature": c.temperature,
                 "seed": c.seed, "max_tokens": c.max_tokens, "schema": self._reply_schema(reply_schema).schema,
@@ -119,7 +120,7 @@ class OpenAIJudge:
             return JudgeReply(text=None, error=f"request failed after {attempts} attempt(s): {_describe(error)}")
 
     def complete(
-        self, conversations: list[list[dict[str, str]]], on_reply: OnReply, reply_schema: Optional[ReplySchema] = None
+        self, conversations: list[list[dict[str, str]]], on_reply: OnReply, reply_schema: Optional[ReplySchema]
     ) -> None:
         schema = self._reply_schema(reply_schema)
         with ThreadPoolExecutor(max_workers=self._config.max_concurrency) as pool:

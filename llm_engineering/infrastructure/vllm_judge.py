@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from llm_engineering.evaluation.config import EngineConfig, JudgeConfig
-from llm_engineering.evaluation.judge import JudgeReply, OnReply, ReplySchema, verdict_schema
+from llm_engineering.evaluation.judge_transport import JudgeReply, OnReply, ReplySchema
+from llm_engineering.evaluation.rubric import verdict_schema
 from llm_engineering.infrastructure.vllm_engine import ENGINES
 
 
@@ -17,13 +18,13 @@ class VLLMJudge:
     def _schema(self, reply_schema: Optional[ReplySchema]) -> dict[str, Any]:
         return reply_schema.schema if reply_schema else verdict_schema(self._config.max_analysis_chars)
 
-    def cache_namespace(self, reply_schema: Optional[ReplySchema] = None) -> dict[str, Any]:
+    def cache_namespace(self, reply_schema: Optional[ReplySchema]) -> dict[str, Any]:
         c = self._config
         return {"backend": "vllm", "model": c.model, "temperature": c.temperature, "seed": c.seed,
                 "max_tokens": c.max_tokens, "schema": self._schema(reply_schema)}
 
     def complete(
-        self, conversations: list[list[dict[str, str]]], on_reply: OnReply, reply_schema: Optional[ReplySchema] = None
+        self, conversations: list[list[dict[str, str]]], on_reply: OnReply, reply_schema: Optional[ReplySchema]
     ) -> None:
         from vllm import SamplingParams
         from vllm.sampling_params import StructuredOutputsParams

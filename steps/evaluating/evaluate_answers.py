@@ -6,7 +6,7 @@ from zenml import get_step_context, log_metadata, step
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import EngineConfig, JudgeConfig, SimilarityConfig
-from llm_engineering.evaluation.judge import score_answers
+from llm_engineering.evaluation.scoring import score_answers
 from llm_engineering.evaluation.similarity import add_reference_similarity, get_embedder
 from llm_engineering.evaluation.summary import model_scores
 from llm_engineering.infrastructure.judge_backends import build_judge, open_cache

@@ -5,7 +5,7 @@ from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeConfig
-from llm_engineering.evaluation.judge import score_answers
+from llm_engineering.evaluation.scoring import score_answers
 from llm_engineering.evaluation.judge_cache import JudgeCache
 from llm_engineering.infrastructure.openai_judge import OpenAIJudge
 from tests.integration.openai_stub import OpenAIStub

@@ -5,7 +5,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
-from llm_engineering.evaluation.judge import score_answers
+from llm_engineering.evaluation.scoring import score_answers
 from llm_engineering.infrastructure import opik_tracking
 from llm_engineering.settings import Settings
 from tests.unit.test_judge import GOOD, ScriptedJudge, answers

@@ -6,8 +6,8 @@ import pytest
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.judge import JudgeReply, ReplySchema, ask_judge
 from llm_engineering.evaluation.judge_cache import JudgeCache
+from llm_engineering.evaluation.judge_transport import JudgeReply, ReplySchema, ask_judge
 from llm_engineering.evaluation.pairwise import (
     PairwiseRow,
     compare_answers,
@@ -96,10 +96,10 @@ class KeyedJudge:
         self.asked = []
         self.schemas = []
 
-    def cache_namespace(self, reply_schema=None):
+    def cache_namespace(self, reply_schema):
         return {"backend": "keyed", "schema": reply_schema.schema if reply_schema else "verdict"}
 
-    def complete(self, conversations, on_reply, reply_schema=None):
+    def complete(self, conversations, on_reply, reply_schema):
         self.schemas.append(reply_schema)
         for index, messages in enumerate(conversations):
             self.asked.append(messages[1]["content"])
