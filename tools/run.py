@@ -7,18 +7,21 @@ without a subcommand and dispatch to the same work.
 
 from __future__ import annotations
 
-import json
-import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal, Optional
+from typing import Any, Callable, Optional
 
 import click
 from click.core import ParameterSource
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_CONFIG = ROOT / "configs" / "evaluating.yaml"
+if str(ROOT) not in sys.path:  # run as a script: tools/ is on the path, the repository root is not
+    sys.path.insert(0, str(ROOT))
+
+from tools.execution import DEFAULT_CONFIG, Request  # noqa: E402
+from tools.execution import execute as _execute  # noqa: E402
+from tools.execution import export_settings as _export_settings  # noqa: E402
+from tools.execution import prepare_environment as _prepare_environment  # noqa: E402
 
 EPILOG = """
 \b
@@ -41,22 +44,6 @@ Legacy flags, still accepted without a command (the options of `evaluate` go wit
   python tools/run.py --export-settings [--run-evaluation ...]                    = export-settings
   python tools/run.py --create-snapshot NAME --config F                           = snapshot NAME
 """
-
-
-@dataclass(frozen=True)
-class Request:
-    """What a command asks for; `_execute` does it."""
-
-    mode: Literal["evaluate", "rescore", "publish", "snapshot"]
-    config_path: Path = DEFAULT_CONFIG
-    models: tuple[str, ...] = ()
-    dataset: Optional[str] = None
-    limit: Optional[int] = None
-    dummy: bool = False
-    no_cache: bool = False
-    only_failed: bool = False
-    from_hub: tuple[str, ...] = ()
-    snapshot: Optional[str] = None
 
 
 def _config_option(hidden: bool = False) -> Callable:
@@ -207,140 +194,6 @@ def snapshot(name: str, **options: Any) -> None:
     Rerun it from the dashboard on a remote stack.
     """
     _execute(Request("snapshot", snapshot=name, **options))
-
-
-def _prepare_environment() -> None:
-    # ZenML's analytics post synchronously to the internet, which this pipeline never needs.
-    os.environ.setdefault("ZENML_ANALYTICS_OPT_IN", "false")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # keep progress bars readable
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
-
-
-def _ensure_zenml_repository() -> None:
-    from zenml.client import Client
-
-    if not (ROOT / ".zen").exists():
-        Client.initialize(root=ROOT)
-
-
-def _execute(request: Request) -> None:
-    """Load and check the config, run the pipeline the request names, report; errors become CLI messages."""
-    _prepare_environment()
-    from llm_engineering.evaluation.config import ConfigError
-    from llm_engineering.evaluation.dataset import DatasetError
-    from llm_engineering.evaluation.models import ModelError
-    from llm_engineering.evaluation.similarity import SimilarityError
-    from llm_engineering.infrastructure.zenml_runs import NoStoredResults, failed_steps_message
-    from llm_engineering.preflight import check_run
-    from llm_engineering.run_config import apply_overrides, load_run_config
-
-    try:
-        run_config = load_run_config(request.config_path)
-        config = apply_overrides(run_config.evaluation, list(request.models), request.dataset, request.limit,
-                                 request.dummy, fresh=request.no_cache)
-        _ensure_zenml_repository()
-        check_run(config, run_config.zenml_options.get("secrets") or [],
-                  generate=request.mode in ("evaluate", "snapshot"), judge=request.mode != "publish")
-        options = run_config.pipeline_options(no_cache=request.no_cache)
-        if request.mode == "snapshot":
-            from pipelines.evaluating import evaluating
-
-            configured = evaluating.with_options(**options)
-            configured.prepare(config=config)
-            stored = configured.create_snapshot(name=request.snapshot, replace=True)
-            click.echo(f"Created snapshot '{stored.name}' ({stored.id}) of pipeline 'evaluating'. Run it from the "
-                       f"dashboard or with `zenml pipeline snapshot run {stored.id}` (needs a remote stack).")
-            return
-        run = _launch(config, options, request)
-    except (ConfigError, DatasetError, ModelError, NoStoredResults, SimilarityError) as error:
-        raise click.ClickException(str(error)) from None
-    except RuntimeError as error:
-        if "Pipeline run has failed" not in str(error):
-            raise
-        raise click.ClickException(
-            f"{failed_steps_message()}\nEvery finished step is stored and cached, and every generated answer is saved: "
-            f"fix the cause and run the same command again (it resumes), or use --rescore to judge the "
-            f"stored generations again."
-        ) from None
-    except KeyboardInterrupt:
-        click.echo(
-            "\nInterrupted. Every answer generated so far is saved: run the same command again to generate "
-            "only the missing ones (without --no-cache, which starts afresh).", err=True,
-        )
-        sys.exit(130)
-    _report(run.id)
-
-
-def _launch(config: Any, options: dict[str, Any], request: Request) -> Any:
-    """Run the pipeline of the request's mode on its stored inputs."""
-    from llm_engineering.infrastructure.zenml_runs import latest_answers_to_rescore, latest_results_to_publish
-    from pipelines.evaluating import evaluating, publishing, rescoring
-
-    if request.mode == "publish":
-        stored, source_run = latest_results_to_publish()
-        click.echo(f"Publishing {len(stored['results_ids'])} stored artifact(s) of run {source_run}")
-        return publishing.with_options(**options)(config=config, **stored)
-    if request.from_hub:
-        click.echo(f"Scoring answers published in {', '.join(request.from_hub)}")
-        return rescoring.with_options(**options)(config=config, generation_stats=[], hub_repos=list(request.from_hub))
-    if request.mode == "rescore":
-        stored, source_run = latest_answers_to_rescore(request.only_failed)
-        click.echo(f"Re-scoring {len(stored['answers_ids'])} stored artifact(s) of run {source_run}")
-        return rescoring.with_options(**options)(config=config, **stored)
-    return evaluating.with_options(**options)(config=config)
-
-
-def _export_settings() -> None:
-    """Store .env / environment settings as the ZenML secret the remote configs list."""
-    from llm_engineering.settings import SETTINGS_SECRET, export_settings, get_settings
-
-    _ensure_zenml_repository()
-    try:
-        keys = export_settings(get_settings(), SETTINGS_SECRET)
-    except ValueError as error:
-        raise click.ClickException(str(error)) from None
-    # Names only: the values are secrets.
-    click.echo(f"Stored {len(keys)} setting(s) in the ZenML secret '{SETTINGS_SECRET}': {', '.join(keys)}")
-    click.echo(f"Run configs that list `secrets: [{SETTINGS_SECRET}]` give their steps these values.")
-
-
-def _report(run_id: Any) -> None:
-    """Print the summary table, write the JSON report, say where results were published."""
-    from llm_engineering.infrastructure.zenml_runs import run_results
-    from llm_engineering.settings import get_settings
-
-    run_name, summary, receipts = run_results(run_id)
-    if summary is not None:
-        report = get_settings().reports_dir / f"{run_name}.json"
-        report.parent.mkdir(parents=True, exist_ok=True)
-        report.write_text(json.dumps({"run": run_name, **summary.model_dump()}, indent=2))
-        _print_summary(summary, run_name, report.resolve())
-    for receipt in receipts:
-        click.echo(f"Published {receipt.stage} of {receipt.repo}: {receipt.hub_url or receipt.local_path}")
-    failed = sorted({r.hub_error for r in receipts if r.hub_error})
-    if failed:
-        raise click.ClickException("\n".join(failed))
-
-
-def _print_summary(summary: Any, run_name: str, report: Path) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    # report_text holds every sentence the CLI, HTML report and cards share.
-    from llm_engineering.evaluation.report_text import TABLE_HEADER, table_rows, trust_lines
-
-    table = Table(title=f"Evaluation summary · run {run_name} · judge {summary.judge_model}")
-    for name in TABLE_HEADER:
-        table.add_column(name)
-    for row in table_rows(summary):
-        table.add_row(*row)
-    # Wide enough for the table when output goes to a log rather than a terminal.
-    Console(width=None if sys.stdout.isatty() else 160).print(table)
-    for line in trust_lines(summary):
-        click.echo(line)
-    click.echo(f"JSON report: {report}")
 
 
 if __name__ == "__main__":
