@@ -111,13 +111,10 @@ def run_vllm(prompts: list[str], max_tokens: int, engine_overrides: dict[str, An
 
     from llm_engineering.evaluation.config import EngineConfig
     from llm_engineering.evaluation.models import resolve_model
-    from llm_engineering.infrastructure.vllm_engine import ENGINES as POOL
+    from llm_engineering.infrastructure.vllm_engine import EnginePool
     from llm_engineering.settings import get_settings
 
     path = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR).path
-    llm = POOL.get(path, EngineConfig(**(engine_overrides or {})))
-    params = SamplingParams(temperature=0.8, top_p=0.95, min_p=0.05, max_tokens=max_tokens, seed=0)
-    llm.generate(prompts[:2], SamplingParams(max_tokens=4), use_tqdm=False)  # warm-up, as HF's first call
     marks: dict[str, float] = {}
 
     class FirstResult(tqdm):  # LLM.generate advances its bar as each request finishes
@@ -125,11 +122,17 @@ def run_vllm(prompts: list[str], max_tokens: int, engine_overrides: dict[str, An
             marks.setdefault("first", time.perf_counter())
             return super().update(n)
 
-    started = time.perf_counter()
-    outputs = llm.generate(prompts, params, use_tqdm=FirstResult)
-    seconds = time.perf_counter() - started
+    pool = EnginePool()
+    try:  # the engine runs in its own process: end it even when the run fails
+        llm = pool.get(path, EngineConfig(**(engine_overrides or {})))
+        params = SamplingParams(temperature=0.8, top_p=0.95, min_p=0.05, max_tokens=max_tokens, seed=0)
+        llm.generate(prompts[:2], SamplingParams(max_tokens=4), use_tqdm=False)  # warm-up, as HF's first call
+        started = time.perf_counter()
+        outputs = llm.generate(prompts, params, use_tqdm=FirstResult)
+        seconds = time.perf_counter() - started
+    finally:
+        pool.release()
     tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
-    POOL.release()
     return _result(len(prompts), tokens, seconds, marks.get("first", started + seconds) - started)
 
 

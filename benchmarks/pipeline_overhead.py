@@ -30,18 +30,23 @@ def library_run(rows: int) -> None:
     from llm_engineering.evaluation.scoring import score_answers
     from llm_engineering.evaluation.models import resolve_model
     from llm_engineering.evaluation.summary import build_summary
+    from llm_engineering.infrastructure.engines import open_engine
     from llm_engineering.infrastructure.judge_backends import build_judge
-    from llm_engineering.infrastructure.vllm_engine import ENGINES
+    from llm_engineering.infrastructure.vllm_engine import EnginePool
     from llm_engineering.settings import get_settings
 
     config = EvaluationConfig.model_validate({"dataset": {"limit": rows}, "judge": {"cache": False}})
     settings = get_settings()
     split = data.with_prompts(data.read_test_split(config.dataset), config.prompt)
     model = resolve_model(config.models[0], settings.MODEL_CACHE_DIR)
-    llm = ENGINES.get(model.path, config.engine)
-    generations, stats = answer_test_split(llm, split, config.models[0], config.sampling, config.prompt,
-                                          config.engine.max_model_len)
-    evaluations = score_answers(generations, build_judge(config.judge, config.engine, settings))
+    pool = EnginePool()
+    try:
+        with open_engine(model.path, config.engine, pool) as engine:
+            generations, stats = answer_test_split(engine, split, config.models[0], config.sampling, config.prompt,
+                                                  config.engine.max_model_len)
+        evaluations = score_answers(generations, build_judge(config.judge, config.engine, settings, pool))
+    finally:
+        pool.release()  # the engine runs in its own process: end it before this one exits
     print(build_summary([evaluations], [stats]).models[0].model_dump_json())
 
 

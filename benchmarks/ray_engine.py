@@ -59,19 +59,21 @@ def _result(arrivals: list[tuple[float, int]], wall: float, answers: dict[str, s
 
 def run_in_process(rows: list[tuple[str, str]], max_tokens: int) -> dict:
     from llm_engineering.evaluation.config import EngineConfig, SamplingConfig
-    from llm_engineering.evaluation.generation import sampling_params
     from llm_engineering.evaluation.models import resolve_model
-    from llm_engineering.infrastructure.vllm_engine import ENGINES
+    from llm_engineering.infrastructure.vllm_engine import EnginePool, sampling_params
     from llm_engineering.settings import get_settings
 
     path = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR).path
     started = time.perf_counter()
-    llm = ENGINES.get(path, EngineConfig(cpu_kvcache_space_gib=KV_CACHE_GIB))
-    built = time.perf_counter()
-    outputs = llm.generate([p for _, p in rows], sampling_params(SamplingConfig(temperature=0.0, max_tokens=max_tokens)),
-                           use_tqdm=False)
-    done = time.perf_counter()
-    ENGINES.release()
+    pool = EnginePool()
+    try:  # the engine runs in its own process: end it even when the run fails
+        llm = pool.get(path, EngineConfig(cpu_kvcache_space_gib=KV_CACHE_GIB))
+        built = time.perf_counter()
+        outputs = llm.generate([p for _, p in rows], sampling_params(SamplingConfig(temperature=0.0, max_tokens=max_tokens)),
+                               use_tqdm=False)
+        done = time.perf_counter()
+    finally:
+        pool.release()
     # One call returns everything at once: the first answer is the end of the call.
     arrivals = [(done - started, len(o.outputs[0].token_ids)) for o in outputs]
     answers = {row_id: o.outputs[0].text.strip() for (row_id, _), o in zip(rows, outputs)}

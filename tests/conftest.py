@@ -51,11 +51,11 @@ def _keep_the_repository_zenml_config(repo_root):
 
 @pytest.fixture(scope="session", autouse=True)
 def _free_engines_at_session_end():
-    """Shut down a shared vLLM engine while pytest's output streams are still open."""
+    """Shut down the shared vLLM engine (the steps' pool) while pytest's output streams are still open."""
     yield
-    module = sys.modules.get("llm_engineering.infrastructure.vllm_engine")
+    module = sys.modules.get("steps.evaluating.engine_pool")
     if module is not None:
-        module.ENGINES.release()
+        module.ENGINE_POOL.release()
 
 
 @pytest.fixture

@@ -1,10 +1,9 @@
-"""Answer generation: every prompt of a model in one continuous batch, each answer saved as it finishes.
+"""Answer generation: every prompt of a model in one engine call, each answer saved as it finishes.
 
-All prompts are queued in the vLLM engine at once (continuous batching, PagedAttention), and the
-engine is stepped here instead of inside `LLM.generate`, so every finished answer is appended to
-the checkpoint immediately: a crash or Ctrl-C loses nothing, and the next run generates only
-the rows that are missing. With `engine.backend: ray` the rows stream back from Ray Data LLM
-replicas instead, into the same checkpoint.
+All prompts go to the engine at once (with vLLM: one continuous batch), and the engine yields each
+answer as it finishes, so it is appended to the checkpoint immediately: a crash or Ctrl-C loses
+nothing, and the next run generates only the rows that are missing. The engine is any
+`GenerationEngine` (in-process vLLM, Ray Data LLM replicas), handed in by the caller.
 """
 
 from __future__ import annotations
@@ -12,18 +11,16 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterator
-from typing import Any, Optional
+from typing import Optional
 
 from datasets import Dataset
 from pydantic import BaseModel
-from tqdm.auto import tqdm
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.checkpoint import AnswerCheckpoint, AnswerRecord, row_key
 from llm_engineering.evaluation.config import PromptConfig, SamplingConfig
+from llm_engineering.evaluation.engine import GenerationEngine
 from llm_engineering.evaluation.prompts import format_prompts
-from llm_engineering.infrastructure.ray_engine import RayEngine
 
 logger = logging.getLogger(__name__)
 
@@ -43,65 +40,8 @@ class GenerationStats(BaseModel):
     generated: int = 0  # answers generated in this run
 
 
-def sampling_params(config: SamplingConfig) -> Any:
-    from vllm import SamplingParams
-
-    return SamplingParams(
-        temperature=config.temperature,
-        top_p=config.top_p,
-        min_p=config.min_p,
-        max_tokens=config.max_tokens,
-        seed=config.seed,
-    )
-
-
-def stream_generate(llm: Any, prompts: dict[int, str], params: Any) -> Iterator[tuple[int, Any]]:
-    """Yield `(index, RequestOutput)` as each request finishes; all requests share one batch.
-
-    On any interruption (Ctrl-C, an error in the consumer) the unfinished requests are aborted,
-    so the engine stays usable by the next caller (the judge, a retry).
-    """
-    if not prompts:
-        return
-    indices = list(prompts)
-    internal_ids = llm.enqueue([prompts[i] for i in indices], params, use_tqdm=False)
-    # vLLM returns its internal ids ("<request id>-<8 random chars>"); outputs carry the request id.
-    pending = {rid.rsplit("-", 1)[0]: (rid, i) for rid, i in zip(internal_ids, indices)}
-    engine = llm.llm_engine
-    try:
-        if len(pending) != len(indices):
-            raise RuntimeError(f"vLLM returned unexpected request ids: {internal_ids[:3]}")
-        with tqdm(total=len(pending), desc="Generating answers", unit="answer") as bar:
-            while pending and engine.has_unfinished_requests():
-                for output in engine.step():
-                    if output.finished and output.request_id in pending:
-                        bar.update()
-                        yield pending.pop(output.request_id)[1], output
-    finally:
-        if pending:
-            engine.abort_request([rid for rid, _ in pending.values()], internal=True)
-
-
-def answer_stream(llm: Any, prompts: dict[int, str], ids: list[str], sampling: SamplingConfig,
-                  ) -> Iterator[tuple[int, AnswerRecord]]:
-    """`(index, answer)` as each finishes, from the in-process engine or from Ray replicas."""
-    if not prompts:  # everything resumed from the checkpoint: start no replica
-        return
-    if not isinstance(llm, RayEngine):
-        with contextlib.closing(stream_generate(llm, prompts, sampling_params(sampling))) as stream:
-            for i, output in stream:
-                yield i, _record(output)
-        return
-    index = {ids[i]: i for i in prompts}
-    for row in llm.generate_rows([(ids[i], text) for i, text in prompts.items()], sampling):
-        yield index[row[col.ID]], AnswerRecord(
-            answer=row[col.ANSWER], finish_reason=row[col.FINISH_REASON],
-            prompt_tokens=row[col.PROMPT_TOKENS], completion_tokens=row[col.COMPLETION_TOKENS],
-        )
-
-
 def answer_test_split(
-    llm: Any,
+    engine: GenerationEngine,
     test_split: Dataset,
     model_id: str,
     sampling: SamplingConfig,
@@ -109,14 +49,14 @@ def answer_test_split(
     max_model_len: int,
     checkpoint: Optional[AnswerCheckpoint] = None,
 ) -> tuple[Dataset, GenerationStats]:
-    """Generate one answer per row with `llm` (a `vllm.LLM`, or a `RayEngine`), matched to its row by id.
+    """Generate one answer per row with `engine`, matched to its row by id.
 
     Answers already in `checkpoint` for the same row id and prompt are reused; new ones are
     appended to it as they finish. A prompt that leaves no room for the answer in
     `max_model_len` is not sent: its row keeps an empty answer with finish reason
     `prompt_too_long`, and the run goes on.
     """
-    tokenizer = llm.get_tokenizer()
+    tokenizer = engine.get_tokenizer()
     if prompt.template == "alpaca":
         prompts = list(test_split[col.PROMPT])
     else:
@@ -145,7 +85,9 @@ def answer_test_split(
     started = time.perf_counter()
     with contextlib.ExitStack() as stack:
         writer = stack.enter_context(checkpoint.writer()) if checkpoint else None
-        for i, record in stack.enter_context(contextlib.closing(answer_stream(llm, todo, ids, sampling))):
+        # Everything resumed from the checkpoint: ask the engine for nothing (no Ray replica starts).
+        answers = stack.enter_context(contextlib.closing(engine.generate(todo, sampling))) if todo else ()
+        for i, record in answers:
             if i in records:
                 raise RuntimeError(f"The engine answered row {ids[i]!r} twice; every prompt must be answered once.")
             records[i] = record
@@ -183,12 +125,3 @@ def answer_test_split(
                 model_id, len(todo), stats.tokens_per_second, len(resumed), len(too_long))
     return generations, stats
 
-
-def _record(output: Any) -> AnswerRecord:
-    result = output.outputs[0]
-    return AnswerRecord(
-        answer=result.text.strip(),
-        finish_reason=result.finish_reason or "unknown",
-        prompt_tokens=len(output.prompt_token_ids),
-        completion_tokens=len(result.token_ids),
-    )

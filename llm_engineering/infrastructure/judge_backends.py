@@ -8,10 +8,12 @@ from collections.abc import Iterator
 from llm_engineering.evaluation.config import EngineConfig, JudgeConfig
 from llm_engineering.evaluation.judge_cache import JudgeCache
 from llm_engineering.evaluation.judge_transport import JudgeBackend
+from llm_engineering.infrastructure.vllm_engine import EnginePool
 from llm_engineering.settings import Settings
 
 
-def build_judge(config: JudgeConfig, engine: EngineConfig, settings: Settings) -> JudgeBackend:
+def build_judge(config: JudgeConfig, engine: EngineConfig, settings: Settings, pool: EnginePool) -> JudgeBackend:
+    """The judge `config.backend` names; the in-process one takes its engine from `pool` (the generation engine if it matches)."""
     if config.backend == "openai":
         from llm_engineering.infrastructure.openai_judge import OpenAIJudge
 
@@ -20,7 +22,7 @@ def build_judge(config: JudgeConfig, engine: EngineConfig, settings: Settings) -
     from llm_engineering.evaluation.models import resolve_model
     from llm_engineering.infrastructure.vllm_judge import VLLMJudge
 
-    return VLLMJudge(resolve_model(config.model, settings.MODEL_CACHE_DIR).path, config, engine)
+    return VLLMJudge(resolve_model(config.model, settings.MODEL_CACHE_DIR).path, config, engine, pool)
 
 
 @contextlib.contextmanager

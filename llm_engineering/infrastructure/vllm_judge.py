@@ -7,13 +7,13 @@ from typing import Any, Optional
 from llm_engineering.evaluation.config import EngineConfig, JudgeConfig
 from llm_engineering.evaluation.judge_transport import JudgeReply, OnReply, ReplySchema
 from llm_engineering.evaluation.rubric import verdict_schema
-from llm_engineering.infrastructure.vllm_engine import ENGINES
+from llm_engineering.infrastructure.vllm_engine import EnginePool
 
 
 class VLLMJudge:
-    def __init__(self, model_path: str, config: JudgeConfig, engine: EngineConfig):
+    def __init__(self, model_path: str, config: JudgeConfig, engine: EngineConfig, pool: EnginePool):
         self.judge_id = f"vllm:{config.model}"
-        self._model_path, self._config, self._engine = model_path, config, engine
+        self._model_path, self._config, self._engine, self._pool = model_path, config, engine, pool
 
     def _schema(self, reply_schema: Optional[ReplySchema]) -> dict[str, Any]:
         return reply_schema.schema if reply_schema else verdict_schema(self._config.max_analysis_chars)
@@ -30,7 +30,7 @@ class VLLMJudge:
         from vllm.sampling_params import StructuredOutputsParams
 
         # Built only when some verdict is not cached; shared with generation when the model matches.
-        llm = ENGINES.get(self._model_path, self._engine)
+        llm = self._pool.get(self._model_path, self._engine)
         params = SamplingParams(
             temperature=self._config.temperature,
             max_tokens=self._config.max_tokens,

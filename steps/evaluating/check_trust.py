@@ -9,6 +9,7 @@ from llm_engineering.evaluation.judge_check import TrustChecks, run_judge_check
 from llm_engineering.evaluation.similarity import check_similarity, get_embedder
 from llm_engineering.infrastructure.judge_backends import build_judge, open_cache
 from llm_engineering.settings import get_settings
+from steps.evaluating.engine_pool import ENGINE_POOL
 
 
 @step
@@ -32,7 +33,7 @@ def check_trust(
     elif judge_check.rows:
         settings = get_settings()
         with open_cache(judge, settings) as cache:
-            checks.judge = run_judge_check(rows, build_judge(judge, engine, settings), cache,
+            checks.judge = run_judge_check(rows, build_judge(judge, engine, settings, ENGINE_POOL), cache,
                                        judge_check.rows, judge_check.threshold, judge_check.seed)
     if similarity.enabled and len(rows) >= 2:
         checks.similarity = check_similarity(rows, get_embedder(similarity.batch_size), judge_check.seed)

@@ -8,6 +8,7 @@ from llm_engineering.evaluation.config import EngineConfig, JudgeConfig
 from llm_engineering.evaluation.pairwise import PairwiseReport, compare_answers
 from llm_engineering.infrastructure.judge_backends import build_judge, open_cache
 from llm_engineering.settings import get_settings
+from steps.evaluating.engine_pool import ENGINE_POOL
 
 
 @step
@@ -16,7 +17,7 @@ def compare_pairwise(
 ) -> Annotated[PairwiseReport, col.PAIRWISE_COMPARISONS]:
     """Judge every other model's answers against the first model's, each pair in both orders."""
     settings = get_settings()
-    backend = build_judge(judge, engine, settings)
+    backend = build_judge(judge, engine, settings, ENGINE_POOL)
     with open_cache(judge, settings) as cache:
         report = PairwiseReport(comparisons=[
             compare_answers(other, answers[0], backend, cache, judge.max_analysis_chars) for other in answers[1:]

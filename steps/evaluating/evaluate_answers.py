@@ -12,6 +12,7 @@ from llm_engineering.evaluation.summary import model_scores
 from llm_engineering.infrastructure.judge_backends import build_judge, open_cache
 from llm_engineering.infrastructure.opik_tracking import log_scoring
 from llm_engineering.settings import get_settings
+from steps.evaluating.engine_pool import ENGINE_POOL
 from steps.materializers import DatasetMaterializer
 
 logger = logging.getLogger(__name__)
@@ -33,7 +34,7 @@ def evaluate_answers(
     """
     settings = get_settings()
     with open_cache(judge, settings) as cache:
-        evaluations = score_answers(generations, build_judge(judge, engine, settings), cache, only_failed)
+        evaluations = score_answers(generations, build_judge(judge, engine, settings, ENGINE_POOL), cache, only_failed)
     if similarity is not None and similarity.enabled:
         if col.REFERENCE in evaluations.column_names:
             evaluations = add_reference_similarity(evaluations, get_embedder(similarity.batch_size))

@@ -8,9 +8,9 @@ from llm_engineering.evaluation.generation import GenerationStats, answer_test_s
 from llm_engineering.evaluation.checkpoint import AnswerCheckpoint
 from llm_engineering.evaluation.config import EngineConfig, PromptConfig, SamplingConfig
 from llm_engineering.evaluation.models import resolve_model
-from llm_engineering.infrastructure.ray_engine import RayEngine
-from llm_engineering.infrastructure.vllm_engine import ENGINES
+from llm_engineering.infrastructure.engines import open_engine
 from llm_engineering.settings import get_settings
+from steps.evaluating.engine_pool import ENGINE_POOL
 from steps.materializers import DatasetMaterializer
 
 
@@ -32,13 +32,10 @@ def generate_answers(
     checkpoint = AnswerCheckpoint(settings.CHECKPOINT_DIR, model, resolved.path, sampling, engine)
     if not resume:
         checkpoint.reset()
-    if engine.backend == "ray":
-        ENGINES.release()  # replicas on this node need the memory an idle in-process engine holds
-        llm = RayEngine(resolved.path, engine)
-    else:
-        llm = ENGINES.get(resolved.path, engine)
-    generations, stats = answer_test_split(
-        llm, test_split, model, sampling, prompt, engine.max_model_len, checkpoint
-    )
+    # The in-process engine stays in the pool after this step: the judge steps reuse it when they match.
+    with open_engine(resolved.path, engine, ENGINE_POOL) as generation_engine:
+        generations, stats = answer_test_split(
+            generation_engine, test_split, model, sampling, prompt, engine.max_model_len, checkpoint
+        )
     log_metadata(metadata={"model": model, "checkpoint": str(checkpoint.path), **stats.model_dump()})
     return generations, stats

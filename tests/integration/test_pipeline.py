@@ -13,9 +13,10 @@ import pytest
 from datasets import load_dataset
 
 from llm_engineering.evaluation import columns as col
+from llm_engineering.infrastructure.vllm_engine import VLLMEngine
 from llm_engineering.run_config import EvaluationConfig
-from llm_engineering.infrastructure.vllm_engine import ENGINES
 from llm_engineering.infrastructure.zenml_runs import latest_generations, step_output
+from steps.evaluating.engine_pool import ENGINE_POOL
 
 pytestmark = pytest.mark.slow
 
@@ -120,7 +121,7 @@ def test_a_prompt_longer_than_max_model_len_is_skipped_and_the_rest_answered(fir
         "answer": ["Retrieval-augmented generation.", "A summary.", "Low-rank adaptation."],
     })), config.prompt)
     checkpoint = AnswerCheckpoint(tmp_path, "smollm2-135m", model.path, config.sampling, config.engine)
-    generations, stats = answer_test_split(ENGINES.get(model.path, config.engine), split, "smollm2-135m",
+    generations, stats = answer_test_split(VLLMEngine(ENGINE_POOL.get(model.path, config.engine)), split, "smollm2-135m",
                                           config.sampling, config.prompt, config.engine.max_model_len, checkpoint)
     assert generations[col.ID] == ["short", "huge", "short-too"]
     assert generations[col.FINISH_REASON][1] == col.PROMPT_TOO_LONG and generations[col.ANSWER][1] == ""
@@ -201,7 +202,7 @@ def test_judge_check_on_the_embedded_split_follows_the_threshold():
     settings = get_settings()
     judge_config = JudgeConfig.model_validate(SMALL["judge"])
     split = read_test_split(DatasetConfig())
-    judge = build_judge(judge_config, EngineConfig(), settings)  # the session's engine: same model and config
+    judge = build_judge(judge_config, EngineConfig(), settings, ENGINE_POOL)  # the session's engine: same model and config
     with open_cache(judge_config, settings) as cache:
         check = run_judge_check(split, judge, cache, rows=20, threshold=0.7)
         outcomes = (check.reference_higher, check.ties, check.reversals, check.failed)
@@ -224,8 +225,8 @@ def test_rescore_reuses_generations_without_inference(first_run):
 
     from pipelines.evaluating import rescoring
 
-    ENGINES.release()  # so any engine the rescore needs must be built, and shows in `builds`
-    builds_before = len(ENGINES.builds)
+    ENGINE_POOL.release()  # so any engine the rescore needs must be built, and shows in `builds`
+    builds_before = len(ENGINE_POOL.builds)
     generations, stats, source = latest_generations()
     # Judge cache off: with it, every valid verdict would be reused and no engine built at all.
     run = rescoring.with_options(enable_cache=False)(
@@ -233,7 +234,7 @@ def test_rescore_reuses_generations_without_inference(first_run):
     )
     run = Client().get_pipeline_run(run.id)
     assert not [name for name in run.steps if name.startswith(("generate_answers", "load_test_split"))]
-    assert len(ENGINES.builds) == builds_before + 1  # the judge's engine only
+    assert len(ENGINE_POOL.builds) == builds_before + 1  # the judge's engine only
     stored = generations[0].load()
     rescored = step_output(run, "evaluate_answers", col.EVALUATIONS)
     assert rescored[col.ID] == stored[col.ID]

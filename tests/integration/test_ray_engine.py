@@ -12,9 +12,10 @@ from llm_engineering.evaluation.config import DatasetConfig, EngineConfig, Promp
 from llm_engineering.evaluation.dataset import read_test_split, with_prompts
 from llm_engineering.evaluation.generation import answer_test_split
 from llm_engineering.evaluation.models import resolve_model
+from llm_engineering.infrastructure.engines import open_engine
 from llm_engineering.infrastructure.ray_engine import RayEngine
-from llm_engineering.infrastructure.vllm_engine import ENGINES
 from llm_engineering.settings import get_settings
+from steps.evaluating.engine_pool import ENGINE_POOL
 
 pytestmark = pytest.mark.slow
 
@@ -28,9 +29,8 @@ def test_ray_engine_gives_the_in_process_answers_in_the_same_artifact_shape():
     split = with_prompts(read_test_split(DatasetConfig(limit=ROWS)), PromptConfig())
     path = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR).path
     sampling = SamplingConfig(temperature=0.0, max_tokens=32)
-    in_process, _ = answer_test_split(
-        ENGINES.get(path, EngineConfig()), split, "smollm2-135m", sampling, PromptConfig(), 2048
-    )
+    with open_engine(path, EngineConfig(), ENGINE_POOL) as in_process_engine:
+        in_process, _ = answer_test_split(in_process_engine, split, "smollm2-135m", sampling, PromptConfig(), 2048)
 
     addresses = set()
 
@@ -45,7 +45,7 @@ def test_ray_engine_gives_the_in_process_answers_in_the_same_artifact_shape():
 
     # Two replicas plus an idle in-process engine outgrow a small CI machine; Ray's memory monitor
     # would then kill and restart replicas for ever. No later test needs this engine.
-    ENGINES.release()
+    ENGINE_POOL.release()
     ray_config = RayConfig(replicas=2, cpus_per_replica=1, batch_size=2, max_concurrent_batches=1)
     engine = ObservedRayEngine(path, EngineConfig(backend="ray", cpu_kvcache_space_gib=1, ray=ray_config))
     on_ray, stats = answer_test_split(engine, split, "smollm2-135m", sampling, PromptConfig(), 2048)

@@ -2,8 +2,12 @@
 
 import pytest
 
-from llm_engineering.evaluation.config import ConfigError, EngineConfig, RayConfig
-from llm_engineering.infrastructure.ray_engine import finish_reason, placement_problem, processor_config
+from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.checkpoint import AnswerRecord
+from llm_engineering.evaluation.config import ConfigError, EngineConfig, RayConfig, SamplingConfig
+from llm_engineering.infrastructure.engines import open_engine
+from llm_engineering.infrastructure.ray_engine import RayEngine, finish_reason, placement_problem, processor_config
+from llm_engineering.infrastructure.vllm_engine import EnginePool
 from llm_engineering.run_config import load_run_config
 
 
@@ -102,3 +106,49 @@ def test_finish_reason_follows_vllm_order_of_checks(tokens, prompt_tokens, expec
 def test_placement_problems_are_found_before_ray_would_wait_forever(resources, ray, tp, problem):
     found = placement_problem(resources, ray, tp)
     assert found == problem if problem is None else problem in found
+
+
+class _RowsFromRay(RayEngine):
+    """The Ray engine with Ray's rows made up here: out of order, as replicas finish them."""
+
+    closed_rows = False
+
+    def generate_rows(self, rows, sampling):
+        def stream():
+            try:
+                for row_id, prompt in reversed(list(rows)):
+                    yield {col.ID: row_id, col.ANSWER: f"answer to {prompt}", col.FINISH_REASON: "stop",
+                           col.PROMPT_TOKENS: len(prompt), col.COMPLETION_TOKENS: 3}
+            finally:
+                type(self).closed_rows = True
+
+        return stream()
+
+
+def test_ray_engine_maps_its_rows_back_to_the_prompt_indexes():
+    engine = _RowsFromRay("model", EngineConfig(backend="ray"))
+    answers = dict(engine.generate({4: "a", 7: "bb"}, SamplingConfig()))
+    assert sorted(answers) == [4, 7]
+    assert answers[7] == AnswerRecord(answer="answer to bb", finish_reason="stop", prompt_tokens=2, completion_tokens=3)
+    assert list(engine.generate({}, SamplingConfig())) == []  # nothing to ask: no cluster
+
+
+def test_closing_the_ray_answer_stream_early_lets_go_of_ray_rows():
+    _RowsFromRay.closed_rows = False
+    stream = _RowsFromRay("model", EngineConfig(backend="ray")).generate({0: "a", 1: "b"}, SamplingConfig())
+    next(stream)
+    stream.close()  # what answer_test_split does on Ctrl-C: the cluster is shut down, not left running
+    assert _RowsFromRay.closed_rows
+
+
+def test_the_ray_backend_frees_the_pooled_engine_before_its_replicas_start():
+    pool = EnginePool()
+    pool.llm, pool.key = _HeldEngine(), ("other-model", EngineConfig())
+    with open_engine("model", EngineConfig(backend="ray"), pool) as engine:
+        assert pool.llm is None and pool.key is None
+        assert engine.model_path == "model"
+    assert pool.builds == []  # no in-process engine was built for a ray run
+
+
+class _HeldEngine:
+    """Stands for a built `vllm.LLM` in the pool (it has no engine process to shut down)."""
