@@ -21,7 +21,7 @@ DEFAULT_CONFIG = ROOT / "configs" / "evaluating.yaml"
 
 @dataclass(frozen=True)
 class Request:
-    """What a command asks for; `_execute` does it."""
+    """What a command asks for; `execute` does it."""
 
     mode: Literal["evaluate", "rescore", "publish", "snapshot"]
     config_path: Path = DEFAULT_CONFIG
@@ -33,7 +33,6 @@ class Request:
     only_failed: bool = False
     from_hub: tuple[str, ...] = ()
     snapshot: Optional[str] = None
-
 
 
 def prepare_environment() -> None:
@@ -88,8 +87,8 @@ def execute(request: Request) -> None:
             raise
         raise click.ClickException(
             f"{failed_steps_message()}\nEvery finished step is stored and cached, and every generated answer is saved: "
-            f"fix the cause and run the same command again (it resumes), or use --rescore to judge the "
-            f"stored generations again."
+            f"fix the cause and run the same command again (it resumes), or `python tools/run.py rescore` to "
+            f"judge the stored generations again."
         ) from None
     except KeyboardInterrupt:
         click.echo(
