@@ -39,7 +39,8 @@ def check_settings(config: EvaluationConfig, settings: Any, judge: bool, secrets
     try:
         check_publish_settings(config.publish, settings)
         if judge:
-            check_judge_settings(config.judge, settings)
+            for member in config.panel:
+                check_judge_settings(member, settings)
     except ConfigError as error:
         if not secrets:
             raise
@@ -71,8 +72,8 @@ def check_run(config: EvaluationConfig, secrets: Sequence[str], generate: bool, 
 
         check_ray_installed()
     names = set(config.models) if generate else set()
-    if judge and config.judge.backend == "vllm":
-        names.add(config.judge.model)
+    if judge:
+        names |= {member.model for member in config.panel if member.backend == "vllm"}
     for name in names:
         resolve_model(name, local.MODEL_CACHE_DIR)
     if judge and config.similarity.enabled:

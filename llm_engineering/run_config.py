@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from llm_engineering.evaluation.config import (
     ConfigError,
@@ -21,6 +21,7 @@ from llm_engineering.evaluation.config import (
     EngineConfig,
     JudgeCheckConfig,
     JudgeConfig,
+    JuryConfig,
     PairwiseConfig,
     PromptConfig,
     PublishConfig,
@@ -64,6 +65,11 @@ class EvaluationConfig(BaseModel):
     sampling: SamplingConfig = SamplingConfig()
     engine: EngineConfig = EngineConfig()
     judge: JudgeConfig = JudgeConfig()
+    judges: list[JudgeConfig] = Field(
+        default_factory=list, description="A jury: each judge scores every answer on its own (own cache entries), "
+        "and the verdicts are aggregated per `jury`. Replaces `judge`; the first judge runs the judge check and pairwise.",
+    )
+    jury: JuryConfig = JuryConfig()
     publish: PublishConfig = PublishConfig()
     resume: bool = Field(
         True, description="Reuse the answers an interrupted run saved for the same model, sampling and "
@@ -86,6 +92,22 @@ class EvaluationConfig(BaseModel):
         for model in models:
             _check_variant(model)
         return models
+
+    @model_validator(mode="after")
+    def _one_panel(self) -> "EvaluationConfig":
+        if self.judges and self.judge != JudgeConfig():
+            raise ValueError("set either judge (one judge) or judges (a jury), not both; move the judge into judges")
+        rubrics = [j.resolved_rubric() for j in self.judges]
+        for k, rubric in enumerate(rubrics[1:], 1):
+            if rubric != rubrics[0]:
+                raise ValueError(f"judges[{k}] scores rubric {rubric.name!r} but judges[0] scores {rubrics[0].name!r}: a jury "
+                                 f"scores one rubric; give every judge the same rubric")
+        return self
+
+    @property
+    def panel(self) -> list[JudgeConfig]:
+        """The judges that score: the jury, or the one judge."""
+        return list(self.judges) or [self.judge]
 
     def sampling_for(self, model: str) -> SamplingConfig:
         """The sampling of `model`: the run's, with a variant's own settings (`name@temperature=0.2`) on top."""
@@ -116,11 +138,11 @@ def _format_validation_error(error: ValidationError, path: Optional[Path]) -> st
     where = f" in {path}" if path else ""
     lines = [f"Invalid evaluation config{where}:"]
     for item in error.errors():
-        loc = ".".join(str(part) for part in item["loc"]) or "parameters"
+        loc = ".".join(["parameters", *map(str, item["loc"])])
         if item["type"] == "extra_forbidden":
-            lines.append(f"  - parameters.{loc}: unknown key; remove it or fix its spelling")
+            lines.append(f"  - {loc}: unknown key; remove it or fix its spelling")
         else:
-            lines.append(f"  - parameters.{loc}: {item['msg']}")
+            lines.append(f"  - {loc}: {item['msg'].removeprefix('Value error, ')}")
     return "\n".join(lines)
 
 

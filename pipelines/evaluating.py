@@ -24,23 +24,23 @@ def _score_publish_summarize(
     only_failed: bool = False, samplings: Optional[list] = None,
 ) -> None:
     evaluations = [
-        evaluate_answers(rows, judge=config.judge, engine=config.engine, only_failed=only_failed,
-                         similarity=config.similarity, after=after)
+        evaluate_answers(rows, judges=config.panel, engine=config.engine, only_failed=only_failed,
+                         similarity=config.similarity, jury=config.jury, after=after)
         for rows in answers
     ]
     # After every verdict, so a judge engine that is not the generation model loads once.
     checks = None
     if config.judge_check.rows or config.similarity.enabled:
-        checks = check_trust(evaluations[0], judge=config.judge, engine=config.engine,
+        checks = check_trust(evaluations[0], judge=config.panel[0], engine=config.engine,
                                judge_check=config.judge_check, similarity=config.similarity, after=evaluations)
     pairwise = None
     if config.pairwise.enabled and len(evaluations) > 1:
-        pairwise = compare_pairwise(evaluations, judge=config.judge, engine=config.engine, after=evaluations)
+        pairwise = compare_pairwise(evaluations, judge=config.panel[0], engine=config.engine, after=evaluations)
     samplings = samplings or [config.sampling] * len(evaluations)
     for rows, sampling in zip(evaluations, samplings):  # as the original: answers, then with verdicts and checks
         publish_results(rows, publish=config.publish, dataset=config.dataset, sampling=sampling,
                         checks=checks, pairwise=pairwise)
-    summarize(evaluations, stats, judge=config.judge, checks=checks, pairwise=pairwise)
+    summarize(evaluations, stats, judges=config.panel, checks=checks, pairwise=pairwise, jury=config.jury)
 
 
 @pipeline(name="evaluating")

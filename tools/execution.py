@@ -155,10 +155,10 @@ def print_summary(summary: Any, run_name: str, report: Path) -> None:
     from rich.table import Table
 
     # report_text holds every sentence the CLI, HTML report and cards share.
-    from llm_engineering.evaluation.report_text import TABLE_HEADER, table_rows, trust_lines
+    from llm_engineering.evaluation.report_text import table_header, table_rows, trust_lines
 
-    table = Table(title=f"Evaluation summary · run {run_name} · judge {summary.judge_model}")
-    for name in TABLE_HEADER:
+    table = Table(title=f"Evaluation summary · run {run_name} · judge {summary.judge_model} · rubric {summary.rubric}")
+    for name in table_header(summary):
         table.add_column(name)
     for row in table_rows(summary):
         table.add_row(*row)

@@ -21,18 +21,42 @@ COMPLETION_TOKENS = "completion_tokens"
 # finish_reason of a row whose prompt leaves no room for an answer in max_model_len (not generated)
 PROMPT_TOO_LONG = "prompt_too_long"
 
-# evaluations
+# evaluations: per criterion of the rubric, `<criterion>_score` etc. (the handbook's: accuracy_score, style_score...)
 JUDGE_MODEL = "judge_model"
-ACCURACY_SCORE = "accuracy_score"
-ACCURACY_ANALYSIS = "accuracy_analysis"
-STYLE_SCORE = "style_score"
-STYLE_ANALYSIS = "style_analysis"
 JUDGE_ERROR = "judge_error"
 JUDGE_RAW = "judge_raw"
 JUDGE_PROMPT_TOKENS = "judge_prompt_tokens"
 JUDGE_COMPLETION_TOKENS = "judge_completion_tokens"
 JUDGE_CACHED = "judge_cached"
 REFERENCE_SIMILARITY = "reference_similarity"
+EXPECTED_PROBLEM = "expected_score_problem"  # why a verdict has no expected scores (no logprobs, ...)
+
+
+def score(criterion: str) -> str:
+    return f"{criterion}_score"
+
+
+def analysis(criterion: str) -> str:
+    return f"{criterion}_analysis"
+
+
+def expected(criterion: str) -> str:
+    """The probability-weighted score: sum of value x the judge's probability of it."""
+    return f"{criterion}_expected"
+
+
+def probabilities(criterion: str) -> str:
+    """The judge's probability of each scale value, min..max."""
+    return f"{criterion}_probs"
+
+
+def jury_scores(criterion: str) -> str:
+    """With a jury: each judge's integer score, in the order of `judges`."""
+    return f"{criterion}_jury_scores"
+
+
+def jury_expected(criterion: str) -> str:
+    return f"{criterion}_jury_expected"
 
 # The reference answer may be called either way in the source data (the original uses `output`).
 REFERENCE_ALIASES = ("answer", "output", "reference")

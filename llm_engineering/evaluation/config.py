@@ -20,6 +20,8 @@ from pydantic import (
     model_validator,
 )
 
+from llm_engineering.evaluation.rubric import DEFAULT_RUBRIC, Rubric, load_rubric, shipped_rubrics
+
 
 class ConfigError(ValueError):
     """A run configuration a user must fix; the message says what and how."""
@@ -168,6 +170,13 @@ class JudgeConfig(_Strict):
     max_tokens: PositiveInt = 384
     seed: Optional[int] = 0
     max_analysis_chars: PositiveInt = 400
+    rubric: Union[str, Rubric] = Field(
+        DEFAULT_RUBRIC, description="A shipped rubric (handbook, reference-guided, helpfulness), the path of a "
+        "rubric YAML file, or an inline rubric mapping (see README, Rubrics). A file is read when the config is.",
+    )
+    logprobs: bool = Field(
+        True, description="Ask for token logprobs at each score, for probability-weighted (expected) scores.",
+    )
     response_format: Literal["auto", "json_schema", "json_object", "none"] = Field(
         "auto", description="auto: JSON schema, falling back to JSON mode, then plain text + validation."
     )
@@ -181,6 +190,27 @@ class JudgeConfig(_Strict):
     )
     price_per_million_input: Optional[float] = Field(None, ge=0, description="USD; known OpenAI models default.")
     price_per_million_output: Optional[float] = Field(None, ge=0)
+
+    @field_validator("rubric", mode="before")
+    @classmethod
+    def _read_rubric(cls, rubric: Any) -> Any:
+        # A file or inline block is validated now and carried as the rubric itself, so a step on a
+        # remote stack (where the file is not) scores with exactly what was checked here.
+        if isinstance(rubric, str) and rubric in shipped_rubrics():
+            return rubric
+        return load_rubric(rubric)
+
+    def resolved_rubric(self) -> Rubric:
+        return load_rubric(self.rubric)
+
+
+class JuryConfig(_Strict):
+    """How the verdicts of several judges (`judges:`) become one score per row."""
+
+    aggregate: Literal["mean", "majority"] = Field(
+        "mean", description="mean: the judges' mean expected (and integer) scores; majority: the most common "
+        "integer score, ties to the lower.",
+    )
 
 
 class PublishConfig(_Strict):

@@ -2,8 +2,10 @@
 
 For a fixed sample of rows the judge scores, with the scoring prompt, each row's reference
 answer and a mismatched reference (another sampled row's, by a fixed derangement). A judge
-worth trusting scores the reference higher on accuracy nearly always; one that does not is
-flagged "no signal" in plain words. The calls go through the scoring cache and retries.
+worth trusting scores the reference higher on the rubric's first criterion nearly always; one
+that does not is flagged "no signal" in plain words. Where the judge gave logprobs, integer ties
+are broken by the expected scores, and both figures are reported. The calls go through the
+scoring cache and retries.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from pydantic import BaseModel, Field
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judge_cache import JudgeCache
 from llm_engineering.evaluation.judge_transport import JudgeBackend, ask_judge
-from llm_engineering.evaluation.rubric import is_valid_verdict, judge_messages, parse_verdict
+from llm_engineering.evaluation.rubric import Rubric, judge_messages, verdict_checker
+from llm_engineering.evaluation.scoring import read_reply
 from llm_engineering.evaluation.rates import Rate, derangement, rate, sample_rows
 from llm_engineering.evaluation.similarity import SimilarityCheck
 
@@ -25,13 +28,27 @@ logger = logging.getLogger(__name__)
 
 
 class JudgeCheckPair(BaseModel):
-    """One checked row: the accuracy the judge gave its reference and a mismatched reference."""
+    """One checked row: the score (first criterion) the judge gave its reference and a mismatched reference."""
 
     id: str
     mismatched_id: str
-    reference_accuracy: Optional[int]
+    reference_accuracy: Optional[int] = Field(description="the first criterion's score (accuracy in the handbook)")
     mismatched_accuracy: Optional[int]
+    reference_expected: Optional[float] = None
+    mismatched_expected: Optional[float] = None
     error: Optional[str] = None
+
+    @property
+    def expected_order(self) -> Optional[int]:
+        """+1 reference higher, -1 lower, 0 tie: by integer score, ties broken by expected score."""
+        if self.reference_accuracy is None or self.mismatched_accuracy is None:
+            return None
+        if self.reference_accuracy != self.mismatched_accuracy:
+            return 1 if self.reference_accuracy > self.mismatched_accuracy else -1
+        if self.reference_expected is None or self.mismatched_expected is None:
+            return None
+        difference = self.reference_expected - self.mismatched_expected
+        return (difference > 0) - (difference < 0)
 
 
 class JudgeCheck(BaseModel):
@@ -39,6 +56,7 @@ class JudgeCheck(BaseModel):
     verdict counts as failed, never as a tie or dropped."""
 
     judge_model: str
+    criterion: str = "accuracy"
     pairs: int
     reference_higher: Rate = Field(description="discrimination: reference scored above the mismatched answer")
     ties: Rate
@@ -48,6 +66,9 @@ class JudgeCheck(BaseModel):
     mismatched_accuracy_mean: Optional[float]
     threshold: float
     no_signal: bool
+    reference_higher_expected: Optional[Rate] = Field(
+        None, description="discrimination with integer ties broken by expected scores (None without logprobs)")
+    expected_problem: Optional[str] = Field(None, description="why there is no tie-broken figure")
     verdict: str = Field(description="the finding in plain words")
     details: list[JudgeCheckPair] = Field(default_factory=list)
 
@@ -57,7 +78,8 @@ class JudgeCheck(BaseModel):
             "judge": self.judge_model, "pairs": self.pairs, "no_signal": self.no_signal, "verdict": self.verdict,
             "discrimination_rate": self.reference_higher.rate, "discrimination_ci": self.reference_higher.ci,
             "tie_rate": self.ties.rate, "reversal_rate": self.reversals.rate, "failed_rate": self.failed.rate,
-            "threshold": self.threshold,
+            "threshold": self.threshold, "criterion": self.criterion,
+            "discrimination_rate_expected": self.reference_higher_expected.rate if self.reference_higher_expected else None,
         }
 
 
@@ -73,12 +95,13 @@ def _mean(values: list[int]) -> Optional[float]:
     return round(sum(values) / len(values), 4) if values else None
 
 
-def judge_verdict_text(discrimination: Rate, threshold: float, no_signal: bool) -> str:
+def judge_verdict_text(discrimination: Rate, threshold: float, no_signal: bool, tie_broken: bool = False) -> str:
     if not discrimination.total:
         return "NO SIGNAL: the judge's discrimination could not be measured (no pair was checked)."
     interval = f", 95% CI {discrimination.ci[0]:.0%}-{discrimination.ci[1]:.0%}" if discrimination.ci else ""
     found = (f"it scored the reference answer above a mismatched answer in {discrimination.count} of "
-             f"{discrimination.total} pairs ({discrimination.rate:.0%}{interval})")
+             f"{discrimination.total} pairs ({discrimination.rate:.0%}{interval}"
+             f"{', integer ties broken by expected scores' if tie_broken else ''})")
     if no_signal:
         return (f"NO SIGNAL: {found}, below the {threshold:.0%} threshold. Its scores do not tell right "
                 f"answers from wrong ones, so this run's accuracy and style means say little: "
@@ -86,16 +109,26 @@ def judge_verdict_text(discrimination: Rate, threshold: float, no_signal: bool) 
     return f"The judge tells answers apart: {found}, at or above the {threshold:.0%} threshold."
 
 
-def judge_check_from_pairs(judge_id: str, pairs: list[JudgeCheckPair], threshold: float) -> JudgeCheck:
-    """Rates, intervals and the no-signal flag from the checked pairs (pure bookkeeping)."""
+def judge_check_from_pairs(
+    judge_id: str, pairs: list[JudgeCheckPair], threshold: float, criterion: str = "accuracy",
+    expected_problem: Optional[str] = None,
+) -> JudgeCheck:
+    """Rates, intervals and the no-signal flag from the checked pairs (pure bookkeeping). With expected
+    scores on every scored pair, the flag reads the tie-broken discrimination."""
     scored = [p for p in pairs if p.reference_accuracy is not None and p.mismatched_accuracy is not None]
     higher = sum(p.reference_accuracy > p.mismatched_accuracy for p in scored)
     lower = sum(p.reference_accuracy < p.mismatched_accuracy for p in scored)
     total = len(pairs)
     discrimination = rate(higher, total)
-    no_signal = discrimination.rate is None or discrimination.rate < threshold
+    orders = [p.expected_order for p in scored]
+    tie_broken = rate(orders.count(1), total) if scored and None not in orders else None
+    if scored and tie_broken is None and expected_problem is None:
+        expected_problem = "some checked verdicts have no expected score"
+    deciding = tie_broken or discrimination
+    no_signal = deciding.rate is None or deciding.rate < threshold
     return JudgeCheck(
         judge_model=judge_id,
+        criterion=criterion,
         pairs=total,
         reference_higher=discrimination,
         ties=rate(len(scored) - higher - lower, total),
@@ -105,7 +138,9 @@ def judge_check_from_pairs(judge_id: str, pairs: list[JudgeCheckPair], threshold
         mismatched_accuracy_mean=_mean([p.mismatched_accuracy for p in scored]),
         threshold=threshold,
         no_signal=no_signal,
-        verdict=judge_verdict_text(discrimination, threshold, no_signal),
+        reference_higher_expected=tie_broken,
+        expected_problem=None if tie_broken else expected_problem,
+        verdict=judge_verdict_text(deciding, threshold, no_signal, tie_broken is not None),
         details=pairs,
     )
 
@@ -113,6 +148,7 @@ def judge_check_from_pairs(judge_id: str, pairs: list[JudgeCheckPair], threshold
 def run_judge_check(
     dataset: Dataset,
     judge: JudgeBackend,
+    rubric: Rubric,
     cache: Optional[JudgeCache],
     rows: int,
     threshold: float,
@@ -124,22 +160,27 @@ def run_judge_check(
     sample = sample_rows(len(dataset), rows, seed)
     mismatched = [sample[j] for j in derangement(len(sample), seed)]
     instructions, references, ids = dataset[col.INSTRUCTION], dataset[col.REFERENCE], dataset[col.ID]
-    conversations = [judge_messages(instructions[i], references[i]) for i in sample]
-    conversations += [judge_messages(instructions[i], references[m]) for i, m in zip(sample, mismatched)]
-    replies = ask_judge(judge, conversations, cache, is_valid_verdict)
+    # A reference-guided judge sees the row's reference as the reference, and the answer is either it or a
+    # mismatched one: the check then shows that the judge reads the reference.
+    conversations = [judge_messages(rubric, instructions[i], references[i], references[i]) for i in sample]
+    conversations += [judge_messages(rubric, instructions[i], references[m], references[i]) for i, m in zip(sample, mismatched)]
+    readings = [read_reply(rubric, reply) for reply in ask_judge(judge, conversations, cache, verdict_checker(rubric))]
+    criterion = rubric.names[0]
 
-    def accuracy(index: int) -> tuple[Optional[int], Optional[str]]:
-        reply = replies[index]
-        if reply.text is None:
-            return None, reply.error
-        parsed = parse_verdict(reply.text)
-        return (parsed.verdict.accuracy.score if parsed.verdict else None), parsed.error
+    def score(index: int) -> tuple[Optional[int], Optional[float], Optional[str]]:
+        reading = readings[index]
+        if reading.verdict.criteria is None:
+            return None, None, reading.verdict.error
+        distribution = reading.distributions.get(criterion)
+        return reading.verdict.criteria[criterion].score, distribution.expected if distribution else None, None
 
     pairs = []
     for k, (i, m) in enumerate(zip(sample, mismatched)):
-        (ref, ref_error), (mis, mis_error) = accuracy(k), accuracy(len(sample) + k)
+        (ref, ref_expected, ref_error), (mis, mis_expected, mis_error) = score(k), score(len(sample) + k)
         pairs.append(JudgeCheckPair(id=str(ids[i]), mismatched_id=str(ids[m]), reference_accuracy=ref,
-                                mismatched_accuracy=mis, error=ref_error or mis_error))
-    check = judge_check_from_pairs(judge.judge_id, pairs, threshold)
+                                    mismatched_accuracy=mis, reference_expected=ref_expected,
+                                    mismatched_expected=mis_expected, error=ref_error or mis_error))
+    problem = next((r.expected_problem for r in readings if r.expected_problem), None)
+    check = judge_check_from_pairs(judge.judge_id, pairs, threshold, criterion, problem)
     logger.info("Judge check: %s", check.verdict)
     return check

@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping, Optional, Protocol
 from pydantic import BaseModel
 
 from llm_engineering.evaluation.judge_cache import JudgeCache, cache_key
+from llm_engineering.evaluation.score_probs import TokenChoices
 
 logger = logging.getLogger(__name__)
 
@@ -26,6 +27,10 @@ class JudgeReply:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: bool = False
+    # Per generated token, its text and top candidates (`score_probs.compact`ed); None with a reason when
+    # the backend gave none, so that a missing expected score is always explained.
+    logprobs: Optional[list[TokenChoices]] = None
+    logprobs_problem: Optional[str] = None
 
 
 OnReply = Callable[[int, JudgeReply], None]
@@ -120,7 +125,8 @@ def ask_judge(
         if cache is not None and reply.text is not None and is_valid(reply.text):
             cache.set(keys[index], {
                 "text": reply.text, "prompt_tokens": reply.prompt_tokens,
-                "completion_tokens": reply.completion_tokens,
+                "completion_tokens": reply.completion_tokens, "logprobs": reply.logprobs,
+                "logprobs_problem": reply.logprobs_problem,
             })
 
     if misses:

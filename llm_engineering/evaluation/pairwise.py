@@ -16,6 +16,7 @@ from datasets import Dataset
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.agreement import length_controlled_win_rate, longer_answer_wins
 from llm_engineering.evaluation.judge_cache import JudgeCache
 from llm_engineering.evaluation.judge_transport import JudgeBackend, ReplySchema, ask_judge, reply_json_schema
 from llm_engineering.evaluation.rates import Rate, bootstrap_ci, rate
@@ -92,6 +93,8 @@ class PairwiseRow(BaseModel):
     swapped: Optional[Winner] = Field(None, description="winner with model_a's answer in position B")
     points: Optional[float] = Field(None, description="model_a's points: 1 win, 0.5 tie, 0 loss")
     error: Optional[str] = None
+    length_a: Optional[int] = Field(None, description="characters of model_a's answer")
+    length_b: Optional[int] = None
 
 
 class PairwiseComparison(BaseModel):
@@ -110,6 +113,10 @@ class PairwiseComparison(BaseModel):
     win_rate_ci: Optional[list[float]] = Field(None, description="95% bootstrap interval")
     order_disagreement: Rate = Field(description="judged pairs whose two orders named different winners")
     position_a_preferred: Rate = Field(description="decisive verdicts that chose the answer shown first")
+    longer_wins: Optional[Rate] = Field(None, description="decisive pairs of unequal length won by the longer answer")
+    length_controlled_win_rate: Optional[float] = Field(
+        None, description="win rate at equal length: logistic regression of the points on the length difference "
+        "(AlpacaEval's length control for one pair of models)")
     details: list[PairwiseRow] = Field(default_factory=list)
 
     def metadata(self) -> dict[str, Any]:
@@ -134,6 +141,8 @@ def tally(model_a: str, model_b: str, judge_id: str, rows: list[PairwiseRow]) ->
     verdicts = [w for r in judged for w in (r.in_order, r.swapped)]
     decisive = [w for w in verdicts if w != "tie"]
     total = len(rows)
+    measured = [r for r in rows if r.length_a is not None and r.length_b is not None]
+    lengths = ([r.points for r in measured], [r.length_a for r in measured], [r.length_b for r in measured])
     return PairwiseComparison(
         model_a=model_a,
         model_b=model_b,
@@ -147,6 +156,8 @@ def tally(model_a: str, model_b: str, judge_id: str, rows: list[PairwiseRow]) ->
         win_rate_ci=bootstrap_ci(points),
         order_disagreement=rate(sum(orders_disagree(r.in_order, r.swapped) for r in judged), len(judged)),
         position_a_preferred=rate(decisive.count("A"), len(decisive)),
+        longer_wins=longer_answer_wins(*lengths) if measured else None,
+        length_controlled_win_rate=length_controlled_win_rate(*lengths) if measured else None,
         details=rows,
     )
 
@@ -182,7 +193,8 @@ def compare_answers(
         (in_order, error_1), (swapped, error_2) = winner(2 * k), winner(2 * k + 1)
         points = points_for_first_model(in_order, swapped) if in_order and swapped else None
         rows.append(PairwiseRow(id=str(row[col.ID]), in_order=in_order, swapped=swapped, points=points,
-                                error=error_1 or error_2))
+                                error=error_1 or error_2, length_a=len(row[col.ANSWER] or ""),
+                                length_b=len(answers_b[row[col.ID]] or "")))
     comparison = tally(a[0][col.MODEL_ID], b[0][col.MODEL_ID], judge.judge_id, rows)
     logger.info("Pairwise %s vs %s: win rate %s %s, orders disagree %s", comparison.model_a, comparison.model_b,
                 comparison.win_rate, comparison.win_rate_ci, comparison.order_disagreement.describe())

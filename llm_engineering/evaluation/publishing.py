@@ -81,9 +81,16 @@ def card_info(results: Dataset, extra: dict[str, Any]) -> dict[str, Any]:
 
         scores = model_scores(results)
         info["judge"] = results[0][col.JUDGE_MODEL]
-        info["scores"] = (f"accuracy {scores.accuracy_mean} (95% CI {scores.accuracy_ci}), style "
-                          f"{scores.style_mean} (95% CI {scores.style_ci}), {scores.scored} scored, "
-                          f"{scores.failed} failed")
+        info["scores"] = ", ".join(
+            f"{c.name} {c.mean} (95% CI {c.ci})" + (f", expected {c.expected_mean} (95% CI {c.expected_ci})"
+                                                  if c.expected_mean is not None else "")
+            for c in scores.criteria
+        ) + f"; {scores.scored} scored, {scores.failed} failed"
+        from llm_engineering.evaluation.summary import self_preference_warnings
+
+        # Judge ids are `backend:model[@url]`, a jury's `jury: id + id`.
+        judges = [j.split(":", 1)[-1].split("@")[0] for j in info["judge"].removeprefix("jury: ").split(" + ")]
+        info["warning"] = " ".join(self_preference_warnings(judges, [scores.model_id], None)) or None
         if scores.similarity_mean is not None:
             info["reference similarity"] = (f"{scores.similarity_mean} (95% CI {scores.similarity_ci}; "
                                             f"{SIMILARITY_METRIC}, {scores.similarity_rows} rows)")

@@ -9,11 +9,15 @@ from llm_engineering.evaluation.report_plots import distribution_png, trust_png
 from llm_engineering.evaluation.report_text import (
     COMPARISON_HEADER,
     JUDGE_CHECK_HEADER,
+    JURY_HEADER,
+    LENGTH_HEADER,
     PAIRWISE_HEADER,
-    TABLE_HEADER,
     comparison_rows,
     judge_check_rows,
+    jury_rows,
+    length_rows,
     pairwise_rows,
+    table_header,
     table_rows,
 )
 from llm_engineering.evaluation.summary import EvaluationSummary
@@ -23,6 +27,7 @@ from llm_engineering.evaluation.trust_text import (
     SCORES_METHOD,
     SIMILARITY_METRIC,
     WIN_RATE_DEFINITION,
+    expected_lines,
     note_text,
     similarity_check_finding,
 )
@@ -44,7 +49,11 @@ def _png_img(alt: str, png: bytes) -> str:
 
 
 def _trust_html(summary: EvaluationSummary) -> str:
-    parts = []
+    parts = [f"<p style='background:#fdd;border:2px solid #c00;padding:8px'>{_text(w)}</p>" for w in summary.warnings]
+    parts += [f"<p>{_text(line)}</p>" for line in expected_lines(summary)]
+    if summary.agreement:
+        parts.append(f"<h3>Jury ({_text(' + '.join(summary.jury))}; aggregate: {summary.jury_aggregate})</h3>"
+                     + _html_table(JURY_HEADER, jury_rows(summary)))
     judge_check = summary.judge_check
     if judge_check:
         style = "background:#fdd;border:2px solid #c00" if judge_check.no_signal else "background:#efe;border:1px solid #393"
@@ -61,6 +70,8 @@ def _trust_html(summary: EvaluationSummary) -> str:
         parts.append(f"<h3>Pairwise comparison ({_text(PAIRWISE_METHOD)})</h3>"
                      + _html_table(PAIRWISE_HEADER, pairwise_rows(summary))
                      + f"<p>{_text(WIN_RATE_DEFINITION)}</p>")
+    parts.append("<h3>Length bias</h3>" + _html_table(LENGTH_HEADER, length_rows(summary))
+                 + "<p>A strong positive correlation means longer answers score higher whatever they say.</p>")
     parts += [f"<p>{html.escape(note_text(note))}</p>" for note in summary.notes]
     plot = trust_png(summary)
     if plot:
@@ -79,9 +90,9 @@ def render_html(summary: EvaluationSummary) -> str:
         "<html><head><meta charset='utf-8'><title>Evaluation summary</title>"
         "<style>body{font-family:sans-serif}table{border-collapse:collapse}"
         "td,th{border:1px solid #ccc;padding:4px 8px}</style></head><body>"
-        f"<h2>Evaluation summary</h2><p>Judge: {html.escape(summary.judge_model)} &middot; "
-        f"{html.escape(summary.created_at)}</p>"
-        + _html_table(TABLE_HEADER, table_rows(summary))
+        f"<h2>Evaluation summary</h2><p>Judge: {html.escape(summary.judge_model)} &middot; rubric: "
+        f"{html.escape(summary.rubric)} &middot; {html.escape(summary.created_at)}</p>"
+        + _html_table(table_header(summary), table_rows(summary))
         + f"<p>{_text(SCORES_METHOD)}</p>"
         + comparisons
         + _trust_html(summary)

@@ -100,18 +100,20 @@ def trust_png(summary: EvaluationSummary) -> Optional[bytes]:
 
 
 def distribution_png(summary: EvaluationSummary) -> bytes:
-    """Bar charts of accuracy and style score counts per model."""
+    """Bar charts of each criterion's score counts per model."""
     plt = _pyplot()
-    figure, axes = plt.subplots(1, 2, figsize=(9, 3.2), sharey=True)
+    figure, axes = plt.subplots(1, len(summary.criteria), figsize=(4.5 * len(summary.criteria), 3.2), sharey=True,
+                                squeeze=False)
     width = 0.8 / max(1, len(summary.models))
-    for axis, criterion in zip(axes, ("accuracy", "style")):
+    for axis, criterion in zip(axes[0], summary.criteria):
+        levels = list(summary.models[0].criterion(criterion).counts) if summary.models else []
         for k, model in enumerate(summary.models):
-            counts = getattr(model, f"{criterion}_counts")
-            axis.bar([s + k * width for s in (1, 2, 3)], [counts[str(s)] for s in (1, 2, 3)],
+            counts = model.criterion(criterion).counts
+            axis.bar([i + k * width for i in range(len(levels))], [counts.get(level, 0) for level in levels],
                      width=width, label=model.model_id)
-        axis.set_xticks([s + width * (len(summary.models) - 1) / 2 for s in (1, 2, 3)], ["1", "2", "3"])
+        axis.set_xticks([i + width * (len(summary.models) - 1) / 2 for i in range(len(levels))], levels)
         axis.set_title(f"{criterion} scores")
         axis.set_xlabel("score")
-    axes[0].set_ylabel("answers")
-    axes[1].legend(fontsize=8)
+    axes[0][0].set_ylabel("answers")
+    axes[0][-1].legend(fontsize=8)
     return _png(figure)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from llm_engineering.evaluation.summary import EvaluationSummary
+from llm_engineering.evaluation.summary import CriterionScores, EvaluationSummary
 from llm_engineering.evaluation.trust_text import (
     PAIRWISE_METHOD,
+    expected_lines,
     fmt,
     judge_check_figures,
     note_text,
@@ -16,11 +17,17 @@ from llm_engineering.evaluation.trust_text import (
     similarity_check_finding,
 )
 
-TABLE_HEADER = ["model", "accuracy (95% CI)", "style (95% CI)", "similarity (95% CI)", "scored", "failed",
-                "output tok/s", "judge calls", "judge cost $"]
+def table_header(summary: EvaluationSummary) -> list[str]:
+    """One column per criterion (integer mean, and expected mean where the judge gave logprobs)."""
+    return (["model"] + [f"{name} (95% CI)" for name in summary.criteria]
+            + ["similarity (95% CI)", "scored", "failed", "output tok/s", "judge calls", "judge cost $"])
+
+
 COMPARISON_HEADER = ["difference", "criterion", "mean (95% CI)", "paired rows"]
-JUDGE_CHECK_HEADER = ["judge", "pairs", "reference higher", "ties", "reversals", "failed",
-                      "mean accuracy: reference / mismatched", "threshold"]
+JUDGE_CHECK_HEADER = ["judge", "pairs", "reference higher", "with ties broken by expected scores", "ties", "reversals",
+                      "failed", "mean score: reference / mismatched", "threshold"]
+JURY_HEADER = ["criterion", "Krippendorff's alpha, ordinal (95% CI)", "rows", "judges' means (integer / expected)"]
+LENGTH_HEADER = ["model", "criterion", "Spearman: score vs answer length", "rows"]
 PAIRWISE_HEADER = ["model A vs model B", "win rate of A (95% CI)", "A wins", "ties", "A loses", "failed",
                    "orders disagree", "first position chosen"]
 
@@ -30,14 +37,21 @@ def with_ci(mean: Optional[float], ci: Optional[list[float]]) -> str:
     return fmt(mean) + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
 
 
+def criterion_cell(c: CriterionScores) -> str:
+    """`1.07 [1.00, 1.17]; expected 1.42 [1.38, 1.46]`, or why there is no expected mean."""
+    cell = with_ci(c.mean, c.ci)
+    if c.expected_mean is not None:
+        return cell + f"; expected {with_ci(c.expected_mean, c.expected_ci)}"
+    return cell + ("; expected n/a" if c.expected_problem else "")
+
+
 def table_rows(summary: EvaluationSummary) -> list[list[str]]:
     """Rows for the CLI table and the HTML report, in ranking order."""
     by_id = {s.model_id: s for s in summary.models}
     return [
         [
             s.model_id,
-            with_ci(s.accuracy_mean, s.accuracy_ci),
-            with_ci(s.style_mean, s.style_ci),
+            *(criterion_cell(c) for c in s.criteria),
             with_ci(s.similarity_mean, s.similarity_ci),
             f"{s.scored}/{s.rows}",
             str(s.failed),
@@ -62,9 +76,31 @@ def judge_check_rows(summary: EvaluationSummary) -> list[list[str]]:
     s = summary.judge_check
     if s is None:
         return []
-    return [[s.judge_model, str(s.pairs), s.reference_higher.describe(), s.ties.describe(), s.reversals.describe(),
-             s.failed.describe(), f"{fmt(s.reference_accuracy_mean)} / {fmt(s.mismatched_accuracy_mean)}",
-             f"{s.threshold:.0%}"]]
+    tie_broken = s.reference_higher_expected.describe() if s.reference_higher_expected else f"n/a: {s.expected_problem}"
+    return [[s.judge_model, str(s.pairs), s.reference_higher.describe(), tie_broken, s.ties.describe(),
+             s.reversals.describe(), s.failed.describe(),
+             f"{s.criterion}: {fmt(s.reference_accuracy_mean)} / {fmt(s.mismatched_accuracy_mean)}", f"{s.threshold:.0%}"]]
+
+
+def jury_rows(summary: EvaluationSummary) -> list[list[str]]:
+    """Agreement of the jury per criterion (`JURY_HEADER`), none without a jury."""
+    rows = []
+    for a in summary.agreement:
+        means = "; ".join(
+            f"{j.judge}: {fmt(j.mean)} / {fmt(j.expected_mean)}"
+            for m in summary.models[:1] for j in m.criterion(a.criterion).judges
+        )
+        rows.append([a.criterion, with_ci(a.alpha, a.ci), str(a.rows), means])
+    return rows
+
+
+def length_rows(summary: EvaluationSummary) -> list[list[str]]:
+    """Length bias per model and criterion (`LENGTH_HEADER`)."""
+    return [
+        [s.model_id, c.name, f"{fmt(c.length.spearman)} (p {fmt(c.length.p_value, 3)})" if c.length else "n/a",
+         str(c.length.rows) if c.length else "0"]
+        for s in summary.models for c in s.criteria
+    ]
 
 
 def pairwise_rows(summary: EvaluationSummary) -> list[list[str]]:
@@ -79,7 +115,10 @@ def pairwise_rows(summary: EvaluationSummary) -> list[list[str]]:
 
 def trust_lines(summary: EvaluationSummary) -> list[str]:
     """How far the scores can be trusted, in plain words (CLI, logs)."""
-    lines = []
+    lines = [f"WARNING {warning}" for warning in summary.warnings] + expected_lines(summary)
+    for a in summary.agreement:
+        lines.append(f"Jury agreement on {a.criterion} ({' + '.join(summary.jury)}, {summary.jury_aggregate}): "
+                     f"Krippendorff's alpha {with_ci(a.alpha, a.ci)} over {a.rows} rows")
     if summary.judge_check:
         s = summary.judge_check
         lines.append(f"Judge check ({s.judge_model}): {s.verdict}")
@@ -89,4 +128,8 @@ def trust_lines(summary: EvaluationSummary) -> list[str]:
         lines.append(f"Similarity metric check ({c.embedding_model}): {similarity_check_finding(c)}")
     for p in summary.pairwise:
         lines.append(f"Pairwise {pairwise_name(p)} ({PAIRWISE_METHOD}): {pairwise_finding(p)}")
+    for s in summary.models:
+        lengths = [f"{c.name} {fmt(c.length.spearman)}" for c in s.criteria if c.length and c.length.spearman is not None]
+        if lengths:
+            lines.append(f"Length bias of {s.model_id} (Spearman, score vs answer length): {', '.join(lengths)}")
     return lines + [note_text(note) for note in summary.notes]

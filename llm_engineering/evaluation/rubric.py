@@ -1,86 +1,207 @@
-"""The handbook rubric: accuracy and style, each scored 1-3 with a short analysis, as JSON.
+"""Rubrics: what the judge scores, on which scale, and the verdict it must return.
 
-The prompt template, the verdict model (whose JSON schema constrains generation) and the
-parser are plain values; backends only turn chat messages into raw replies. A reply that does
-not parse or validate becomes an error on its row (with the raw reply kept), never a crash
-and never a silent gap in the averages.
+A rubric is data (a shipped YAML file, a user's file, or an inline block of the run config):
+criteria with a scale and a meaning per level, whether the judge sees the reference answer,
+the system prompt and, optionally, the prompt template. The verdict model, its JSON schema
+(which constrains generation) and the parser are derived from it; backends only turn chat
+messages into raw replies. A reply that does not parse or validate becomes an error on its row
+(with the raw reply kept), never a crash and never a silent gap in the averages.
 """
 
 from __future__ import annotations
 
 import json
+import string
 from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, create_model, field_validator, model_validator
 
 from llm_engineering.evaluation.judge_transport import reply_json_schema
 
-JUDGE_SYSTEM_PROMPT = (
-    "You are a helpful assistant who evaluates answers based on accuracy and style. "
-    "Provide your response in JSON format with a short analysis and score for each criterion."
-)
-
-JUDGE_PROMPT_TEMPLATE = """You are an expert judge. Evaluate the quality of an answer to an instruction on two criteria:
-1. Accuracy: how factually correct is the information in the answer? You are a technical expert in this topic.
-2. Style: is the tone and writing style right for a blog post or social media content? It should use simple but technical words and avoid formal or academic language.
-
-Accuracy scale:
-1 (Poor): contains factual errors or misleading information
-2 (Good): mostly accurate, with minor errors or omissions
-3 (Excellent): highly accurate and comprehensive
-
-Style scale:
-1 (Poor): too formal, uses overly complex words
-2 (Good): balances technical content and accessibility, but still uses formal words and expressions
-3 (Excellent): accessible language for a blog or social media, with simple but precise technical terms where needed
-
-Example of bad style: The Llama2 7B model constitutes a noteworthy progression in the field of artificial intelligence, serving as the successor to its predecessor, the original Llama architecture.
-Example of excellent style: Llama2 7B outperforms the original Llama model across multiple benchmarks.
-
-Instruction: {instruction}
-
-Answer: {answer}
-
-Give your evaluation as JSON with this structure:
-{{"accuracy": {{"analysis": "...", "score": 1}}, "style": {{"analysis": "...", "score": 1}}}}"""
+DEFAULT_RUBRIC = "handbook"
+PLACEHOLDERS = {
+    "instruction": "the instruction",
+    "answer": "the answer being judged",
+    "reference": "the reference answer (reference-guided rubrics only)",
+    "criteria": "the criteria and their scales, written out from the rubric",
+    "format": "the JSON structure the reply must have",
+}
+# Column names the evaluations already use: a criterion may not be called so that its columns clash.
+_RESERVED = {"judge", "jury", "reference", "expected", "model", "answer", "instruction", "prompt"}
 
 
-SCORES = (1, 2, 3)
-# Validation reads the range (its errors say "less than or equal to 3"); generation is held to
-# the listed scores, as an enum, which both vLLM's grammars and OpenAI's strict mode accept.
-Score = Annotated[int, Field(ge=SCORES[0], le=SCORES[-1]), WithJsonSchema({"type": "integer", "enum": list(SCORES)})]
+class Criterion(BaseModel):
+    """One scored criterion: its columns are `<name>_score`, `<name>_analysis`, `<name>_expected`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]{0,39}$", description="lower-case identifier, e.g. accuracy")
+    description: str = Field(min_length=1, description="what the criterion measures, as the judge reads it")
+    scale: dict[int, str] = Field(description="score -> what it means; consecutive integers min..max")
+
+    @field_validator("name")
+    @classmethod
+    def _not_reserved(cls, name: str) -> str:
+        if name in _RESERVED:
+            raise ValueError(f"{name!r} is a reserved name (its columns would clash); pick another, e.g. {name}_quality")
+        return name
+
+    @field_validator("scale")
+    @classmethod
+    def _consecutive(cls, scale: dict[int, str]) -> dict[int, str]:
+        levels = sorted(scale)
+        if len(levels) < 2:
+            raise ValueError(f"the scale needs min < max (at least two levels), got {levels}; write e.g. {{1: poor, 3: good}}"
+                             " with a meaning for every level between")
+        if levels[0] < 0 or levels[-1] > 100:
+            raise ValueError(f"scale levels must lie in 0..100, got {levels[0]}..{levels[-1]}")
+        missing = sorted(set(range(levels[0], levels[-1] + 1)) - set(levels))
+        if missing:
+            raise ValueError(f"the scale must give a meaning to every level from {levels[0]} to {levels[-1]}; missing {missing}")
+        return {level: scale[level] for level in levels}
+
+    @property
+    def values(self) -> list[int]:
+        return list(self.scale)
 
 
-class CriterionVerdict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Rubric(BaseModel):
+    """What the judge is asked and what its verdict must hold (see the module doc)."""
 
-    analysis: str
-    score: Score
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field("custom", min_length=1)
+    description: str = ""
+    system_prompt: str = "You are an impartial expert judge. Give your evaluation as JSON."
+    criteria: list[Criterion] = Field(description="at least one criterion")
+    reference_guided: bool = Field(False, description="show the judge the reference answer ({reference})")
+    score_first: bool = Field(True, description="each score before its analysis, so a small judge's rambling does not sway it")
+    template: Optional[str] = Field(None, description=f"the user prompt; placeholders: {', '.join(PLACEHOLDERS)}")
+
+    @field_validator("criteria")
+    @classmethod
+    def _unique(cls, criteria: list[Criterion]) -> list[Criterion]:
+        if not criteria:
+            raise ValueError("a rubric needs at least one criterion (name, description, scale)")
+        names = [c.name for c in criteria]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"criteria are named twice: {twice}; give each criterion its own name")
+        return criteria
+
+    @model_validator(mode="after")
+    def _template_placeholders(self) -> "Rubric":
+        if self.template is None:
+            return self
+        try:
+            used = {field for _, field, _, _ in string.Formatter().parse(self.template) if field is not None}
+        except ValueError as error:
+            raise ValueError(f"template: {error}; write a literal brace as {{{{ or }}}}") from None
+        unknown = sorted(used - set(PLACEHOLDERS))
+        if unknown:
+            raise ValueError(f"template uses unknown placeholder(s) {unknown}; known: {sorted(PLACEHOLDERS)} "
+                             f"(write a literal brace as {{{{ or }}}})")
+        missing = sorted({"instruction", "answer"} - used)
+        if missing:
+            raise ValueError(f"template never shows {missing}; add {', '.join('{' + m + '}' for m in missing)}")
+        if self.reference_guided != ("reference" in used):
+            raise ValueError("reference_guided is true but the template has no {reference}" if self.reference_guided
+                             else "the template shows {reference} but reference_guided is false; set it to true")
+        return self
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.criteria]
+
+    def criterion(self, name: str) -> Criterion:
+        return next(c for c in self.criteria if c.name == name)
 
 
-class JudgeVerdict(BaseModel):
-    """What the judge must return for one answer."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    accuracy: CriterionVerdict
-    style: CriterionVerdict
+class RubricError(ValueError):
+    """A rubric that cannot be used; the message names the problem and the fix."""
 
 
-def verdict_schema(max_analysis_chars: int) -> dict[str, Any]:
-    """JSON schema of `JudgeVerdict` that constrains generation: scores limited to 1..3, analyses
+def shipped_rubrics() -> list[str]:
+    folder = resources.files("llm_engineering.evaluation") / "data" / "rubrics"
+    return sorted(entry.name.removesuffix(".yaml") for entry in folder.iterdir() if entry.name.endswith(".yaml"))
+
+
+def _validate(data: Any, where: str) -> Rubric:
+    if not isinstance(data, dict):
+        raise RubricError(f"{where}: a rubric is a mapping with criteria (see README, Rubrics); got {type(data).__name__}")
+    try:
+        return Rubric.model_validate(data)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'rubric'}: {e['msg'].removeprefix('Value error, ')}"
+                             for e in error.errors())
+        raise RubricError(f"{where}: {problems}") from None
+
+
+def load_rubric(spec: "str | dict[str, Any] | Rubric") -> Rubric:
+    """A shipped rubric by name, a YAML file by path, or an inline mapping -> a validated `Rubric`."""
+    if isinstance(spec, Rubric):
+        return spec
+    if isinstance(spec, dict):
+        return _validate(spec, "inline rubric")
+    if spec in shipped_rubrics():
+        text = (resources.files("llm_engineering.evaluation") / "data" / "rubrics" / f"{spec}.yaml").read_text()
+        return _validate(yaml.safe_load(text), f"shipped rubric {spec!r}")
+    path = Path(spec).expanduser()
+    if not path.is_file():
+        raise RubricError(f"rubric {spec!r} is neither a shipped rubric {shipped_rubrics()} nor an existing YAML file; "
+                          f"name one of those, or give the path of your rubric file")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise RubricError(f"rubric file {path} is not valid YAML: {error}") from None
+    return _validate(data, f"rubric file {path}")
+
+
+Score = Annotated[int, Field(ge=0)]
+
+
+@lru_cache(maxsize=32)
+def _verdict_model(rubric_json: str) -> type[BaseModel]:
+    rubric = Rubric.model_validate_json(rubric_json)
+    fields: dict[str, Any] = {}
+    for c in rubric.criteria:
+        # Validation reads the range (its errors say "less than or equal to 3"); generation is held to the
+        # listed levels, as an enum, which vLLM's grammars and OpenAI's strict mode both accept.
+        score = (Annotated[int, Field(ge=c.values[0], le=c.values[-1]), WithJsonSchema({"type": "integer", "enum": c.values})], ...)
+        parts = {"score": score, "analysis": (str, ...)} if rubric.score_first else {"analysis": (str, ...), "score": score}
+        fields[c.name] = (create_model(f"{c.name.title()}Verdict", __config__=ConfigDict(extra="forbid"), **parts), ...)
+    return create_model("JudgeVerdict", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def verdict_model(rubric: Rubric) -> type[BaseModel]:
+    """The pydantic model of the rubric's verdict: one object per criterion with its score and analysis."""
+    return _verdict_model(rubric.model_dump_json())
+
+
+def verdict_schema(rubric: Rubric, max_analysis_chars: int) -> dict[str, Any]:
+    """JSON schema of the verdict that constrains generation: scores limited to each scale, analyses
     kept short. Only generation is held to the length: the parser accepts a longer analysis."""
-    return reply_json_schema(JudgeVerdict, {"analysis": max_analysis_chars})
+    return reply_json_schema(verdict_model(rubric), {"analysis": max_analysis_chars})
+
+
+@dataclass(frozen=True)
+class CriterionVerdict:
+    score: int
+    analysis: str
 
 
 @dataclass(frozen=True)
 class ParsedVerdict:
-    verdict: Optional[JudgeVerdict]
+    criteria: Optional[dict[str, CriterionVerdict]]
     error: Optional[str]
 
 
-def parse_verdict(raw: str) -> ParsedVerdict:
+def parse_verdict(rubric: Rubric, raw: str) -> ParsedVerdict:
     """Parse and validate one raw judge reply; tolerates a ```json fence around the object."""
     text = raw.strip()
     if text.startswith("```"):
@@ -90,24 +211,54 @@ def parse_verdict(raw: str) -> ParsedVerdict:
     except json.JSONDecodeError as error:
         return ParsedVerdict(None, f"invalid JSON ({error.msg} at char {error.pos})")
     try:
-        return ParsedVerdict(JudgeVerdict.model_validate(payload), None)
+        verdict = verdict_model(rubric).model_validate(payload)
     except ValidationError as error:
         problems = "; ".join(
             f"{'.'.join(map(str, item['loc'])) or 'reply'}: {item['msg']}" for item in error.errors()
         )
         return ParsedVerdict(None, f"invalid verdict ({problems})")
+    return ParsedVerdict({
+        name: CriterionVerdict(getattr(verdict, name).score, getattr(verdict, name).analysis) for name in rubric.names
+    }, None)
 
 
-def judge_messages(
-    instruction: str, answer: str, template: str = JUDGE_PROMPT_TEMPLATE
-) -> list[dict[str, str]]:
+def _criteria_text(rubric: Rubric) -> str:
+    blocks = []
+    for i, c in enumerate(rubric.criteria, 1):
+        levels = "\n".join(f"{score}: {meaning}" for score, meaning in c.scale.items())
+        blocks.append(f"{i}. {c.name.replace('_', ' ').capitalize()}: {c.description}\n"
+                      f"{c.name.replace('_', ' ').capitalize()} scale:\n{levels}")
+    return "\n\n".join(blocks)
+
+
+def _format_text(rubric: Rubric) -> str:
+    def part(c: Criterion) -> str:
+        fields = [f'"score": {c.values[0]}', '"analysis": "..."']
+        return f'"{c.name}": {{{", ".join(fields if rubric.score_first else fields[::-1])}}}'
+
+    return "Give your evaluation as JSON with this structure:\n{" + ", ".join(part(c) for c in rubric.criteria) + "}"
+
+
+def default_template(rubric: Rubric) -> str:
+    """The prompt a rubric without its own template gets."""
+    reference = "Reference answer (known to be correct): {reference}\n\n" if rubric.reference_guided else ""
+    return (f"You are an expert judge. Evaluate an answer to an instruction on {len(rubric.criteria)} "
+            f"criteri{'on' if len(rubric.criteria) == 1 else 'a'}.\n\n{{criteria}}\n\n"
+            f"Instruction: {{instruction}}\n\n{reference}Answer: {{answer}}\n\n{{format}}")
+
+
+def judge_messages(rubric: Rubric, instruction: str, answer: str, reference: Optional[str] = None) -> list[dict[str, str]]:
     """The chat messages that ask the judge for one answer's verdict."""
-    return [
-        {"role": "system", "content": JUDGE_SYSTEM_PROMPT},
-        {"role": "user", "content": template.format(instruction=instruction, answer=answer)},
-    ]
+    if rubric.reference_guided and reference is None:
+        raise RubricError(f"rubric {rubric.name!r} is reference-guided but the rows have no reference answer; "
+                          f"use a rubric without references (e.g. helpfulness) or a dataset with references")
+    prompt = (rubric.template or default_template(rubric)).format(
+        instruction=instruction, answer=answer, reference=reference or "",
+        criteria=_criteria_text(rubric), format=_format_text(rubric),
+    )
+    return [{"role": "system", "content": rubric.system_prompt}, {"role": "user", "content": prompt}]
 
 
-def is_valid_verdict(text: str) -> bool:
-    """Whether a raw reply parses into a verdict (only those are cached)."""
-    return parse_verdict(text).verdict is not None
+def verdict_checker(rubric: Rubric):
+    """Whether a raw reply parses into a verdict of `rubric` (only those are cached)."""
+    return lambda text: parse_verdict(rubric, text).criteria is not None

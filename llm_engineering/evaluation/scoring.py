@@ -1,104 +1,181 @@
-"""Scoring a dataset of answers: the judge's verdict columns added to every row.
+"""Scoring a dataset of answers: the judge's verdict columns, per criterion of the rubric, on every row.
 
 Errors stay on their rows (a failed verdict is counted, never dropped or scored), and with
-`only_failed` a previous scoring is completed instead of redone.
+`only_failed` a previous scoring is completed instead of redone. With a jury, every judge is
+asked on its own (its own cache entries) and the row holds the aggregate and each judge's score.
 """
 
 from __future__ import annotations
 
+import json
 import logging
-from typing import Any, Optional
+import math
+from dataclasses import dataclass
+from typing import Any, Literal, Optional
 
-from datasets import Dataset, Value
+from datasets import Dataset, List, Value
 
 from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.agreement import jury_aggregate
 from llm_engineering.evaluation.judge_cache import JudgeCache
 from llm_engineering.evaluation.judge_transport import JudgeBackend, JudgeReply, ask_judge
-from llm_engineering.evaluation.rubric import ParsedVerdict, is_valid_verdict, judge_messages, parse_verdict
+from llm_engineering.evaluation.rubric import ParsedVerdict, Rubric, judge_messages, parse_verdict, verdict_checker
+from llm_engineering.evaluation.score_probs import ScoreDistribution, score_distribution
 
 logger = logging.getLogger(__name__)
 
 
-def _valid_rows(dataset: Dataset) -> set[int]:
-    if col.JUDGE_ERROR not in dataset.column_names:
-        return set()
-    return {
-        i for i, (error, accuracy, style) in enumerate(
-            zip(dataset[col.JUDGE_ERROR], dataset[col.ACCURACY_SCORE], dataset[col.STYLE_SCORE])
-        )
-        if error is None and accuracy is not None and style is not None
+def judge_columns(rubric: Rubric, jury: bool = False) -> dict[str, Any]:
+    """The verdict columns and their types (explicit, so a column that is all None keeps its type)."""
+    columns: dict[str, Any] = {col.JUDGE_MODEL: Value("string")}
+    for name in rubric.names:
+        columns |= {col.score(name): Value("int32"), col.analysis(name): Value("string"),
+                    col.expected(name): Value("float64"), col.probabilities(name): List(Value("float64"))}
+        if jury:
+            columns |= {col.jury_scores(name): List(Value("int32")), col.jury_expected(name): List(Value("float64"))}
+    return columns | {
+        col.JUDGE_ERROR: Value("string"), col.EXPECTED_PROBLEM: Value("string"), col.JUDGE_RAW: Value("string"),
+        col.JUDGE_PROMPT_TOKENS: Value("int32"), col.JUDGE_COMPLETION_TOKENS: Value("int32"), col.JUDGE_CACHED: Value("bool"),
     }
 
 
-# Explicit types, so a column that is all None (every reply failed) keeps its type.
-JUDGE_COLUMNS = {
-    col.JUDGE_MODEL: "string",
-    col.ACCURACY_SCORE: "int32",
-    col.ACCURACY_ANALYSIS: "string",
-    col.STYLE_SCORE: "int32",
-    col.STYLE_ANALYSIS: "string",
-    col.JUDGE_ERROR: "string",
-    col.JUDGE_RAW: "string",
-    col.JUDGE_PROMPT_TOKENS: "int32",
-    col.JUDGE_COMPLETION_TOKENS: "int32",
-    col.JUDGE_CACHED: "bool",
-}
+@dataclass(frozen=True)
+class Reading:
+    """One judge's reply to one row, parsed, with the score distribution of each criterion."""
+
+    reply: JudgeReply
+    verdict: ParsedVerdict
+    distributions: dict[str, ScoreDistribution]
+
+    @property
+    def expected_problem(self) -> Optional[str]:
+        if self.verdict.criteria is None:
+            return None
+        if self.reply.logprobs is None:
+            return self.reply.logprobs_problem or "the judge backend returned no token logprobs"
+        return next((f"{name}: {d.problem}" for name, d in self.distributions.items() if d.problem), None)
 
 
-def _judge_row(judge_id: str, reply: JudgeReply) -> dict[str, Any]:
-    parsed = parse_verdict(reply.text) if reply.text is not None else ParsedVerdict(None, reply.error)
-    verdict = parsed.verdict
-    return {
-        col.JUDGE_MODEL: judge_id,
-        col.ACCURACY_SCORE: verdict.accuracy.score if verdict else None,
-        col.ACCURACY_ANALYSIS: verdict.accuracy.analysis if verdict else None,
-        col.STYLE_SCORE: verdict.style.score if verdict else None,
-        col.STYLE_ANALYSIS: verdict.style.analysis if verdict else None,
-        col.JUDGE_ERROR: parsed.error,
-        col.JUDGE_RAW: reply.text,
-        col.JUDGE_PROMPT_TOKENS: reply.prompt_tokens,
-        col.JUDGE_COMPLETION_TOKENS: reply.completion_tokens,
+def read_reply(rubric: Rubric, reply: JudgeReply) -> Reading:
+    """Parse a reply and read, where the backend gave logprobs, each criterion's score distribution."""
+    verdict = parse_verdict(rubric, reply.text) if reply.text is not None else ParsedVerdict(None, reply.error)
+    distributions = {}
+    if verdict.criteria is not None and reply.logprobs is not None:
+        distributions = {
+            c.name: score_distribution(reply.text, reply.logprobs, c.name, c.values, verdict.criteria[c.name].score)
+            for c in rubric.criteria
+        }
+    return Reading(reply, verdict, distributions)
+
+
+def _single_row(rubric: Rubric, judge_id: str, reading: Reading) -> dict[str, Any]:
+    criteria, reply = reading.verdict.criteria, reading.reply
+    row: dict[str, Any] = {col.JUDGE_MODEL: judge_id}
+    for name in rubric.names:
+        distribution = reading.distributions.get(name)
+        row[col.score(name)] = criteria[name].score if criteria else None
+        row[col.analysis(name)] = criteria[name].analysis if criteria else None
+        row[col.expected(name)] = distribution.expected if distribution else None
+        row[col.probabilities(name)] = distribution.probabilities if distribution else None
+    return row | {
+        col.JUDGE_ERROR: reading.verdict.error, col.EXPECTED_PROBLEM: reading.expected_problem, col.JUDGE_RAW: reply.text,
+        col.JUDGE_PROMPT_TOKENS: reply.prompt_tokens, col.JUDGE_COMPLETION_TOKENS: reply.completion_tokens,
         col.JUDGE_CACHED: reply.cached,
     }
 
 
+def _mean(values: list[Optional[float]]) -> Optional[float]:
+    return round(sum(values) / len(values), 6) if values and None not in values else None
+
+
+def _jury_row(
+    rubric: Rubric, judge_ids: list[str], readings: list[Reading], aggregate: Literal["mean", "majority"]
+) -> dict[str, Any]:
+    """One row from several judges: the aggregate score, each judge's, and the mean expected score
+    (only where every judge that answered has one)."""
+    answered = [(judge, r) for judge, r in zip(judge_ids, readings) if r.verdict.criteria]
+    row: dict[str, Any] = {col.JUDGE_MODEL: "jury: " + " + ".join(judge_ids)}
+    for name in rubric.names:
+        scores = [r.verdict.criteria[name].score if r.verdict.criteria else None for r in readings]
+        expected = [r.distributions[name].expected if name in r.distributions else None for r in readings]
+        voted = jury_aggregate([[s] for s in scores], aggregate)[0]
+        row[col.score(name)] = None if voted is None else math.floor(voted + 0.5)
+        row[col.analysis(name)] = "\n\n".join(f"[{j}] {r.verdict.criteria[name].analysis}" for j, r in answered) or None
+        row[col.expected(name)] = _mean([e for e, s in zip(expected, scores) if s is not None])
+        probabilities = [r.distributions[name].probabilities for _, r in answered if name in r.distributions]
+        row[col.probabilities(name)] = (
+            [round(sum(p) / len(p), 6) for p in zip(*probabilities)]
+            if row[col.expected(name)] is not None and len(probabilities) == len(answered) else None
+        )
+        row[col.jury_scores(name)], row[col.jury_expected(name)] = scores, expected
+    errors = [f"{j}: {r.verdict.error}" for j, r in zip(judge_ids, readings) if r.verdict.error]
+    problems = [f"{j}: {r.expected_problem}" for j, r in answered if r.expected_problem]
+    return row | {
+        col.JUDGE_ERROR: "; ".join(errors) if not answered else None,
+        col.EXPECTED_PROBLEM: "; ".join(problems) or None,
+        col.JUDGE_RAW: json.dumps({j: r.reply.text for j, r in zip(judge_ids, readings)}, ensure_ascii=False),
+        col.JUDGE_PROMPT_TOKENS: sum(r.reply.prompt_tokens for r in readings),
+        col.JUDGE_COMPLETION_TOKENS: sum(r.reply.completion_tokens for r in readings),
+        col.JUDGE_CACHED: all(r.reply.cached for r in readings),
+    }
+
+
+def _valid_rows(dataset: Dataset, rubric: Rubric) -> set[int]:
+    needed = [col.JUDGE_ERROR] + [col.score(name) for name in rubric.names]
+    if any(name not in dataset.column_names for name in needed):
+        return set()
+    values = zip(*(dataset[name] for name in needed))
+    return {i for i, (error, *scores) in enumerate(values) if error is None and None not in scores}
+
+
 def score_answers(
     dataset: Dataset,
-    judge: JudgeBackend,
+    judges: list[JudgeBackend],
+    rubric: Rubric,
     cache: Optional[JudgeCache] = None,
     only_failed: bool = False,
+    aggregate: Literal["mean", "majority"] = "mean",
 ) -> Dataset:
-    """Add the judge's verdict columns to every answer; errors stay on their rows.
+    """Add the verdict columns of `rubric` to every answer; errors stay on their rows.
 
+    Several `judges` are a jury: each is asked on its own and the rows hold the `aggregate`.
     With `only_failed`, rows of a previous scoring that hold a valid verdict are kept as they
     are and only the others are judged. With a cache, a reply already given for the same
     prompt, judge and sampling parameters is reused, and each new valid reply is stored at
     once, so an interrupted run resumes where it stopped.
     """
-    keep = _valid_rows(dataset) if only_failed else set()
+    columns = judge_columns(rubric, jury=len(judges) > 1)
+    keep = _valid_rows(dataset, rubric) if only_failed else set()
     previous = dataset.to_list() if keep else []
     # A row that was never generated has nothing to judge: it stays a row error, not a score of 1.
     reasons = dataset[col.FINISH_REASON] if col.FINISH_REASON in dataset.column_names else [None] * len(dataset)
     not_generated = {i for i, reason in enumerate(reasons) if reason == col.PROMPT_TOO_LONG}
     todo = [i for i in range(len(dataset)) if i not in keep and i not in not_generated]
-    logger.info("Judging %d answers with %s: %d kept, %d not generated", len(dataset), judge.judge_id, len(keep),
-                len(not_generated))
-    asked = ask_judge(
-        judge, [judge_messages(dataset[i][col.INSTRUCTION], dataset[i][col.ANSWER]) for i in todo],
-        cache, is_valid_verdict,
-    )
-    replies = dict(zip(todo, asked))
-    unanswered = JudgeReply(None, "not judged: the prompt is longer than engine.max_model_len, so no answer was generated")
-    rows = [
-        {name: previous[i].get(name) for name in JUDGE_COLUMNS} if i in keep
-        else _judge_row(judge.judge_id, unanswered) if i in not_generated
-        else _judge_row(judge.judge_id, replies[i])
-        for i in range(len(dataset))
+    logger.info("Judging %d answers with %s (rubric %s): %d kept, %d not generated", len(dataset),
+                " + ".join(j.judge_id for j in judges), rubric.name, len(keep), len(not_generated))
+    references = dataset[col.REFERENCE] if col.REFERENCE in dataset.column_names else [None] * len(dataset)
+    conversations = [
+        judge_messages(rubric, dataset[i][col.INSTRUCTION], dataset[i][col.ANSWER], references[i]) for i in todo
     ]
-    failures = sum(row[col.JUDGE_ERROR] is not None for row in rows)
+    is_valid = verdict_checker(rubric)
+    readings = [dict(zip(todo, (read_reply(rubric, r) for r in ask_judge(judge, conversations, cache, is_valid))))
+                for judge in judges]
+    unanswered = JudgeReply(None, "not judged: the prompt is longer than engine.max_model_len, so no answer was generated")
+    judge_ids = [j.judge_id for j in judges]
+
+    def row(i: int) -> dict[str, Any]:
+        if i in keep:
+            return {name: previous[i].get(name) for name in columns}
+        per_judge = [read_reply(rubric, unanswered) if i in not_generated else r[i] for r in readings]
+        if len(judges) == 1:
+            return _single_row(rubric, judge_ids[0], per_judge[0])
+        return _jury_row(rubric, judge_ids, per_judge, aggregate)
+
+    rows = [row(i) for i in range(len(dataset))]
+    failures = sum(r[col.JUDGE_ERROR] is not None for r in rows)
     if failures:
         logger.warning("%d of %d answers have no valid verdict; kept as row errors", failures, len(rows))
-    evaluations = dataset.remove_columns([c for c in JUDGE_COLUMNS if c in dataset.column_names])
-    for name, dtype in JUDGE_COLUMNS.items():
-        evaluations = evaluations.add_column(name, [row[name] for row in rows], feature=Value(dtype))
+    evaluations = dataset.remove_columns([c for c in columns if c in dataset.column_names])
+    for name, feature in columns.items():
+        evaluations = evaluations.add_column(name, [r[name] for r in rows], feature=feature)
     return evaluations

@@ -8,16 +8,19 @@ a summary is apart: `report_text` (table, trust lines), `report_plots`, `report_
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Optional
+from collections import Counter
+from typing import Any, Optional
 
 from datasets import Dataset
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.agreement import LengthCorrelation, alpha_with_ci, length_correlation
 from llm_engineering.evaluation.generation import GenerationStats
 from llm_engineering.evaluation.pairwise import PairwiseComparison, PairwiseReport
 from llm_engineering.evaluation.rates import bootstrap_ci
 from llm_engineering.evaluation.judge_check import JudgeCheck, TrustChecks
+from llm_engineering.evaluation.rubric import Rubric
 from llm_engineering.evaluation.similarity import SimilarityCheck
 
 
@@ -31,6 +34,32 @@ class JudgeUsage(BaseModel):
     estimated_cost_usd: Optional[float] = None
 
 
+class JudgeScores(BaseModel):
+    """One jury member's figures on one criterion."""
+
+    judge: str
+    scored: int
+    mean: Optional[float]
+    expected_mean: Optional[float] = None
+
+
+class CriterionScores(BaseModel):
+    """One criterion's figures for one model: the integer mean, the probability-weighted (expected) mean
+    where the judge gave logprobs, and how the score follows answer length."""
+
+    name: str
+    mean: Optional[float]
+    ci: Optional[list[float]] = Field(None, description="95% bootstrap interval of the mean")
+    counts: dict[str, int] = Field(description="score -> rows, over scored rows")
+    expected_mean: Optional[float] = None
+    expected_ci: Optional[list[float]] = None
+    expected_rows: int = Field(0, description="scored rows with an expected score")
+    expected_problem: Optional[str] = Field(None, description="why scored rows lack an expected score")
+    judges: list[JudgeScores] = Field(default_factory=list, description="with a jury: each judge's figures")
+    length: Optional[LengthCorrelation] = Field(
+        None, description="Spearman correlation of the score (expected where every row has one) with answer length")
+
+
 class ModelScores(BaseModel):
     """One model's scores. Means are over scored rows; failed rows are counted, never dropped."""
 
@@ -39,12 +68,7 @@ class ModelScores(BaseModel):
     scored: int
     failed: int
     failure_rate: float
-    accuracy_mean: Optional[float]
-    style_mean: Optional[float]
-    accuracy_ci: Optional[list[float]] = Field(None, description="95% bootstrap interval of the mean")
-    style_ci: Optional[list[float]] = None
-    accuracy_counts: dict[str, int] = Field(description="score -> rows, over scored rows")
-    style_counts: dict[str, int]
+    criteria: list[CriterionScores]
     mean_completion_tokens: float
     truncated: int = Field(description="answers cut by max_tokens (finish reason 'length')")
     tokens_per_second: Optional[float] = None
@@ -53,6 +77,21 @@ class ModelScores(BaseModel):
     similarity_mean: Optional[float] = Field(None, description="mean cosine similarity of answer and reference")
     similarity_ci: Optional[list[float]] = None
     similarity_rows: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_handbook_fields(cls, data: Any) -> Any:
+        # Summaries stored before rubrics had accuracy_* and style_* fields: read them as criteria.
+        if isinstance(data, dict) and "criteria" not in data and "accuracy_mean" in data:
+            data = dict(data)
+            data["criteria"] = [
+                {"name": name, "mean": data.pop(f"{name}_mean", None), "ci": data.pop(f"{name}_ci", None),
+                 "counts": data.pop(f"{name}_counts", {})} for name in ("accuracy", "style")
+            ]
+        return data
+
+    def criterion(self, name: str) -> CriterionScores:
+        return next(c for c in self.criteria if c.name == name)
 
 
 class ModelComparison(BaseModel):
@@ -66,26 +105,38 @@ class ModelComparison(BaseModel):
     ci: Optional[list[float]] = Field(None, description="95% bootstrap interval of the difference")
 
 
+class JuryAgreement(BaseModel):
+    """How far a jury's judges agree on one criterion: Krippendorff's alpha (ordinal) over every
+    judged row of every model, with a 95% bootstrap interval over rows."""
+
+    criterion: str
+    alpha: Optional[float]
+    ci: Optional[list[float]] = None
+    rows: int = Field(description="rows scored by at least two judges")
+
+
 class EvaluationSummary(BaseModel):
     """The `evaluation_summary` artifact: per-model scores, comparisons and the ranking."""
 
     judge_model: str
+    rubric: str = "handbook"
+    criteria: list[str] = Field(default_factory=lambda: ["accuracy", "style"])
     models: list[ModelScores]
     comparisons: list[ModelComparison] = Field(default_factory=list)
-    ranking: list[str] = Field(description="model ids, best mean accuracy (then style) first")
+    ranking: list[str] = Field(description="model ids, best mean of the first criterion (then the next...) first")
     created_at: str
     judge_check: Optional[JudgeCheck] = Field(None, description="can the judge tell right answers from wrong?")
     similarity_check: Optional[SimilarityCheck] = None
     pairwise: list[PairwiseComparison] = Field(default_factory=list)
+    jury: list[str] = Field(default_factory=list, description="the jury's judges, when several judges scored")
+    jury_aggregate: Optional[str] = None
+    agreement: list[JuryAgreement] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list, description="biases the reader must know (self-preference)")
     notes: list[str] = Field(default_factory=list, description="checks that were skipped, and why")
 
 
-def _mean(values: list[int]) -> Optional[float]:
+def _mean(values: list[float]) -> Optional[float]:
     return round(sum(values) / len(values), 4) if values else None
-
-
-def _counts(values: list[int]) -> dict[str, int]:
-    return {str(score): values.count(score) for score in (1, 2, 3)}
 
 
 def judge_usage(rows: list[dict], prices: Optional[tuple[float, float]] = None) -> JudgeUsage:
@@ -103,19 +154,47 @@ def judge_usage(rows: list[dict], prices: Optional[tuple[float, float]] = None) 
     )
 
 
+def criteria_of(evaluations: Dataset) -> list[str]:
+    """The criteria whose verdict columns the rows hold (`<name>_score`)."""
+    return [name.removesuffix("_score") for name in evaluations.column_names if name.endswith("_score")]
+
+
+def _criterion_scores(name: str, scored: list[dict], values: Optional[list[int]], judges: list[str]) -> CriterionScores:
+    scores = [r[col.score(name)] for r in scored]
+    expected = [r.get(col.expected(name)) for r in scored]
+    with_expected = [e for e in expected if e is not None]
+    problems = Counter(r.get(col.EXPECTED_PROBLEM) or "no expected-score column (scored before probabilities were "
+                       "recorded)" for r in scored if r.get(col.expected(name)) is None)
+    per_judge = []
+    for k, judge in enumerate(judges):
+        own = [(r[col.jury_scores(name)][k], r[col.jury_expected(name)][k]) for r in scored
+               if r.get(col.jury_scores(name)) and r[col.jury_scores(name)][k] is not None]
+        own_expected = [e for _, e in own if e is not None]
+        per_judge.append(JudgeScores(judge=judge, scored=len(own), mean=_mean([s for s, _ in own]),
+                                     expected_mean=_mean(own_expected) if len(own_expected) == len(own) else None))
+    by_length = with_expected if len(with_expected) == len(scored) else scores
+    return CriterionScores(
+        name=name, mean=_mean(scores), ci=bootstrap_ci(scores),
+        counts={str(v): scores.count(v) for v in (values or sorted(set(scores)))},
+        expected_mean=_mean(with_expected), expected_ci=bootstrap_ci(with_expected), expected_rows=len(with_expected),
+        expected_problem=problems.most_common(1)[0][0] if problems else None,
+        judges=per_judge,
+        length=length_correlation(by_length, [len(r.get(col.ANSWER) or "") for r in scored]),
+    )
+
+
 def model_scores(
     evaluations: Dataset,
     stats: Optional[GenerationStats] = None,
     prices: Optional[tuple[float, float]] = None,
+    rubric: Optional[Rubric] = None,
+    judges: Optional[list[str]] = None,
 ) -> ModelScores:
-    """Scores of one model's `evaluations`: a row counts as scored only if both scores exist."""
+    """Scores of one model's `evaluations` per criterion of `rubric` (None: the criteria the columns
+    hold); a row counts as scored only if every criterion has a score."""
     rows = evaluations.to_list()
-    scored = [
-        r for r in rows
-        if r[col.JUDGE_ERROR] is None and r[col.ACCURACY_SCORE] is not None and r[col.STYLE_SCORE] is not None
-    ]
-    accuracy = [r[col.ACCURACY_SCORE] for r in scored]
-    style = [r[col.STYLE_SCORE] for r in scored]
+    names = rubric.names if rubric else criteria_of(evaluations)
+    scored = [r for r in rows if r[col.JUDGE_ERROR] is None and all(r.get(col.score(n)) is not None for n in names)]
     model_ids = sorted({r[col.MODEL_ID] for r in rows})
     if len(model_ids) != 1:
         raise ValueError(f"evaluations must hold exactly one model, found {model_ids}")
@@ -126,12 +205,8 @@ def model_scores(
         scored=len(scored),
         failed=len(rows) - len(scored),
         failure_rate=round((len(rows) - len(scored)) / len(rows), 4) if rows else 0.0,
-        accuracy_mean=_mean(accuracy),
-        style_mean=_mean(style),
-        accuracy_ci=bootstrap_ci(accuracy),
-        style_ci=bootstrap_ci(style),
-        accuracy_counts=_counts(accuracy),
-        style_counts=_counts(style),
+        criteria=[_criterion_scores(n, scored, rubric.criterion(n).values if rubric else None, judges or [])
+                  for n in names],
         mean_completion_tokens=round(
             sum(r[col.COMPLETION_TOKENS] for r in rows) / len(rows), 2
         ) if rows else 0.0,
@@ -146,10 +221,9 @@ def model_scores(
 
 
 def _scored_by_id(evaluations: Dataset, criterion: str) -> dict[str, int]:
-    column = col.ACCURACY_SCORE if criterion == "accuracy" else col.STYLE_SCORE
     return {
-        row[col.ID]: row[column] for row in evaluations.to_list()
-        if row[col.JUDGE_ERROR] is None and row[column] is not None
+        row[col.ID]: row[col.score(criterion)] for row in evaluations.to_list()
+        if row[col.JUDGE_ERROR] is None and row[col.score(criterion)] is not None
     }
 
 
@@ -164,37 +238,77 @@ def compare_models(a: Dataset, b: Dataset, criterion: str) -> ModelComparison:
     )
 
 
+def jury_agreement(evaluations: list[Dataset], rubric: Rubric, judges: int) -> list[JuryAgreement]:
+    """Krippendorff's alpha per criterion over the rows of every model (see `JuryAgreement`)."""
+    figures = []
+    for c in rubric.criteria:
+        rows = [scores for dataset in evaluations if col.jury_scores(c.name) in dataset.column_names
+                for scores in dataset[col.jury_scores(c.name)] if scores and sum(s is not None for s in scores) >= 2]
+        matrix = [[row[k] for row in rows] for k in range(judges)]
+        alpha, ci = alpha_with_ci(matrix, "ordinal", c.values) if rows else (None, None)
+        figures.append(JuryAgreement(criterion=c.name, alpha=alpha, ci=ci, rows=len(rows)))
+    return figures
+
+
+def self_preference_warnings(judge_models: list[str], generators: list[str], check: Optional[JudgeCheck]) -> list[str]:
+    """A warning per judge that is also a model under evaluation, with the judge check's figure beside it."""
+    from llm_engineering.evaluation.models import split_variant
+
+    bases = {split_variant(m)[0] for m in generators}
+    tie_broken = check.reference_higher_expected if check else None
+    figure = (f" Its judge check: the reference scored higher in {check.reference_higher.describe()} of pairs"
+              f"{f' ({tie_broken.describe()} with ties broken by expected scores)' if tie_broken else ''}."
+              if check else "")
+    return [f"Self-preference: the judge {judge!r} is also a model under evaluation; judges tend to favour answers "
+            f"like their own, so its scores of that model are suspect. Use a judge that is not evaluated.{figure}"
+            for judge in dict.fromkeys(judge_models) if judge in bases]
+
+
 def build_summary(
     evaluations: list[Dataset],
     stats: Optional[list[GenerationStats]] = None,
     prices: Optional[tuple[float, float]] = None,
     checks: Optional[TrustChecks] = None,
     pairwise: Optional[PairwiseReport] = None,
+    rubric: Optional[Rubric] = None,
+    judge_models: Optional[list[str]] = None,
+    jury_aggregate: Optional[str] = None,
 ) -> EvaluationSummary:
-    """Per-model scores, each model compared with the first (the baseline), the ranking, and the
-    trust checks of the run."""
+    """Per-model scores per criterion, each model compared with the first (the baseline), the ranking,
+    the jury's agreement, and the trust checks and bias warnings of the run. `judge_models` are the
+    configured judges' models (several: a jury)."""
+    from llm_engineering.evaluation.rubric import load_rubric
+
+    rubric = rubric or load_rubric("handbook")
+    judge_ids = sorted({j for dataset in evaluations for j in set(dataset[col.JUDGE_MODEL])})
+    jury = [] if len(judge_models or []) < 2 else judge_ids[0].removeprefix("jury: ").split(" + ")
     by_model = {s.model_id: s for s in stats or []}
     scores = []
     for dataset in evaluations:
         model_id = dataset[0][col.MODEL_ID] if len(dataset) else "?"
-        scores.append(model_scores(dataset, by_model.get(model_id), prices))
+        scores.append(model_scores(dataset, by_model.get(model_id), prices, rubric, jury))
     comparisons = [
         compare_models(other, evaluations[0], criterion)
         for other in evaluations[1:] if len(other) and len(evaluations[0])
-        for criterion in ("accuracy", "style")
+        for criterion in rubric.names
     ]
-    judges = sorted({j for dataset in evaluations for j in set(dataset[col.JUDGE_MODEL])})
-    ranking = sorted(
-        scores, key=lambda s: (-(s.accuracy_mean or 0.0), -(s.style_mean or 0.0), s.model_id)
-    )
+    ranking = sorted(scores, key=lambda s: (
+        [-(c.mean or 0.0) for c in s.criteria], [-(c.expected_mean or 0.0) for c in s.criteria], s.model_id))
+    judge_check = checks.judge if checks else None
     return EvaluationSummary(
-        judge_model=", ".join(judges),
+        judge_model=", ".join(judge_ids),
+        rubric=rubric.name,
+        criteria=rubric.names,
         models=scores,
         comparisons=comparisons,
         ranking=[s.model_id for s in ranking],
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        judge_check=checks.judge if checks else None,
+        judge_check=judge_check,
         similarity_check=checks.similarity if checks else None,
         pairwise=pairwise.comparisons if pairwise else [],
+        jury=jury,
+        jury_aggregate=jury_aggregate if jury else None,
+        agreement=jury_agreement(evaluations, rubric, len(jury)) if jury else [],
+        warnings=self_preference_warnings(judge_models or [], [s.model_id for s in scores], judge_check),
         notes=checks.notes if checks else [],
     )

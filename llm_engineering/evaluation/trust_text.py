@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # only read attributes of these: the cards need no judge code
     from llm_engineering.evaluation.judge_check import JudgeCheck
     from llm_engineering.evaluation.pairwise import PairwiseComparison
     from llm_engineering.evaluation.similarity import SimilarityCheck
+    from llm_engineering.evaluation.summary import EvaluationSummary
 
 
 def fmt(value: Optional[float], digits: int = 2) -> str:
@@ -26,8 +27,9 @@ def rate_with_ci(value: Optional[float], ci: Optional[list[float]]) -> str:
     return "n/a" if value is None else f"{value:.0%}" + (f" [{ci[0]:.0%}, {ci[1]:.0%}]" if ci else "")
 
 
-SCORES_METHOD = ("Means are over scored rows (scores 1-3), with 95% bootstrap intervals; rows whose verdict "
-                 "failed are counted as failed, never averaged.")
+SCORES_METHOD = ("Means are over scored rows, with 95% bootstrap intervals; rows whose verdict failed are counted "
+                 "as failed, never averaged. An expected score weights each scale value by the probability the judge "
+                 "gave it at the score token (its logprobs); it separates answers the integer score ties.")
 
 JUDGE_CHECK_METHOD = ("The judge scored each sampled row's reference answer and another row's reference (a fixed "
                       "derangement) with the scoring prompt; rates are over all pairs, with 95% Wilson intervals.")
@@ -66,9 +68,22 @@ def pairwise_name(comparison: PairwiseComparison) -> str:
 def pairwise_finding(comparison: PairwiseComparison) -> str:
     """Win rate, outcome counts and how often the two orders disagreed."""
     c = comparison
+    length = (f"; the longer answer won {c.longer_wins.describe()} of decisive pairs, length-controlled win rate "
+              f"{rate_with_ci(c.length_controlled_win_rate, None)}" if c.longer_wins is not None else "")
     return (f"win rate {rate_with_ci(c.win_rate, c.win_rate_ci)}; wins {c.wins.describe()}, ties "
             f"{c.ties.describe()}, losses {c.losses.describe()}, failed {c.failed.describe()}; "
-            f"the two orders disagreed in {c.order_disagreement.describe()}")
+            f"the two orders disagreed in {c.order_disagreement.describe()}{length}")
+
+
+def expected_lines(summary: EvaluationSummary) -> list[str]:
+    """Where scored rows have no expected score, how many and why, in words (never a silent fallback)."""
+    lines = []
+    for s in summary.models:
+        for c in s.criteria:
+            if c.expected_rows < s.scored:
+                lines.append(f"Expected {c.name} scores of {s.model_id}: {s.scored - c.expected_rows} of {s.scored} scored "
+                             f"rows have none ({c.expected_problem}); their means are integer only.")
+    return lines
 
 
 def note_text(note: str) -> str:

@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 from llm_engineering.evaluation.config import JudgeConfig
 from llm_engineering.evaluation.judge_transport import JudgeReply, OnReply, ReplySchema
 from llm_engineering.evaluation.rubric import verdict_schema
+from llm_engineering.evaluation.score_probs import TOP_LOGPROBS, compact
 
 logger = logging.getLogger(__name__)
 
@@ -57,16 +58,19 @@ class OpenAIJudge:
         )
         self._format = "json_schema" if config.response_format == "auto" else config.response_format
         self._format_lock = threading.Lock()
+        # Why replies carry no logprobs: turned off, or refused by the endpoint (then asked no more).
+        self._logprobs_problem = None if config.logprobs else "logprobs are turned off (judge.logprobs: false)"
         self._backoff = wait_random_exponential(multiplier=0.5, max=config.max_backoff_s)
 
     def _reply_schema(self, reply_schema: Optional[ReplySchema]) -> ReplySchema:
-        return reply_schema or ReplySchema("judge_verdict", verdict_schema(self._config.max_analysis_chars))
+        return reply_schema or ReplySchema(
+            "judge_verdict", verdict_schema(self._config.resolved_rubric(), self._config.max_analysis_chars))
 
     def cache_namespace(self, reply_schema: Optional[ReplySchema]) -> dict[str, Any]:
         c = self._config
         return {"backend": "openai", "model": c.model, "base_url": c.base_url, "temperature": c.temperature,
                 "seed": c.seed, "max_tokens": c.max_tokens, "schema": self._reply_schema(reply_schema).schema,
-                "options": c.request_options}
+                "options": c.request_options, "logprobs": TOP_LOGPROBS if c.logprobs else None}
 
     def _wait(self, state: RetryCallState) -> float:
         told = _retry_after(state.outcome.exception() if state.outcome else None)
@@ -84,12 +88,21 @@ class OpenAIJudge:
             kwargs: dict[str, Any] = dict(self._config.request_options)
             if (response_format := self._response_format(fmt, reply_schema)) is not None:
                 kwargs["response_format"] = response_format
+            asks_logprobs = self._logprobs_problem is None
+            if asks_logprobs:
+                kwargs.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
             try:
                 response = self._client.chat.completions.create(
                     model=self._config.model, messages=messages, temperature=self._config.temperature,
                     max_tokens=self._config.max_tokens, seed=self._config.seed, **kwargs,
                 )
             except openai.BadRequestError as error:
+                if asks_logprobs and "logprob" in str(error).lower():
+                    with self._format_lock:
+                        if self._logprobs_problem is None:
+                            self._logprobs_problem = f"the endpoint refused logprobs ({_describe(error)})"
+                            logger.warning("Endpoint refused logprobs: no expected scores (%s)", _describe(error))
+                    continue
                 if fmt == "none" or "response_format" not in str(error) and "json" not in str(error).lower():
                     raise
                 with self._format_lock:  # downgrade once for every request
@@ -97,11 +110,15 @@ class OpenAIJudge:
                         self._format = _FORMATS[_FORMATS.index(fmt) + 1]
                         logger.warning("Endpoint rejected %s responses; falling back to %s", fmt, self._format)
                 continue
-            usage = response.usage
+            usage, choice = response.usage, response.choices[0]
+            content = choice.logprobs.content if asks_logprobs and choice.logprobs else None
             return JudgeReply(
-                text=response.choices[0].message.content or "",
+                text=choice.message.content or "",
                 prompt_tokens=usage.prompt_tokens if usage else 0,
                 completion_tokens=usage.completion_tokens if usage else 0,
+                logprobs=compact([(t.token, [(c.token, c.logprob) for c in t.top_logprobs or []]) for t in content])
+                if content else None,
+                logprobs_problem=None if content else self._logprobs_problem or "the endpoint returned no logprobs",
             )
 
     def _request(self, messages: list[dict[str, str]], reply_schema: ReplySchema) -> JudgeReply:

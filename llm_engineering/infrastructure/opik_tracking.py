@@ -12,7 +12,7 @@ from typing import Any, Optional
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.rubric import judge_messages
+from llm_engineering.evaluation.rubric import Rubric, judge_messages
 from llm_engineering.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -30,7 +30,7 @@ def _client(settings: Settings) -> Any:
     )
 
 
-def log_scoring(evaluations: Dataset, settings: Settings, experiment_name: str) -> Optional[int]:
+def log_scoring(evaluations: Dataset, rubric: Rubric, settings: Settings, experiment_name: str) -> Optional[int]:
     """Trace every judged row (prompt, raw reply, scores as feedback) and group the traces in
     an experiment over a dataset of the rows. Returns the number of traces, or None when Opik
     is not configured. Opik trouble is logged, never raised: scores are already stored."""
@@ -41,13 +41,14 @@ def log_scoring(evaluations: Dataset, settings: Settings, experiment_name: str) 
         traces = []
         for row in evaluations:
             scores = [
-                {"name": name, "value": row[column]}
-                for name, column in (("accuracy", col.ACCURACY_SCORE), ("style", col.STYLE_SCORE))
-                if row[column] is not None
+                {"name": name, "value": row[col.score(name)]} for name in rubric.names if row.get(col.score(name)) is not None
+            ] + [
+                {"name": f"{name}_expected", "value": row[col.expected(name)]}
+                for name in rubric.names if row.get(col.expected(name)) is not None
             ]
             trace = client.trace(
                 name="judge",
-                input={"messages": judge_messages(row[col.INSTRUCTION], row[col.ANSWER])},
+                input={"messages": judge_messages(rubric, row[col.INSTRUCTION], row[col.ANSWER], row.get(col.REFERENCE))},
                 output={"reply": row[col.JUDGE_RAW], "error": row[col.JUDGE_ERROR]},
                 metadata={"row_id": row[col.ID], "model": row[col.MODEL_ID], "judge": row[col.JUDGE_MODEL],
                           "prompt_tokens": row[col.JUDGE_PROMPT_TOKENS],

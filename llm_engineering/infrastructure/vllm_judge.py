@@ -1,4 +1,5 @@
-"""The offline judge: in-process vLLM, output constrained to the verdict JSON schema."""
+"""The offline judge: in-process vLLM, output constrained to the verdict JSON schema, with the top
+token logprobs at every step (after the grammar mask: vLLM applies it to the logits first)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any, Optional
 from llm_engineering.evaluation.config import EngineConfig, JudgeConfig
 from llm_engineering.evaluation.judge_transport import JudgeReply, OnReply, ReplySchema
 from llm_engineering.evaluation.rubric import verdict_schema
+from llm_engineering.evaluation.score_probs import TOP_LOGPROBS, TokenChoices, compact
 from llm_engineering.infrastructure.vllm_engine import EnginePool
 
 
@@ -16,12 +18,14 @@ class VLLMJudge:
         self._model_path, self._config, self._engine, self._pool = model_path, config, engine, pool
 
     def _schema(self, reply_schema: Optional[ReplySchema]) -> dict[str, Any]:
-        return reply_schema.schema if reply_schema else verdict_schema(self._config.max_analysis_chars)
+        return reply_schema.schema if reply_schema else verdict_schema(self._config.resolved_rubric(),
+                                                                       self._config.max_analysis_chars)
 
     def cache_namespace(self, reply_schema: Optional[ReplySchema]) -> dict[str, Any]:
         c = self._config
         return {"backend": "vllm", "model": c.model, "temperature": c.temperature, "seed": c.seed,
-                "max_tokens": c.max_tokens, "schema": self._schema(reply_schema)}
+                "max_tokens": c.max_tokens, "schema": self._schema(reply_schema),
+                "logprobs": TOP_LOGPROBS if c.logprobs else None}
 
     def complete(
         self, conversations: list[list[dict[str, str]]], on_reply: OnReply, reply_schema: Optional[ReplySchema]
@@ -35,14 +39,27 @@ class VLLMJudge:
             temperature=self._config.temperature,
             max_tokens=self._config.max_tokens,
             seed=self._config.seed,
+            logprobs=TOP_LOGPROBS if self._config.logprobs else None,
             # Without disable_any_whitespace a small judge can loop on tabs until max_tokens.
             structured_outputs=StructuredOutputsParams(
                 json=self._schema(reply_schema), disable_any_whitespace=True
             ),
         )
         for index, output in enumerate(llm.chat(conversations, params, use_tqdm=True)):
+            completion = output.outputs[0]
             on_reply(index, JudgeReply(
-                text=output.outputs[0].text,
+                text=completion.text,
                 prompt_tokens=len(output.prompt_token_ids or []),
-                completion_tokens=len(output.outputs[0].token_ids),
+                completion_tokens=len(completion.token_ids),
+                logprobs=_token_choices(completion) if self._config.logprobs else None,
+                logprobs_problem=None if self._config.logprobs else "logprobs are turned off (judge.logprobs: false)",
             ))
+
+
+def _token_choices(completion: Any) -> list[TokenChoices]:
+    """Each generated token's text and its top candidates, from a vLLM `CompletionOutput`."""
+    choices = []
+    for token_id, candidates in zip(completion.token_ids, completion.logprobs or []):
+        sampled = candidates[token_id].decoded_token or ""
+        choices.append((sampled, [(c.decoded_token or "", c.logprob) for c in candidates.values()]))
+    return compact(choices)

@@ -5,7 +5,7 @@ from datasets import Dataset
 from zenml import get_step_context, log_metadata, step
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.config import EngineConfig, JudgeConfig, SimilarityConfig
+from llm_engineering.evaluation.config import EngineConfig, JudgeConfig, JuryConfig, SimilarityConfig
 from llm_engineering.evaluation.scoring import score_answers
 from llm_engineering.evaluation.similarity import add_reference_similarity, get_embedder
 from llm_engineering.evaluation.summary import model_scores
@@ -21,35 +21,41 @@ logger = logging.getLogger(__name__)
 @step(output_materializers=DatasetMaterializer)
 def evaluate_answers(
     generations: Dataset,
-    judge: JudgeConfig,
+    judges: list[JudgeConfig],
     engine: EngineConfig,
     only_failed: bool = False,
     similarity: Optional[SimilarityConfig] = None,
+    jury: Optional[JuryConfig] = None,
 ) -> Annotated[Dataset, col.EVALUATIONS]:
-    """Score every generated answer with the LLM judge (accuracy and style, 1-3), and its
-    similarity to the reference (no judge) when `similarity` is enabled.
+    """Score every generated answer with the LLM judge, or each judge of a jury, on the judges'
+    rubric (default: the handbook's accuracy and style, 1-3), and its similarity to the reference
+    (no judge) when `similarity` is enabled.
 
     `generations` may be a previous `evaluations` artifact: with `only_failed`, its valid
     verdicts are kept and only the rows without one are judged again.
     """
     settings = get_settings()
-    with open_cache(judge, settings) as cache:
-        evaluations = score_answers(generations, build_judge(judge, engine, settings, ENGINE_POOL), cache, only_failed)
+    rubric = judges[0].resolved_rubric()
+    with open_cache(judges[0], settings) as cache:
+        backends = [build_judge(judge, engine, settings, ENGINE_POOL) for judge in judges]
+        evaluations = score_answers(generations, backends, rubric, cache if all(j.cache for j in judges) else None,
+                                    only_failed, (jury or JuryConfig()).aggregate)
     if similarity is not None and similarity.enabled:
         if col.REFERENCE in evaluations.column_names:
             evaluations = add_reference_similarity(evaluations, get_embedder(similarity.batch_size))
         else:
             logger.warning("No %r column in these answers: reference similarity skipped", col.REFERENCE)
-    scores = model_scores(evaluations)
+    scores = model_scores(evaluations, rubric=rubric)
     run_name = get_step_context().pipeline_run.name
-    opik_traces = log_scoring(evaluations, settings, f"{run_name}-{scores.model_id}")
+    opik_traces = log_scoring(evaluations, rubric, settings, f"{run_name}-{scores.model_id}")
     log_metadata(
         metadata={
-            "judge": evaluations[0][col.JUDGE_MODEL] if len(evaluations) else judge.model,
+            "judge": evaluations[0][col.JUDGE_MODEL] if len(evaluations) else judges[0].model,
+            "rubric": rubric.name,
             "rows": scores.rows,
             "failed": scores.failed,
-            "accuracy_mean": scores.accuracy_mean,
-            "style_mean": scores.style_mean,
+            **{f"{c.name}_mean": c.mean for c in scores.criteria},
+            **{f"{c.name}_expected_mean": c.expected_mean for c in scores.criteria},
             "similarity_mean": scores.similarity_mean,
             "judge_calls": scores.judge_usage.calls,
             "judge_cache_hits": scores.judge_usage.cached,

@@ -4,7 +4,7 @@ from datasets import Dataset
 from zenml import log_metadata, step
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.config import JudgeConfig
+from llm_engineering.evaluation.config import JudgeConfig, JuryConfig
 from llm_engineering.evaluation.generation import GenerationStats
 from llm_engineering.evaluation.pairwise import PairwiseReport
 from llm_engineering.evaluation.prices import judge_prices
@@ -18,24 +18,32 @@ from steps.materializers import EvaluationSummaryMaterializer
 def summarize(
     evaluations: list[Dataset],
     generation_stats: list[GenerationStats],
-    judge: JudgeConfig,
+    judges: list[JudgeConfig],
     checks: Optional[TrustChecks] = None,
     pairwise: Optional[PairwiseReport] = None,
+    jury: Optional[JuryConfig] = None,
 ) -> Annotated[EvaluationSummary, col.EVALUATION_SUMMARY]:
     """Aggregate scores per model, compare models, and say how far the scores can be trusted
     (the artifact renders as an HTML report)."""
-    summary = build_summary(evaluations, generation_stats, judge_prices(judge), checks, pairwise)
+    # A jury's cost is known when its judges share one price (one model, or one price set).
+    prices = {judge_prices(judge) for judge in judges}
+    summary = build_summary(evaluations, generation_stats, prices.pop() if len(prices) == 1 else None, checks, pairwise,
+                            judges[0].resolved_rubric(), [judge.model for judge in judges], (jury or JuryConfig()).aggregate)
     log_metadata(
         metadata={
             "ranking": summary.ranking,
             "trust": trust_lines(summary),
+            "rubric": summary.rubric,
+            **({"jury_alpha": {a.criterion: {"alpha": a.alpha, "ci": a.ci} for a in summary.agreement}}
+               if summary.agreement else {}),
             **({"judge_check": summary.judge_check.metadata()} if summary.judge_check else {}),
             # Nested: ZenML refuses colons in top-level keys, and a model id may hold one.
             **({"pairwise": {f"{c.model_a} vs {c.model_b}": c.metadata() for c in summary.pairwise}}
                if summary.pairwise else {}),
             **{
-                s.model_id: {"accuracy_mean": s.accuracy_mean, "style_mean": s.style_mean,
-                             "accuracy_ci": s.accuracy_ci, "style_ci": s.style_ci,
+                s.model_id: {**{f"{c.name}_mean": c.mean for c in s.criteria},
+                             **{f"{c.name}_ci": c.ci for c in s.criteria},
+                             **{f"{c.name}_expected_mean": c.expected_mean for c in s.criteria},
                              "scored": s.scored, "failed": s.failed,
                              "similarity_mean": s.similarity_mean, "similarity_ci": s.similarity_ci,
                              "tokens_per_second": s.tokens_per_second,

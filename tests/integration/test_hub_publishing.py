@@ -12,7 +12,7 @@ from tests.integration.hub_stub import TOKEN, USER
 def judged_rows():
     return Dataset.from_dict({
         col.ID: ["a", "b"], col.INSTRUCTION: ["i1", "i2"], col.ANSWER: ["x", "y"], col.MODEL_ID: ["m", "m"],
-        col.JUDGE_MODEL: ["vllm:judge"] * 2, col.ACCURACY_SCORE: [3, 1], col.STYLE_SCORE: [2, 2],
+        col.JUDGE_MODEL: ["vllm:judge"] * 2, col.score("accuracy"): [3, 1], col.score("style"): [2, 2],
         col.JUDGE_ERROR: [None, None], col.COMPLETION_TOKENS: [5, 6], col.FINISH_REASON: ["stop", "stop"],
     })
 

@@ -9,6 +9,9 @@ from llm_engineering.evaluation.scoring import score_answers
 from llm_engineering.evaluation.judge_cache import JudgeCache
 from llm_engineering.infrastructure.openai_judge import OpenAIJudge
 from tests.integration.openai_stub import OpenAIStub
+from llm_engineering.evaluation.rubric import load_rubric
+
+HANDBOOK = load_rubric("handbook")
 
 
 def answers(n):
@@ -32,9 +35,9 @@ def judge(stub, **options):
 
 def test_429_with_retry_after_twice_then_success_stores_the_verdict(stub):
     stub.state.script = [("429", 1), ("429", 1), "ok"]
-    evaluations = score_answers(answers(1), judge(stub, max_concurrency=1))
+    evaluations = score_answers(answers(1), [judge(stub, max_concurrency=1)], HANDBOOK)
     assert evaluations[0][col.JUDGE_ERROR] is None
-    assert (evaluations[0][col.ACCURACY_SCORE], evaluations[0][col.STYLE_SCORE]) == (3, 2)
+    assert (evaluations[0][col.score("accuracy")], evaluations[0][col.score("style")]) == (3, 2)
     times = [r["time"] for r in stub.state.requests]
     assert len(times) == 3
     # The client waited as told by Retry-After between tries (observed by the server).
@@ -43,12 +46,12 @@ def test_429_with_retry_after_twice_then_success_stores_the_verdict(stub):
 
 def test_5xx_is_retried_and_persistent_failure_becomes_a_row_error(stub):
     stub.state.script = ["500", "ok"]
-    first = score_answers(answers(1), judge(stub, max_concurrency=1))
+    first = score_answers(answers(1), [judge(stub, max_concurrency=1)], HANDBOOK)
     assert first[0][col.JUDGE_ERROR] is None and len(stub.state.requests) == 2
 
     stub.state.default = "500"
-    failed = score_answers(answers(2), judge(stub, max_attempts=3))
-    assert failed[col.ACCURACY_SCORE] == [None, None]
+    failed = score_answers(answers(2), [judge(stub, max_attempts=3)], HANDBOOK)
+    assert failed[col.score("accuracy")] == [None, None]
     assert all("HTTP 500" in error and "3 attempt" in error for error in failed[col.JUDGE_ERROR])
     assert len(stub.state.requests) == 2 + 2 * 3
 
@@ -58,13 +61,13 @@ def test_dropped_connections_fail_rows_then_only_failed_fills_exactly_those(stub
     # Rows 0-2 answered, then the server drops every connection for the rest of the run.
     stub.state.script = ["ok", "ok", "ok"]
     stub.state.default = "drop"
-    first = score_answers(answers(6), judge(stub, max_concurrency=1, max_attempts=2), cache)
+    first = score_answers(answers(6), [judge(stub, max_concurrency=1, max_attempts=2)], HANDBOOK, cache)
     failed = [i for i, error in enumerate(first[col.JUDGE_ERROR]) if error is not None]
     assert failed == [3, 4, 5]
     assert all("Connection" in first[i][col.JUDGE_ERROR] for i in failed)
 
     stub.state.default, stub.state.requests = "ok", []
-    merged = score_answers(first, judge(stub), cache, only_failed=True)
+    merged = score_answers(first, [judge(stub)], HANDBOOK, cache, only_failed=True)
     assert len(stub.state.requests) == 3  # exactly the failed rows
     assert merged[col.JUDGE_ERROR] == [None] * 6
     assert merged[col.ID] == first[col.ID]
@@ -72,25 +75,25 @@ def test_dropped_connections_fail_rows_then_only_failed_fills_exactly_those(stub
 
 def test_identical_scoring_again_makes_zero_requests(stub, tmp_path):
     cache = JudgeCache(tmp_path / "cache")
-    first = score_answers(answers(4), judge(stub), cache)
+    first = score_answers(answers(4), [judge(stub)], HANDBOOK, cache)
     assert len(stub.state.requests) == 4
     stub.state.requests = []
-    again = score_answers(answers(4), judge(stub), cache)
+    again = score_answers(answers(4), [judge(stub)], HANDBOOK, cache)
     assert stub.state.requests == []
-    assert again[col.ACCURACY_SCORE] == first[col.ACCURACY_SCORE]
+    assert again[col.score("accuracy")] == first[col.score("accuracy")]
     assert again[col.JUDGE_CACHED] == [True] * 4
 
 
 def test_schema_format_rejected_falls_back_to_json_mode(stub):
     stub.state.default = "reject_schema"
-    evaluations = score_answers(answers(2), judge(stub, max_concurrency=1))
+    evaluations = score_answers(answers(2), [judge(stub, max_concurrency=1)], HANDBOOK)
     assert evaluations[col.JUDGE_ERROR] == [None, None]
     formats = [(r["body"].get("response_format") or {}).get("type") for r in stub.state.requests]
     assert formats == ["json_schema", "json_object", "json_object"]
 
 
 def test_requests_carry_the_schema_and_token_usage_is_recorded(stub):
-    evaluations = score_answers(answers(2), judge(stub, max_concurrency=2))
+    evaluations = score_answers(answers(2), [judge(stub, max_concurrency=2)], HANDBOOK)
     body = stub.state.requests[0]["body"]
     schema = body["response_format"]["json_schema"]["schema"]
     assert schema["properties"]["accuracy"]["properties"]["score"]["enum"] == [1, 2, 3]
@@ -116,9 +119,9 @@ def test_pairwise_and_judge_check_calls_go_through_the_same_retries_and_cache(st
     assert result.order_disagreement.rate == 1.0 and result.position_a_preferred.rate == 1.0
 
     rows = Dataset.from_dict({**answers(3).to_dict(), col.REFERENCE: ["Ref 0.", "Ref 1.", "Ref 2."]})
-    check = run_judge_check(rows, judge(stub), cache, rows=3, threshold=0.7)
+    check = run_judge_check(rows, judge(stub), HANDBOOK, cache, rows=3, threshold=0.7)
     assert check.pairs == 3 and check.ties.count == 3 and check.no_signal  # it scores everything 3
     requests = len(stub.state.requests)
     compare_answers(answers(2), other, judge(stub), cache)
-    run_judge_check(rows, judge(stub), cache, rows=3, threshold=0.7)
+    run_judge_check(rows, judge(stub), HANDBOOK, cache, rows=3, threshold=0.7)
     assert len(stub.state.requests) == requests  # both answered from the cache

@@ -9,12 +9,15 @@ from llm_engineering.evaluation.scoring import score_answers
 from llm_engineering.infrastructure import opik_tracking
 from llm_engineering.settings import Settings
 from tests.unit.test_judge import GOOD, ScriptedJudge, answers
+from llm_engineering.evaluation.rubric import load_rubric
+
+HANDBOOK = load_rubric("handbook")
 
 
 def test_not_configured_sends_nothing(monkeypatch):
     monkeypatch.setattr(opik_tracking, "_client", lambda settings: (_ for _ in ()).throw(AssertionError("contacted")))
-    evaluations = score_answers(answers(2), ScriptedJudge([GOOD, GOOD]))
-    assert opik_tracking.log_scoring(evaluations, Settings(_env_file=None), "exp") is None
+    evaluations = score_answers(answers(2), [ScriptedJudge([GOOD, GOOD])], HANDBOOK)
+    assert opik_tracking.log_scoring(evaluations, HANDBOOK, Settings(_env_file=None), "exp") is None
 
 
 class Recorder(BaseHTTPRequestHandler):
@@ -47,8 +50,8 @@ def test_configured_opik_receives_a_trace_per_row_with_scores():
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         settings = Settings(_env_file=None, OPIK_URL_OVERRIDE=f"http://127.0.0.1:{server.server_address[1]}")
-        evaluations = score_answers(answers(3), ScriptedJudge([GOOD, GOOD, "broken"]))
-        logged = opik_tracking.log_scoring(evaluations, settings, "exp")
+        evaluations = score_answers(answers(3), [ScriptedJudge([GOOD, GOOD, "broken"])], HANDBOOK)
+        logged = opik_tracking.log_scoring(evaluations, HANDBOOK, settings, "exp")
     finally:
         server.shutdown()
     sent = b"".join(body for method, path, body in Recorder.received if "traces" in path)

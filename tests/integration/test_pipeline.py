@@ -17,6 +17,9 @@ from llm_engineering.infrastructure.vllm_engine import VLLMEngine
 from llm_engineering.run_config import EvaluationConfig
 from llm_engineering.infrastructure.zenml_runs import latest_generations, step_output
 from steps.evaluating.engine_pool import ENGINE_POOL
+from llm_engineering.evaluation.rubric import load_rubric
+
+HANDBOOK = load_rubric("handbook")
 
 pytestmark = pytest.mark.slow
 
@@ -63,10 +66,10 @@ def test_pipeline_generates_aligned_answers_and_judges_every_row(first_run):
         assert row[col.PROMPT_TOKENS] > 0 and 0 < row[col.COMPLETION_TOKENS] <= 48
     for row in evaluations:
         if row[col.JUDGE_ERROR] is None:
-            assert row[col.ACCURACY_SCORE] in {1, 2, 3} and row[col.STYLE_SCORE] in {1, 2, 3}
-            assert row[col.ACCURACY_ANALYSIS] is not None
+            assert row[col.score("accuracy")] in {1, 2, 3} and row[col.score("style")] in {1, 2, 3}
+            assert row[col.analysis("accuracy")] is not None
         else:
-            assert row[col.ACCURACY_SCORE] is None and row[col.JUDGE_RAW] is not None
+            assert row[col.score("accuracy")] is None and row[col.JUDGE_RAW] is not None
 
     summary = step_output(first_run, "summarize", col.EVALUATION_SUMMARY)
     (scores,) = summary.models
@@ -204,7 +207,7 @@ def test_judge_check_on_the_embedded_split_follows_the_threshold():
     split = read_test_split(DatasetConfig())
     judge = build_judge(judge_config, EngineConfig(), settings, ENGINE_POOL)  # the session's engine: same model and config
     with open_cache(judge_config, settings) as cache:
-        check = run_judge_check(split, judge, cache, rows=20, threshold=0.7)
+        check = run_judge_check(split, judge, HANDBOOK, cache, rows=20, threshold=0.7)
         outcomes = (check.reference_higher, check.ties, check.reversals, check.failed)
         assert check.pairs == 20 and sum(r.count for r in outcomes) == 20
         assert all(r.ci[0] <= r.rate <= r.ci[1] for r in outcomes)
@@ -331,7 +334,7 @@ def test_failed_hub_push_loses_nothing_and_publish_only_pushes_later(first_run, 
         repo = f"{USER}/SmolLM2-135M-Instruct-results"
         assert receipt.hub_error is None and receipt.repo == repo
         pushed = load_dataset(repo, split="test", token=TOKEN)
-        assert pushed[col.ID] == stored[col.ID] and pushed[col.ACCURACY_SCORE] == stored[col.ACCURACY_SCORE]
+        assert pushed[col.ID] == stored[col.ID] and pushed[col.score("accuracy")] == stored[col.score("accuracy")]
         # The republished card keeps the source run's trust facts (every run here checks the similarity metric).
         checks = Client().get_artifact_version(stored_ids["checks_id"]).load()
         facts = trust_info(stored[0][col.MODEL_ID], checks)

@@ -19,6 +19,9 @@ from llm_engineering.infrastructure.openai_judge import OpenAIJudge
 from llm_engineering.settings import get_settings
 from tests.support.vllm_server import ServerError
 from tests.support.vllm_server import vllm_server as serve
+from llm_engineering.evaluation.rubric import load_rubric
+
+HANDBOOK = load_rubric("handbook")
 
 pytestmark = pytest.mark.slow
 
@@ -45,12 +48,12 @@ def test_vllm_serve_judge_stores_valid_verdicts(vllm_server):
     })
     config = JudgeConfig(backend="openai", model="smollm2-135m", base_url=vllm_server,
                          max_tokens=256, max_analysis_chars=160, cache=False)
-    evaluations = score_answers(rows, OpenAIJudge(config, api_key=None))
+    evaluations = score_answers(rows, [OpenAIJudge(config, api_key=None)], HANDBOOK)
     assert evaluations[col.ID] == ["a", "b", "c"]
     for row in evaluations:
         # The server constrains output to the schema, so every verdict must parse and validate.
         assert row[col.JUDGE_ERROR] is None, row[col.JUDGE_RAW]
-        assert row[col.ACCURACY_SCORE] in {1, 2, 3} and row[col.STYLE_SCORE] in {1, 2, 3}
+        assert row[col.score("accuracy")] in {1, 2, 3} and row[col.score("style")] in {1, 2, 3}
         assert row[col.JUDGE_PROMPT_TOKENS] > 0 and row[col.JUDGE_COMPLETION_TOKENS] > 0
     assert evaluations[0][col.JUDGE_MODEL] == f"openai:smollm2-135m@{vllm_server}"
 
@@ -94,7 +97,7 @@ def test_judge_server_killed_mid_run_loses_no_row_and_a_rerun_asks_only_the_rest
                          max_analysis_chars=160, max_concurrency=1, max_attempts=2, max_backoff_s=1)
     killer = threading.Thread(target=_kill_after, args=(_server_process(vllm_server), cache, 3))
     killer.start()
-    first = score_answers(rows, OpenAIJudge(config, api_key=None), cache)
+    first = score_answers(rows, [OpenAIJudge(config, api_key=None)], HANDBOOK, cache)
     killer.join()
     assert first[col.ID] == rows[col.ID]  # every row is there, judged or with its error
     judged = [error is None for error in first[col.JUDGE_ERROR]]
@@ -105,11 +108,11 @@ def test_judge_server_killed_mid_run_loses_no_row_and_a_rerun_asks_only_the_rest
     model = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR)
     with serve(model.path, "smollm2-135m", tmp_path / "restarted.log", port=urlparse(vllm_server).port) as url:
         assert url == vllm_server
-        second = score_answers(rows, OpenAIJudge(config, api_key=None), cache)
+        second = score_answers(rows, [OpenAIJudge(config, api_key=None)], HANDBOOK, cache)
     assert second[col.ID] == rows[col.ID]
     assert second[col.JUDGE_ERROR] == [None] * len(rows)
     assert second[col.JUDGE_CACHED] == judged  # verdicts given before the crash were kept, not asked again
     for before, after in zip(first, second):
         if before[col.JUDGE_ERROR] is None:
-            assert after[col.ACCURACY_SCORE] == before[col.ACCURACY_SCORE]
-            assert after[col.ACCURACY_ANALYSIS] == before[col.ACCURACY_ANALYSIS]
+            assert after[col.score("accuracy")] == before[col.score("accuracy")]
+            assert after[col.analysis("accuracy")] == before[col.analysis("accuracy")]

@@ -9,26 +9,27 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judge_cache import JudgeCache
 from llm_engineering.evaluation.judge_transport import JudgeReply
 from llm_engineering.evaluation.pairwise import pairwise_schema
-from llm_engineering.evaluation.rubric import JUDGE_PROMPT_TEMPLATE, judge_messages, parse_verdict, verdict_schema
+from llm_engineering.evaluation.rubric import judge_messages, load_rubric, parse_verdict, verdict_schema
 from llm_engineering.evaluation.scoring import score_answers
 
+HANDBOOK = load_rubric("handbook")
 CASES = json.loads((Path(__file__).parent / "cases" / "verdicts.json").read_text())
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_parse_verdict_cases(case):
-    parsed = parse_verdict(case["raw"])
+    parsed = parse_verdict(HANDBOOK, case["raw"])
     if case["error"] is None:
         assert parsed.error is None
-        assert parsed.verdict.accuracy.score == case["accuracy"]
-        assert parsed.verdict.style.score == case["style"]
+        assert parsed.criteria["accuracy"].score == case["accuracy"]
+        assert parsed.criteria["style"].score == case["style"]
     else:
-        assert parsed.verdict is None
+        assert parsed.criteria is None
         assert case["error"] in parsed.error
 
 
 def test_schema_limits_scores_to_one_to_three():
-    schema = verdict_schema(200)
+    schema = verdict_schema(HANDBOOK, 200)
     for criterion in ("accuracy", "style"):
         properties = schema["properties"][criterion]["properties"]
         assert properties["score"]["enum"] == [1, 2, 3]
@@ -52,13 +53,13 @@ def _verdict(accuracy=2, style=3, analysis="ok", **extra):
     (_verdict(analysis="x" * 201), False),
 ])
 def test_verdict_schema_holds_generation_to_the_rubric(reply, valid):
-    assert Draft202012Validator(verdict_schema(200)).is_valid(reply) is valid
+    assert Draft202012Validator(verdict_schema(HANDBOOK, 200)).is_valid(reply) is valid
 
 
 def test_a_long_analysis_is_held_back_by_the_schema_but_still_parses():
     reply = _verdict(analysis="x" * 500)
-    assert not Draft202012Validator(verdict_schema(400)).is_valid(reply)
-    assert parse_verdict(json.dumps(reply)).error is None
+    assert not Draft202012Validator(verdict_schema(HANDBOOK, 400)).is_valid(reply)
+    assert parse_verdict(HANDBOOK, json.dumps(reply)).error is None
 
 
 @pytest.mark.parametrize("reply, valid", [
@@ -84,7 +85,7 @@ def _objects(schema):
             yield from _objects(item)
 
 
-@pytest.mark.parametrize("schema", [verdict_schema(400), pairwise_schema(400).schema], ids=["verdict", "pairwise"])
+@pytest.mark.parametrize("schema", [verdict_schema(HANDBOOK, 400), pairwise_schema(400).schema], ids=["verdict", "pairwise"])
 def test_reply_schemas_meet_openai_strict_mode_and_need_no_references(schema):
     Draft202012Validator.check_schema(schema)
     objects = list(_objects(schema))
@@ -103,7 +104,7 @@ def test_generated_verdict_schema_is_the_one_cached_verdicts_were_keyed_by():
         "required": ["analysis", "score"],
         "additionalProperties": False,
     }
-    assert verdict_schema(400) == {
+    assert verdict_schema(HANDBOOK, 400) == {
         "type": "object",
         "properties": {"accuracy": criterion, "style": criterion},
         "required": ["accuracy", "style"],
@@ -118,11 +119,11 @@ def test_generated_verdict_schema_is_the_one_cached_verdicts_were_keyed_by():
 
 
 def test_judge_prompt_carries_instruction_and_answer():
-    messages = judge_messages("What is LoRA?", "Low-rank adapters.")
+    messages = judge_messages(HANDBOOK, "What is LoRA?", "Low-rank adapters.")
     assert messages[0]["role"] == "system"
     assert "What is LoRA?" in messages[1]["content"]
     assert "Low-rank adapters." in messages[1]["content"]
-    assert "{instruction}" in JUDGE_PROMPT_TEMPLATE
+    assert "{instruction}" in HANDBOOK.template
 
 
 class ScriptedJudge:
@@ -157,11 +158,11 @@ GOOD = json.dumps({"accuracy": {"analysis": "ok", "score": 2}, "style": {"analys
 
 
 def test_score_answers_keeps_failed_rows_with_error_and_raw_reply():
-    evaluations = score_answers(answers(3), ScriptedJudge([GOOD, "not json", JudgeReply(None, "HTTP 503: down")]))
+    evaluations = score_answers(answers(3), [ScriptedJudge([GOOD, "not json", JudgeReply(None, "HTTP 503: down")])], HANDBOOK)
     rows = evaluations.to_list()
     assert [r[col.ID] for r in rows] == ["r0", "r1", "r2"]
-    assert (rows[0][col.ACCURACY_SCORE], rows[0][col.STYLE_SCORE], rows[0][col.JUDGE_ERROR]) == (2, 3, None)
-    assert rows[1][col.ACCURACY_SCORE] is None and rows[1][col.STYLE_SCORE] is None
+    assert (rows[0][col.score("accuracy")], rows[0][col.score("style")], rows[0][col.JUDGE_ERROR]) == (2, 3, None)
+    assert rows[1][col.score("accuracy")] is None and rows[1][col.score("style")] is None
     assert "invalid JSON" in rows[1][col.JUDGE_ERROR] and rows[1][col.JUDGE_RAW] == "not json"
     assert rows[2][col.JUDGE_ERROR] == "HTTP 503: down" and rows[2][col.JUDGE_RAW] is None
 
@@ -169,46 +170,46 @@ def test_score_answers_keeps_failed_rows_with_error_and_raw_reply():
 def test_rows_never_generated_are_not_judged_and_say_why():
     rows = answers(3).add_column(col.FINISH_REASON, ["stop", col.PROMPT_TOO_LONG, "length"])
     judge = ScriptedJudge([GOOD, GOOD])
-    evaluations = score_answers(rows, judge)
+    evaluations = score_answers(rows, [judge], HANDBOOK)
     assert len(judge.asked) == 2 and all("instruction 1" not in str(c) for c in judge.asked)
-    assert evaluations[col.ACCURACY_SCORE] == [2, None, 2]
+    assert evaluations[col.score("accuracy")] == [2, None, 2]
     assert "max_model_len" in evaluations[1][col.JUDGE_ERROR]
 
 
 def test_score_answers_all_failed_keeps_typed_columns():
-    evaluations = score_answers(answers(1), ScriptedJudge(["{"]))
-    assert str(evaluations.features[col.ACCURACY_SCORE].dtype) == "int32"
-    assert evaluations[0][col.ACCURACY_SCORE] is None
+    evaluations = score_answers(answers(1), [ScriptedJudge(["{"])], HANDBOOK)
+    assert str(evaluations.features[col.score("accuracy")].dtype) == "int32"
+    assert evaluations[0][col.score("accuracy")] is None
 
 
 def test_cached_verdicts_are_not_asked_again_and_failures_are_not_cached(tmp_path):
     cache = JudgeCache(tmp_path / "cache")
     first = ScriptedJudge([GOOD, "not json", GOOD])
-    score_answers(answers(3), first, cache)
+    score_answers(answers(3), [first], HANDBOOK, cache)
     assert len(first.asked) == 3 and len(cache) == 2
     second = ScriptedJudge([GOOD])
-    evaluations = score_answers(answers(3), second, cache)
+    evaluations = score_answers(answers(3), [second], HANDBOOK, cache)
     assert second.asked == [first.asked[1]]  # only the row that failed
     assert evaluations[col.JUDGE_CACHED] == [True, False, True]
-    assert evaluations[col.ACCURACY_SCORE] == [2, 2, 2]
+    assert evaluations[col.score("accuracy")] == [2, 2, 2]
 
 
 def test_cache_key_changes_with_judge_settings(tmp_path):
     cache = JudgeCache(tmp_path / "cache")
-    score_answers(answers(1), ScriptedJudge([GOOD]), cache)
+    score_answers(answers(1), [ScriptedJudge([GOOD])], HANDBOOK, cache)
     other = ScriptedJudge([GOOD])
     other.cache_namespace = lambda reply_schema: {"backend": "scripted", "temperature": 1.0}
-    score_answers(answers(1), other, cache)
+    score_answers(answers(1), [other], HANDBOOK, cache)
     assert len(other.asked) == 1
 
 
 def test_only_failed_rescoring_keeps_valid_rows_and_fills_the_others():
-    first = score_answers(answers(4), ScriptedJudge([GOOD, "oops", GOOD, JudgeReply(None, "timeout")]))
+    first = score_answers(answers(4), [ScriptedJudge([GOOD, "oops", GOOD, JudgeReply(None, "timeout")])], HANDBOOK)
     better = json.dumps({"accuracy": {"analysis": "fine", "score": 3}, "style": {"analysis": "fine", "score": 1}})
     judge = ScriptedJudge([better, better])
-    merged = score_answers(first, judge, only_failed=True)
+    merged = score_answers(first, [judge], HANDBOOK, only_failed=True)
     assert len(judge.asked) == 2
     assert merged[col.ID] == first[col.ID]
-    assert merged[col.ACCURACY_SCORE] == [2, 3, 2, 3]
+    assert merged[col.score("accuracy")] == [2, 3, 2, 3]
     assert merged[col.JUDGE_ERROR] == [None] * 4
-    assert merged[col.ACCURACY_ANALYSIS][0] == "ok"
+    assert merged[col.analysis("accuracy")][0] == "ok"

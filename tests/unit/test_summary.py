@@ -8,6 +8,7 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.generation import GenerationStats
 from llm_engineering.evaluation.report_html import render_html
 from llm_engineering.evaluation.report_text import table_rows
+from llm_engineering.evaluation.rubric import load_rubric
 from llm_engineering.evaluation.summary import build_summary, model_scores
 
 CASES = json.loads((Path(__file__).parent / "cases" / "aggregation.json").read_text())
@@ -18,8 +19,11 @@ def evaluations(model_id, rows, finish="stop"):
         {
             col.ID: [str(i) for i in range(len(rows))],
             col.MODEL_ID: [model_id] * len(rows),
-            col.ACCURACY_SCORE: [r[0] for r in rows],
-            col.STYLE_SCORE: [r[1] for r in rows],
+            col.score("accuracy"): [r[0] for r in rows],
+            col.score("style"): [r[1] for r in rows],
+            col.analysis("accuracy"): ["a"] * len(rows),
+            col.analysis("style"): ["s"] * len(rows),
+            col.ANSWER: ["x" * (i + 1) for i in range(len(rows))],
             col.JUDGE_ERROR: [r[2] for r in rows],
             col.JUDGE_MODEL: ["judge"] * len(rows),
             col.COMPLETION_TOKENS: [10] * len(rows),
@@ -30,12 +34,12 @@ def evaluations(model_id, rows, finish="stop"):
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 def test_model_scores_cases(case):
-    scores = model_scores(evaluations("m", case["rows"]))
+    scores = model_scores(evaluations("m", case["rows"]), rubric=load_rubric("handbook"))
     assert scores.rows == len(case["rows"])
     assert (scores.scored, scores.failed) == (case["scored"], case["failed"])
-    assert scores.accuracy_mean == case["accuracy_mean"]
-    assert scores.style_mean == case["style_mean"]
-    assert scores.accuracy_counts == case["accuracy_counts"]
+    assert scores.criterion("accuracy").mean == case["accuracy_mean"]
+    assert scores.criterion("style").mean == case["style_mean"]
+    assert scores.criterion("accuracy").counts == case["accuracy_counts"]
     assert scores.failure_rate == pytest.approx(case["failed"] / len(case["rows"]))
 
 

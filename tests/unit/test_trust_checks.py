@@ -18,6 +18,9 @@ from llm_engineering.evaluation.pairwise import (
 )
 from llm_engineering.evaluation.rates import derangement, rate, sample_rows, wilson_interval
 from llm_engineering.evaluation.judge_check import JudgeCheckPair, run_judge_check, judge_check_from_pairs
+from llm_engineering.evaluation.rubric import load_rubric
+
+HANDBOOK = load_rubric("handbook")
 
 
 @pytest.mark.parametrize("n", [2, 3, 7, 20, 48])
@@ -129,23 +132,23 @@ def matching_judge():
 def test_check_judge_pairs_each_reference_with_another_rows_and_uses_the_cache(tmp_path):
     cache = JudgeCache(tmp_path / "cache")
     judge = matching_judge()
-    check = run_judge_check(split(30), judge, cache, rows=10, threshold=0.7, seed=1)
+    check = run_judge_check(split(30), judge, HANDBOOK, cache, rows=10, threshold=0.7, seed=1)
     assert check.pairs == 10 and len(judge.asked) == 20
     assert all(p.id != p.mismatched_id for p in check.details)
     assert {p.mismatched_id for p in check.details} == {p.id for p in check.details}  # a derangement of the sample
     assert check.reference_higher.rate == 1.0 and not check.no_signal
     again = matching_judge()
-    assert run_judge_check(split(30), again, cache, rows=10, threshold=0.7, seed=1) == check
+    assert run_judge_check(split(30), again, HANDBOOK, cache, rows=10, threshold=0.7, seed=1) == check
     assert again.asked == []  # every verdict came from the cache
 
 
 def test_check_judge_flags_a_judge_that_scores_everything_alike():
-    check = run_judge_check(split(6), KeyedJudge(lambda prompt: verdict(2)), None, rows=20, threshold=0.7)
+    check = run_judge_check(split(6), KeyedJudge(lambda prompt: verdict(2)), HANDBOOK, None, rows=20, threshold=0.7)
     assert check.pairs == 6 and check.ties.rate == 1.0 and check.no_signal
 
 
 def test_check_judge_counts_unparseable_verdicts_as_failed():
-    check = run_judge_check(split(4), KeyedJudge(lambda prompt: "not json"), None, rows=4, threshold=0.7)
+    check = run_judge_check(split(4), KeyedJudge(lambda prompt: "not json"), HANDBOOK, None, rows=4, threshold=0.7)
     assert check.failed.count == 4 and check.reference_higher.count == 0
     assert all(p.error and "invalid JSON" in p.error for p in check.details)
 

@@ -82,8 +82,8 @@ def test_reference_similarity_is_per_row_and_none_for_empty_answers():
 def evaluations(model, accuracy, similarity):
     n = len(accuracy)
     return Dataset.from_dict({
-        col.ID: [str(i) for i in range(n)], col.MODEL_ID: [model] * n, col.ACCURACY_SCORE: accuracy,
-        col.STYLE_SCORE: [2] * n, col.JUDGE_ERROR: [None] * n, col.JUDGE_MODEL: ["judge"] * n,
+        col.ID: [str(i) for i in range(n)], col.MODEL_ID: [model] * n, col.score("accuracy"): accuracy,
+        col.score("style"): [2] * n, col.JUDGE_ERROR: [None] * n, col.JUDGE_MODEL: ["judge"] * n,
         col.COMPLETION_TOKENS: [10] * n, col.FINISH_REASON: ["stop"] * n, col.REFERENCE_SIMILARITY: similarity,
     })
 

@@ -1,0 +1,207 @@
+"""Probability-weighted scores from token logprobs, a jury's rows, and the figures built on them.
+
+Token lists are written out by hand as a backend returns them: (token text, [(candidate, logprob)]).
+"""
+
+import math
+
+import pytest
+from datasets import Dataset
+
+from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.judge_check import JudgeCheckPair, judge_check_from_pairs
+from llm_engineering.evaluation.judge_transport import JudgeReply
+from llm_engineering.evaluation.pairwise import PairwiseRow, tally
+from llm_engineering.evaluation.report_text import trust_lines
+from llm_engineering.evaluation.rubric import load_rubric
+from llm_engineering.evaluation.score_probs import compact, score_distribution
+from llm_engineering.evaluation.scoring import score_answers
+from llm_engineering.evaluation.summary import build_summary
+from llm_engineering.evaluation.trust_text import pairwise_finding
+
+ln = math.log
+HELPFULNESS = load_rubric("helpfulness")  # one criterion, 1-5, score first
+
+
+def test_expected_score_weights_each_scale_value_by_its_probability():
+    text = '{"q":{"score":2,"analysis":"ok"}}'
+    tokens = [('{"q":{"score":', None), ("2", [("2", ln(0.5)), ("3", ln(0.3)), ("1", ln(0.2))]), (',"analysis":"ok"}}', None)]
+    d = score_distribution(text, tokens, "q", [1, 2, 3], 2)
+    assert d.problem is None
+    assert d.probabilities == pytest.approx([0.2, 0.5, 0.3])
+    assert d.expected == pytest.approx(2.1)
+
+
+def test_a_score_token_merged_with_its_prefix_counts_only_candidates_with_that_prefix():
+    text = '{"q":{"score":3,"analysis":"ok"}}'
+    tokens = [('{"q":{"score"', None), (":3", [(":3", ln(0.6)), (":1", ln(0.2)), ('"', ln(0.1)), ("1", ln(0.1))]),
+              (',"analysis":"ok"}}', None)]
+    d = score_distribution(text, tokens, "q", [1, 2, 3], 3)
+    # ":3" and ":1" renormalised; the bare "1" would follow a different prefix and the quote spells no value.
+    assert d.probabilities == pytest.approx([0.25, 0.0, 0.75])
+    assert d.expected == pytest.approx(2.5)
+
+
+def test_values_missing_from_the_candidates_count_as_zero_and_the_rest_renormalise():
+    text = '{"q":{"score":2,"analysis":"ok"}}'
+    tokens = [('{"q":{"score":', None), ("2", [("2", ln(0.6)), ("3", ln(0.2)), ("x", ln(0.2))]), (',"analysis":"ok"}}', None)]
+    d = score_distribution(text, tokens, "q", [1, 2, 3], 2)
+    assert d.probabilities == pytest.approx([0.0, 0.75, 0.25])
+    assert d.expected == pytest.approx(2.25)
+
+
+def test_a_score_spread_over_several_tokens_has_no_expected_score_and_says_why():
+    text = '{"q":{"score":10,"analysis":"ok"}}'
+    tokens = [('{"q":{"score":', None), ("1", [("1", ln(0.9)), ("9", ln(0.1))]), ("0", [("0", 0.0)]),
+              (',"analysis":"ok"}}', None)]
+    d = score_distribution(text, tokens, "q", list(range(1, 11)), 10)
+    assert d.expected is None and "several tokens" in d.problem
+    # A "1" candidate on a 1-10 scale may begin "10": its mass cannot be assigned to a value.
+    text = '{"q":{"score":7,"analysis":"ok"}}'
+    tokens = [('{"q":{"score":', None), ("7", [("7", ln(0.7)), ("1", ln(0.3))]), (',"analysis":"ok"}}', None)]
+    d = score_distribution(text, tokens, "q", list(range(1, 11)), 7)
+    assert d.expected is None and "longer scale value" in d.problem
+
+
+def test_the_score_is_found_past_a_quoted_key_inside_an_analysis():
+    text = '{"q":{"analysis":"he said \\"score\\": 3","score":1}}'
+    decoy = len('{"q":{"analysis":"he said \\"score\\": ')
+    head = '{"q":{"analysis":"he said \\"score\\": 3","score":'
+    tokens = [(text[:decoy], None), ("3", [("3", 0.0)]), (head[decoy + 1:], None),
+              ("1", [("1", ln(0.8)), ("2", ln(0.2))]), ("}}", None)]
+    d = score_distribution(text, tokens, "q", [1, 2, 3], 1)
+    assert d.probabilities == pytest.approx([0.8, 0.2, 0.0])
+
+
+@pytest.mark.parametrize("tokens, words", [
+    (None, "no token logprobs"),
+    ([('{"q":{"score":2', None), ("}}", None)], "no candidate logprobs"),
+    ([("{", None), ("2", [("2", 0.0)])], "do not line up"),
+])
+def test_without_usable_logprobs_the_problem_is_named(tokens, words):
+    d = score_distribution('{"q":{"score":2}}', tokens, "q", [1, 2, 3], 2)
+    assert d.expected is None and words in d.problem
+
+
+def test_compact_keeps_candidates_only_where_a_digit_was_written():
+    kept = compact([("{", [("{", 0.0)]), ("2", [("2", 0.0), ("3", -1.0)]), ("ok", [("ok", 0.0)])])
+    assert kept == [("{", None), ("2", [("2", 0.0), ("3", -1.0)]), ("ok", None)]
+
+
+def _reply(score, probabilities=None):
+    """A helpfulness verdict, with the candidates at its score token when `probabilities` (value -> p) are given."""
+    head, tail = '{"helpfulness":{"score":', ',"analysis":"a' + str(score) + '"}}'
+    text = f"{head}{score}{tail}"
+    if probabilities is None:
+        return JudgeReply(text=text, logprobs_problem="the endpoint refused logprobs (HTTP 400)")
+    candidates = [(str(v), ln(p)) for v, p in probabilities.items()]
+    return JudgeReply(text=text, logprobs=[(head, None), (str(score), candidates), (tail, None)])
+
+
+class ScriptedJudge:
+    def __init__(self, judge_id, replies):
+        self.judge_id, self.replies = judge_id, list(replies)
+
+    def cache_namespace(self, reply_schema):
+        return {"judge": self.judge_id}
+
+    def complete(self, conversations, on_reply, reply_schema):
+        for index, _ in enumerate(conversations):
+            on_reply(index, self.replies.pop(0))
+
+
+def answers(n, model="m", lengths=None):
+    return Dataset.from_dict({
+        col.ID: [f"r{i}" for i in range(n)], col.INSTRUCTION: [f"i{i}" for i in range(n)],
+        col.ANSWER: ["x" * (lengths[i] if lengths else 5) for i in range(n)], col.MODEL_ID: [model] * n,
+        col.COMPLETION_TOKENS: [3] * n, col.FINISH_REASON: ["stop"] * n,
+    })
+
+
+def test_scoring_stores_each_scale_value_probability_and_the_expected_score():
+    judge = ScriptedJudge("j", [_reply(4, {4: 0.5, 5: 0.5}), _reply(2, None)])
+    rows = score_answers(answers(2), [judge], HELPFULNESS).to_list()
+    assert rows[0][col.score("helpfulness")] == 4
+    assert rows[0][col.probabilities("helpfulness")] == pytest.approx([0, 0, 0, 0.5, 0.5])
+    assert rows[0][col.expected("helpfulness")] == pytest.approx(4.5)
+    assert rows[1][col.expected("helpfulness")] is None
+    assert "refused logprobs" in rows[1][col.EXPECTED_PROBLEM]
+
+
+def test_the_summary_says_in_words_when_rows_lack_expected_scores():
+    judge = ScriptedJudge("j", [_reply(4, {4: 0.5, 5: 0.5}), _reply(2, None)])
+    summary = build_summary([score_answers(answers(2), [judge], HELPFULNESS)], rubric=HELPFULNESS)
+    figures = summary.models[0].criterion("helpfulness")
+    assert (figures.mean, figures.expected_mean, figures.expected_rows) == (3.0, 4.5, 1)
+    assert any("1 of 2 scored rows have none" in line and "refused logprobs" in line for line in trust_lines(summary))
+
+
+def test_a_jury_aggregates_each_row_and_keeps_every_judges_score():
+    first = ScriptedJudge("a", [_reply(4, {4: 0.5, 5: 0.5}), _reply(1, {1: 1.0}), JudgeReply(None, "timeout")])
+    second = ScriptedJudge("b", [_reply(2, {2: 1.0}), _reply(2, {2: 0.5, 3: 0.5}), _reply(5, {5: 1.0})])
+    rows = score_answers(answers(3), [first, second], HELPFULNESS, aggregate="majority").to_list()
+    assert [r[col.jury_scores("helpfulness")] for r in rows] == [[4, 2], [1, 2], [None, 5]]
+    assert [r[col.score("helpfulness")] for r in rows] == [2, 1, 5]  # a split vote goes to the lower score
+    assert [r[col.expected("helpfulness")] for r in rows] == pytest.approx([(4.5 + 2) / 2, (1 + 2.5) / 2, 5.0])
+    assert rows[2][col.JUDGE_ERROR] is None  # one judge answered
+    assert rows[0][col.JUDGE_MODEL] == "jury: a + b"
+    mean_rows = score_answers(answers(1), [ScriptedJudge("a", [_reply(4, {4: 1.0})]), ScriptedJudge("b", [_reply(1, {1: 1.0})])],
+                              HELPFULNESS, aggregate="mean").to_list()
+    assert mean_rows[0][col.score("helpfulness")] == 3  # 2.5 rounds half up
+
+
+def test_a_row_no_judge_of_the_jury_answered_is_a_row_error_naming_each_judge():
+    judges = [ScriptedJudge("a", [JudgeReply("nope")]), ScriptedJudge("b", [JudgeReply(None, "HTTP 503")])]
+    rows = score_answers(answers(1), judges, HELPFULNESS).to_list()
+    assert rows[0][col.score("helpfulness")] is None
+    assert "a: invalid JSON" in rows[0][col.JUDGE_ERROR] and "b: HTTP 503" in rows[0][col.JUDGE_ERROR]
+
+
+def test_the_summary_reports_each_judge_and_the_jurys_agreement():
+    agreeing = [{1: 1.0}, {3: 1.0}, {5: 1.0}, {2: 1.0}]
+    scores = [1, 3, 5, 2]
+    judges = [ScriptedJudge(name, [_reply(s, p) for s, p in zip(scores, agreeing)]) for name in ("a", "b")]
+    evaluations = score_answers(answers(4), judges, HELPFULNESS)
+    summary = build_summary([evaluations], rubric=HELPFULNESS, judge_models=["x", "y"], jury_aggregate="mean")
+    assert summary.jury == ["a", "b"]
+    (agreement,) = summary.agreement
+    assert (agreement.alpha, agreement.rows) == (1.0, 4)
+    assert [j.mean for j in summary.models[0].criterion("helpfulness").judges] == [2.75, 2.75]
+
+
+def test_the_judge_check_breaks_integer_ties_with_expected_scores():
+    def pair(i, ref, mis, ref_e, mis_e):
+        return JudgeCheckPair(id=str(i), mismatched_id="x", reference_accuracy=ref, mismatched_accuracy=mis,
+                              reference_expected=ref_e, mismatched_expected=mis_e)
+
+    pairs = [pair(0, 2, 2, 2.4, 2.1), pair(1, 2, 2, 2.0, 2.3), pair(2, 3, 1, 2.9, 1.2), pair(3, 2, 2, 2.2, 2.2)]
+    check = judge_check_from_pairs("j", pairs, threshold=0.5)
+    assert check.reference_higher.count == 1 and check.ties.count == 3
+    assert check.reference_higher_expected.count == 2  # pair 0 breaks for the reference, pair 1 against, pair 3 stays tied
+    assert check.no_signal is False and "ties broken by expected scores" in check.verdict
+    without = judge_check_from_pairs("j", [pair(0, 2, 2, None, None)], 0.5, expected_problem="no logprobs")
+    assert without.reference_higher_expected is None and without.expected_problem == "no logprobs"
+
+
+def test_a_judge_that_is_also_a_generator_is_warned_about_with_its_check_figure():
+    judge = ScriptedJudge("vllm:smollm2-135m", [_reply(3, {3: 1.0})])
+    evaluations = score_answers(answers(1, model="smollm2-135m"), [judge], HELPFULNESS)
+    summary = build_summary([evaluations], rubric=HELPFULNESS, judge_models=["smollm2-135m"])
+    assert len(summary.warnings) == 1 and "Self-preference" in summary.warnings[0]
+    assert build_summary([evaluations], rubric=HELPFULNESS, judge_models=["other-judge"]).warnings == []
+
+
+def test_score_length_correlation_is_reported_per_criterion():
+    judge = ScriptedJudge("j", [_reply(s, {s: 1.0}) for s in (1, 2, 3, 4, 5)])
+    evaluations = score_answers(answers(5, lengths=[10, 20, 30, 40, 50]), [judge], HELPFULNESS)
+    length = build_summary([evaluations], rubric=HELPFULNESS).models[0].criterion("helpfulness").length
+    assert (length.rows, length.spearman) == (5, 1.0)
+
+
+def test_pairwise_reports_how_often_the_longer_answer_wins():
+    rows = [PairwiseRow(id=str(i), in_order="A", swapped="B", points=p, length_a=a, length_b=b)
+            for i, (p, a, b) in enumerate([(1.0, 50, 10), (1.0, 60, 10), (0.0, 10, 40), (0.5, 10, 40), (1.0, 5, 40)])]
+    comparison = tally("a", "b", "j", rows)
+    assert (comparison.longer_wins.count, comparison.longer_wins.total) == (3, 4)
+    assert comparison.length_controlled_win_rate is not None
+    assert "the longer answer won 3/4" in pairwise_finding(comparison)
