@@ -44,7 +44,8 @@ def library_run(rows: int) -> None:
         with open_engine(model.path, config.engine, pool) as engine:
             generations, stats = answer_test_split(engine, split, config.models[0], config.sampling, config.prompt,
                                                   config.engine.max_model_len)
-        evaluations = score_answers(generations, build_judge(config.judge, config.engine, settings, pool))
+        evaluations = score_answers(generations, [build_judge(config.judge, config.engine, settings, pool)],
+                                    config.judge.resolved_rubric())
     finally:
         pool.release()  # the engine runs in its own process: end it before this one exits
     print(build_summary([evaluations], [stats]).models[0].model_dump_json())

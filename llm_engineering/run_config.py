@@ -182,9 +182,13 @@ def apply_overrides(
     limit: Optional[int] = None,
     dummy: bool = False,
     fresh: bool = False,
+    rubric: Optional[str] = None,
 ) -> EvaluationConfig:
     """The config with command-line overrides applied, validated again."""
     data = config.model_dump()
+    if rubric:
+        for judge in [data["judge"], *data["judges"]]:
+            judge["rubric"] = rubric
     if models:
         data["models"] = list(models)
     if dataset:

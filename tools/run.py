@@ -59,6 +59,11 @@ def _cache_option(hidden: bool = False, generates: bool = True) -> Callable:
     return click.option("--no-cache", is_flag=True, hidden=hidden, help=help)
 
 
+def _rubric_option(hidden: bool = False) -> Callable:
+    return click.option("--rubric", hidden=hidden,
+                        help="The judge's rubric: handbook (default), reference-guided, helpfulness, or a rubric YAML file.")
+
+
 def _selection_options(hidden: bool = False) -> Callable:
     """--model, --dataset, --limit, --dummy: what is evaluated."""
     options = [
@@ -82,6 +87,7 @@ def _selection_options(hidden: bool = False) -> Callable:
 @click.option("--run-evaluation", is_flag=True, hidden=True, help="Legacy: run the evaluation pipeline.")
 @_config_option(hidden=True)
 @_selection_options(hidden=True)
+@_rubric_option(hidden=True)
 @_cache_option(hidden=True)
 @click.option("--rescore", is_flag=True, hidden=True)
 @click.option("--only-failed", is_flag=True, hidden=True)
@@ -123,9 +129,11 @@ Examples:
   python tools/run.py evaluate --limit 10 --no-cache
   python tools/run.py evaluate --dataset data.jsonl --model smollm2-135m --model org/my-model
   python tools/run.py evaluate --config configs/evaluating_sagemaker.yaml
+  python tools/run.py evaluate --rubric reference-guided
 """)
 @_config_option()
 @_selection_options()
+@_rubric_option()
 @_cache_option()
 def evaluate(**options: Any) -> None:
     """Generate answers with each model, publish them, judge them, summarize."""
@@ -138,8 +146,10 @@ Examples:
   python tools/run.py rescore                 # the latest stored generations
   python tools/run.py rescore --only-failed   # only rows of the latest evaluations without a valid verdict
   python tools/run.py rescore --from-hub me/SmolLM2-135M-Instruct-results --from-hub me/other-results
+  python tools/run.py rescore --rubric my-rubric.yaml   # the same answers, judged on your rubric
 """)
 @_config_option()
+@_rubric_option()
 @click.option("--only-failed", is_flag=True,
               help="Judge only the rows of the latest evaluations without a valid verdict, and merge.")
 @click.option("--from-hub", "from_hub", multiple=True, metavar="REPO",
@@ -187,6 +197,7 @@ Examples:
 @click.argument("name")
 @_config_option()
 @_selection_options()
+@_rubric_option()
 @_cache_option()
 def snapshot(name: str, **options: Any) -> None:
     """Store the configured evaluation as the ZenML snapshot NAME instead of running it.

@@ -95,6 +95,17 @@ class PairwiseRow(BaseModel):
     error: Optional[str] = None
     length_a: Optional[int] = Field(None, description="characters of model_a's answer")
     length_b: Optional[int] = None
+    expected_a: Optional[float] = Field(None, description="model_a's expected score (first criterion) from scoring")
+    expected_b: Optional[float] = None
+
+    @property
+    def tie_broken_points(self) -> Optional[float]:
+        """The points, a tie broken by the two answers' expected scores (None: a tie they cannot break)."""
+        if self.points != 0.5:
+            return self.points
+        if self.expected_a is None or self.expected_b is None:
+            return None
+        return 1.0 if self.expected_a > self.expected_b else 0.0 if self.expected_a < self.expected_b else 0.5
 
 
 class PairwiseComparison(BaseModel):
@@ -113,6 +124,8 @@ class PairwiseComparison(BaseModel):
     win_rate_ci: Optional[list[float]] = Field(None, description="95% bootstrap interval")
     order_disagreement: Rate = Field(description="judged pairs whose two orders named different winners")
     position_a_preferred: Rate = Field(description="decisive verdicts that chose the answer shown first")
+    tie_broken_win_rate: Optional[float] = Field(
+        None, description="win rate with ties broken by the answers' expected scores from scoring (None: not all could be)")
     longer_wins: Optional[Rate] = Field(None, description="decisive pairs of unequal length won by the longer answer")
     length_controlled_win_rate: Optional[float] = Field(
         None, description="win rate at equal length: logistic regression of the points on the length difference "
@@ -156,6 +169,8 @@ def tally(model_a: str, model_b: str, judge_id: str, rows: list[PairwiseRow]) ->
         win_rate_ci=bootstrap_ci(points),
         order_disagreement=rate(sum(orders_disagree(r.in_order, r.swapped) for r in judged), len(judged)),
         position_a_preferred=rate(decisive.count("A"), len(decisive)),
+        tie_broken_win_rate=(round(sum(p for p in broken) / len(broken), 4)
+                             if judged and None not in (broken := [r.tie_broken_points for r in judged]) else None),
         longer_wins=longer_answer_wins(*lengths) if measured else None,
         length_controlled_win_rate=length_controlled_win_rate(*lengths) if measured else None,
         details=rows,
@@ -168,8 +183,10 @@ def compare_answers(
     judge: JudgeBackend,
     cache: Optional[JudgeCache],
     max_analysis_chars: int = 300,
+    criterion: Optional[str] = None,
 ) -> PairwiseComparison:
-    """Judge `a`'s answers against `b`'s for every instruction id both have, in both orders."""
+    """Judge `a`'s answers against `b`'s for every instruction id both have, in both orders. With the
+    scoring's expected scores of `criterion` on both, ties are also reported broken by them."""
     answers_b = {row[col.ID]: row[col.ANSWER] for row in b.select_columns([col.ID, col.ANSWER]).to_list()}
     rows_a = [row for row in a.select_columns([col.ID, col.INSTRUCTION, col.ANSWER]).to_list()
               if row[col.ID] in answers_b]
@@ -182,6 +199,10 @@ def compare_answers(
         conversations += [pairwise_messages(row[col.INSTRUCTION], answer_a, answer_b),
                           pairwise_messages(row[col.INSTRUCTION], answer_b, answer_a)]
     schema = pairwise_schema(max_analysis_chars)
+    expected_a, expected_b = (
+        dict(zip(d[col.ID], d[col.expected(criterion)])) if criterion and col.expected(criterion) in d.column_names else {}
+        for d in (a, b)
+    )
     replies = ask_judge(judge, conversations, cache, lambda text: parse_pairwise(text)[0] is not None, schema)
 
     def winner(index: int) -> tuple[Optional[Winner], Optional[str]]:
@@ -194,7 +215,8 @@ def compare_answers(
         points = points_for_first_model(in_order, swapped) if in_order and swapped else None
         rows.append(PairwiseRow(id=str(row[col.ID]), in_order=in_order, swapped=swapped, points=points,
                                 error=error_1 or error_2, length_a=len(row[col.ANSWER] or ""),
-                                length_b=len(answers_b[row[col.ID]] or "")))
+                                length_b=len(answers_b[row[col.ID]] or ""), expected_a=expected_a.get(row[col.ID]),
+                                expected_b=expected_b.get(row[col.ID])))
     comparison = tally(a[0][col.MODEL_ID], b[0][col.MODEL_ID], judge.judge_id, rows)
     logger.info("Pairwise %s vs %s: win rate %s %s, orders disagree %s", comparison.model_a, comparison.model_b,
                 comparison.win_rate, comparison.win_rate_ci, comparison.order_disagreement.describe())

@@ -162,6 +162,8 @@ def score_answers(
                 for judge in judges]
     unanswered = JudgeReply(None, "not judged: the prompt is longer than engine.max_model_len, so no answer was generated")
     judge_ids = [j.judge_id for j in judges]
+    if len(set(judge_ids)) < len(judge_ids):  # one model twice (other sampling): number them
+        judge_ids = [f"{judge_id}#{k}" for k, judge_id in enumerate(judge_ids, 1)]
 
     def row(i: int) -> dict[str, Any]:
         if i in keep:

@@ -70,7 +70,9 @@ def pairwise_finding(comparison: PairwiseComparison) -> str:
     c = comparison
     length = (f"; the longer answer won {c.longer_wins.describe()} of decisive pairs, length-controlled win rate "
               f"{rate_with_ci(c.length_controlled_win_rate, None)}" if c.longer_wins is not None else "")
-    return (f"win rate {rate_with_ci(c.win_rate, c.win_rate_ci)}; wins {c.wins.describe()}, ties "
+    tie_broken = (f" ({rate_with_ci(c.tie_broken_win_rate, None)} with ties broken by expected scores)"
+                  if c.tie_broken_win_rate is not None else "")
+    return (f"win rate {rate_with_ci(c.win_rate, c.win_rate_ci)}{tie_broken}; wins {c.wins.describe()}, ties "
             f"{c.ties.describe()}, losses {c.losses.describe()}, failed {c.failed.describe()}; "
             f"the two orders disagreed in {c.order_disagreement.describe()}{length}")
 
@@ -82,7 +84,7 @@ def expected_lines(summary: EvaluationSummary) -> list[str]:
         for c in s.criteria:
             if c.expected_rows < s.scored:
                 lines.append(f"Expected {c.name} scores of {s.model_id}: {s.scored - c.expected_rows} of {s.scored} scored "
-                             f"rows have none ({c.expected_problem}); their means are integer only.")
+                             f"rows have none ({c.expected_problem}); the expected mean is over the other {c.expected_rows}.")
     return lines
 
 

@@ -20,7 +20,8 @@ def compare_pairwise(
     backend = build_judge(judge, engine, settings, ENGINE_POOL)
     with open_cache(judge, settings) as cache:
         report = PairwiseReport(comparisons=[
-            compare_answers(other, answers[0], backend, cache, judge.max_analysis_chars) for other in answers[1:]
+            compare_answers(other, answers[0], backend, cache, judge.max_analysis_chars, judge.resolved_rubric().names[0])
+            for other in answers[1:]
         ])
     # Nested: ZenML refuses colons in top-level keys.
     log_metadata(metadata={"comparisons": {f"{c.model_a} vs {c.model_b}": c.metadata() for c in report.comparisons}})

@@ -55,7 +55,41 @@ def test_vllm_serve_judge_stores_valid_verdicts(vllm_server):
         assert row[col.JUDGE_ERROR] is None, row[col.JUDGE_RAW]
         assert row[col.score("accuracy")] in {1, 2, 3} and row[col.score("style")] in {1, 2, 3}
         assert row[col.JUDGE_PROMPT_TOKENS] > 0 and row[col.JUDGE_COMPLETION_TOKENS] > 0
+        # Expected scores from the server's logprobs + top_logprobs: a distribution over 1-3, not the integer.
+        assert row[col.EXPECTED_PROBLEM] is None
+        for criterion in ("accuracy", "style"):
+            assert len(row[col.probabilities(criterion)]) == 3
+            assert 1.0 < row[col.expected(criterion)] < 3.0 and row[col.expected(criterion)] != row[col.score(criterion)]
     assert evaluations[0][col.JUDGE_MODEL] == f"openai:smollm2-135m@{vllm_server}"
+
+
+def test_a_jury_of_the_in_process_judge_and_the_served_judge_reports_each_and_their_agreement(vllm_server):
+    from llm_engineering.evaluation.config import EngineConfig
+    from llm_engineering.evaluation.summary import build_summary
+    from llm_engineering.infrastructure.judge_backends import build_judge
+    from steps.evaluating.engine_pool import ENGINE_POOL
+
+    rubric = load_rubric("helpfulness")
+    rows = _answers(4)
+    served = JudgeConfig(backend="openai", model="smollm2-135m", base_url=vllm_server, max_tokens=160,
+                         max_analysis_chars=80, cache=False, rubric="helpfulness")
+    local = JudgeConfig(max_tokens=160, max_analysis_chars=80, cache=False, rubric="helpfulness")
+    judges = [build_judge(local, EngineConfig(), get_settings(), ENGINE_POOL), OpenAIJudge(served, api_key=None)]
+    evaluations = score_answers(rows, judges, rubric, aggregate="mean")
+    ids = [j.judge_id for j in judges]
+    assert evaluations[0][col.JUDGE_MODEL] == "jury: " + " + ".join(ids)
+    for row in evaluations:
+        assert row[col.JUDGE_ERROR] is None, row[col.JUDGE_RAW]
+        per_judge = row[col.jury_scores("helpfulness")]
+        assert len(per_judge) == 2 and all(s in range(1, 6) for s in per_judge)
+        assert all(e is not None and 1.0 <= e <= 5.0 for e in row[col.jury_expected("helpfulness")])
+    summary = build_summary([evaluations], rubric=rubric, judge_models=["smollm2-135m", "smollm2-135m"], jury_aggregate="mean")
+    assert summary.jury == ids
+    (agreement,) = summary.agreement
+    assert agreement.criterion == "helpfulness" and agreement.rows == 4
+    assert agreement.alpha is None or -1.0 <= agreement.alpha <= 1.0  # None: the judges gave one value throughout
+    figures = summary.models[0].criterion("helpfulness")
+    assert [j.judge for j in figures.judges] == ids and all(j.scored == 4 for j in figures.judges)
 
 
 def _answers(n):

@@ -205,3 +205,15 @@ def test_pairwise_reports_how_often_the_longer_answer_wins():
     assert (comparison.longer_wins.count, comparison.longer_wins.total) == (3, 4)
     assert comparison.length_controlled_win_rate is not None
     assert "the longer answer won 3/4" in pairwise_finding(comparison)
+
+
+def test_pairwise_ties_are_broken_by_the_answers_expected_scores():
+    rows = [PairwiseRow(id="0", in_order="tie", swapped="tie", points=0.5, expected_a=1.4, expected_b=1.1),
+            PairwiseRow(id="1", in_order="A", swapped="B", points=1.0, expected_a=1.0, expected_b=1.2),
+            PairwiseRow(id="2", in_order="tie", swapped="tie", points=0.5, expected_a=1.0, expected_b=1.3)]
+    comparison = tally("a", "b", "j", rows)
+    assert comparison.win_rate == 0.6667 and comparison.tie_broken_win_rate == 0.6667
+    rows[2] = rows[2].model_copy(update={"expected_b": 0.9})
+    assert tally("a", "b", "j", rows).tie_broken_win_rate == 1.0
+    rows[0] = rows[0].model_copy(update={"expected_b": None})
+    assert tally("a", "b", "j", rows).tie_broken_win_rate is None

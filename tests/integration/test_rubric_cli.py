@@ -1,0 +1,64 @@
+"""A custom rubric file, end to end through the CLI, with the real bundled model as generator and judge."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from llm_engineering.evaluation import columns as col
+from llm_engineering.infrastructure.zenml_runs import step_output
+
+pytestmark = pytest.mark.slow
+
+RUBRIC = {
+    "name": "tutor",
+    "system_prompt": "You are a strict teacher grading short answers. Reply with JSON only.",
+    "score_first": True,
+    "criteria": [
+        {"name": "clarity", "description": "is the answer easy to follow?",
+         "scale": {1: "confusing", 2: "mostly clear", 3: "clear", 4: "crystal clear"}},
+        {"name": "focus", "description": "does the answer stay on the question?",
+         "scale": {0: "off topic", 1: "partly on topic", 2: "on topic"}},
+    ],
+}
+
+
+def test_a_custom_rubric_file_scores_through_the_cli_with_expected_scores_from_real_logprobs(repo_root, tmp_path):
+    from zenml.client import Client
+
+    rubric = tmp_path / "tutor.yaml"
+    rubric.write_text(yaml.safe_dump(RUBRIC, sort_keys=False))
+    config = tmp_path / "run.yaml"
+    config.write_text(yaml.safe_dump({"parameters": {
+        "sampling": {"max_tokens": 32},
+        "judge": {"rubric": str(rubric), "max_tokens": 200, "max_analysis_chars": 80},
+        "judge_check": {"rows": 3},
+    }}))
+    result = subprocess.run([sys.executable, "tools/run.py", "evaluate", "--config", str(config), "--limit", "3"],
+                            cwd=repo_root, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "rubric tutor" in result.stdout and "clarity (95% CI)" in result.stdout
+    report_path = next(line for line in result.stdout.splitlines() if line.startswith("JSON report:")).split(":", 1)[1]
+    report = json.loads(open(report_path.strip()).read())
+    assert report["rubric"] == "tutor" and report["criteria"] == ["clarity", "focus"]
+
+    evaluations = step_output(Client().get_pipeline_run(report["run"]), "evaluate_answers", col.EVALUATIONS)
+    assert {col.score("clarity"), col.analysis("focus"), col.expected("focus"), col.probabilities("clarity")} <= set(
+        evaluations.column_names)
+    assert col.score("accuracy") not in evaluations.column_names
+    valid = [row for row in evaluations if row[col.JUDGE_ERROR] is None]
+    assert valid, evaluations[col.JUDGE_RAW]
+    for row in valid:
+        assert row[col.score("clarity")] in {1, 2, 3, 4} and row[col.score("focus")] in {0, 1, 2}
+        assert row[col.EXPECTED_PROBLEM] is None, row[col.EXPECTED_PROBLEM]
+        for name, low, high, levels in (("clarity", 1, 4, 4), ("focus", 0, 2, 3)):
+            assert len(row[col.probabilities(name)]) == levels
+            # From the judge's logprobs at the score token: a real distribution, not the integer again.
+            assert low < row[col.expected(name)] < high and row[col.expected(name)] != row[col.score(name)]
+    (model,) = report["models"]
+    clarity = next(c for c in model["criteria"] if c["name"] == "clarity")
+    assert clarity["expected_rows"] == len(valid) and clarity["expected_mean"] is not None
+    assert report["judge_check"]["criterion"] == "clarity"
+    assert report["judge_check"]["reference_higher_expected"] is not None
