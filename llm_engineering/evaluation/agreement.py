@@ -8,11 +8,14 @@ from typing import Literal, Optional, Sequence
 
 import krippendorff
 import numpy as np
-from pydantic import BaseModel
+from datasets import Dataset
+from pydantic import BaseModel, Field
 from scipy.stats import spearmanr
 from sklearn.linear_model import LogisticRegression
 
+from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.rates import Rate, rate
+from llm_engineering.evaluation.rubric import Rubric
 
 Scores = list[list[Optional[float]]]  # scores[j][i]: judge j's score for row i, None where it gave none
 
@@ -148,3 +151,25 @@ def length_controlled_win_rate(points: list[Optional[float]], length_a: list[int
     model = LogisticRegression(C=np.inf, tol=1e-10)
     model.fit(features, labels, sample_weight=weights)
     return round(float(1 / (1 + np.exp(-model.intercept_[0]))), 4)
+
+
+class JuryAgreement(BaseModel):
+    """How far a jury's judges agree on one criterion: Krippendorff's alpha (ordinal) over every
+    judged row of every model, with a 95% bootstrap interval over rows."""
+
+    criterion: str
+    alpha: Optional[float]
+    ci: Optional[list[float]] = None
+    rows: int = Field(description="rows scored by at least two judges")
+
+
+def jury_agreement(evaluations: list[Dataset], rubric: Rubric, judges: int) -> list[JuryAgreement]:
+    """Krippendorff's alpha per criterion over the rows of every model (see `JuryAgreement`)."""
+    figures = []
+    for c in rubric.criteria:
+        rows = [scores for dataset in evaluations if col.jury_scores(c.name) in dataset.column_names
+                for scores in dataset[col.jury_scores(c.name)] if scores and sum(s is not None for s in scores) >= 2]
+        matrix = [[row[k] for row in rows] for k in range(judges)]
+        alpha, ci = alpha_with_ci(matrix, "ordinal", c.values) if rows else (None, None)
+        figures.append(JuryAgreement(criterion=c.name, alpha=alpha, ci=ci, rows=len(rows)))
+    return figures

@@ -20,21 +20,22 @@ from llm_engineering.evaluation.agreement import length_controlled_win_rate, lon
 from llm_engineering.evaluation.judge_cache import JudgeCache
 from llm_engineering.evaluation.judge_transport import JudgeBackend, ReplySchema, ask_judge, reply_json_schema
 from llm_engineering.evaluation.rates import Rate, bootstrap_ci, rate
+from llm_engineering.evaluation.rubric import Rubric
 
 logger = logging.getLogger(__name__)
 
 PAIRWISE_SYSTEM_PROMPT = (
-    "You are a helpful assistant who compares two answers based on accuracy and style. "
+    "You are a helpful assistant who compares two answers based on {criteria}. "
     "Provide your response in JSON format with a short analysis and the better answer."
 )
 
 PAIRWISE_PROMPT_TEMPLATE = """You are an expert judge. Compare two answers to the same instruction and decide which one is better.
-Judge accuracy first (factually correct, complete, on topic), then style (simple but precise technical words, suited to a blog post).
+Judge on the rubric's criteria, in this order: {focus}.
 Do not let the order of the answers or their length decide.
 
 Instruction: {instruction}
 
-Answer A: {answer_a}
+{reference}Answer A: {answer_a}
 
 Answer B: {answer_b}
 
@@ -72,9 +73,16 @@ def parse_pairwise(raw: str) -> tuple[Optional[Winner], Optional[str]]:
             f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in error.errors()) + ")"
 
 
-def pairwise_messages(instruction: str, answer_a: str, answer_b: str) -> list[dict[str, str]]:
-    prompt = PAIRWISE_PROMPT_TEMPLATE.format(instruction=instruction, answer_a=answer_a, answer_b=answer_b)
-    return [{"role": "system", "content": PAIRWISE_SYSTEM_PROMPT}, {"role": "user", "content": prompt}]
+def pairwise_messages(
+    rubric: Rubric, instruction: str, answer_a: str, answer_b: str, reference: Optional[str] = None
+) -> list[dict[str, str]]:
+    """Ask which answer is better on `rubric`'s criteria (with the reference when the rubric is reference-guided)."""
+    focus = "; ".join(f"{c.name} ({c.description})" for c in rubric.criteria)
+    shown = f"Reference answer (known to be correct): {reference}\n\n" if rubric.reference_guided and reference else ""
+    prompt = PAIRWISE_PROMPT_TEMPLATE.format(instruction=instruction, answer_a=answer_a, answer_b=answer_b, focus=focus,
+                                             reference=shown)
+    system = PAIRWISE_SYSTEM_PROMPT.format(criteria=" and ".join(rubric.names))
+    return [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
 
 
 def points_for_first_model(in_order: Winner, swapped: Winner) -> float:
@@ -181,26 +189,29 @@ def compare_answers(
     a: Dataset,
     b: Dataset,
     judge: JudgeBackend,
+    rubric: Rubric,
     cache: Optional[JudgeCache],
     max_analysis_chars: int = 300,
-    criterion: Optional[str] = None,
 ) -> PairwiseComparison:
-    """Judge `a`'s answers against `b`'s for every instruction id both have, in both orders. With the
-    scoring's expected scores of `criterion` on both, ties are also reported broken by them."""
+    """Judge `a`'s answers against `b`'s on `rubric`'s criteria for every instruction id both have, in
+    both orders. With the scoring's expected scores of the first criterion on both, ties are also
+    reported broken by them."""
+    criterion = rubric.names[0]
     answers_b = {row[col.ID]: row[col.ANSWER] for row in b.select_columns([col.ID, col.ANSWER]).to_list()}
-    rows_a = [row for row in a.select_columns([col.ID, col.INSTRUCTION, col.ANSWER]).to_list()
-              if row[col.ID] in answers_b]
+    shown = [col.ID, col.INSTRUCTION, col.ANSWER] + ([col.REFERENCE] if col.REFERENCE in a.column_names else [])
+    rows_a = [row for row in a.select_columns(shown).to_list() if row[col.ID] in answers_b]
     if len(rows_a) < len(a) or len(rows_a) < len(answers_b):
         logger.warning("Pairwise: %d of %d / %d instructions are answered by both models",
                        len(rows_a), len(a), len(answers_b))
     conversations: list[list[dict[str, Any]]] = []
     for row in rows_a:
         answer_a, answer_b = row[col.ANSWER], answers_b[row[col.ID]]
-        conversations += [pairwise_messages(row[col.INSTRUCTION], answer_a, answer_b),
-                          pairwise_messages(row[col.INSTRUCTION], answer_b, answer_a)]
+        reference = row.get(col.REFERENCE)
+        conversations += [pairwise_messages(rubric, row[col.INSTRUCTION], answer_a, answer_b, reference),
+                          pairwise_messages(rubric, row[col.INSTRUCTION], answer_b, answer_a, reference)]
     schema = pairwise_schema(max_analysis_chars)
     expected_a, expected_b = (
-        dict(zip(d[col.ID], d[col.expected(criterion)])) if criterion and col.expected(criterion) in d.column_names else {}
+        dict(zip(d[col.ID], d[col.expected(criterion)])) if col.expected(criterion) in d.column_names else {}
         for d in (a, b)
     )
     replies = ask_judge(judge, conversations, cache, lambda text: parse_pairwise(text)[0] is not None, schema)

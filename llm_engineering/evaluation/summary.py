@@ -15,13 +15,14 @@ from datasets import Dataset
 from pydantic import BaseModel, Field, model_validator
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.agreement import LengthCorrelation, alpha_with_ci, length_correlation
+from llm_engineering.evaluation.agreement import JuryAgreement, LengthCorrelation, jury_agreement, length_correlation
 from llm_engineering.evaluation.generation import GenerationStats
 from llm_engineering.evaluation.pairwise import PairwiseComparison, PairwiseReport
 from llm_engineering.evaluation.rates import bootstrap_ci
 from llm_engineering.evaluation.judge_check import JudgeCheck, TrustChecks
 from llm_engineering.evaluation.rubric import Rubric
 from llm_engineering.evaluation.similarity import SimilarityCheck
+from llm_engineering.evaluation.trust_text import self_preference_warnings
 
 
 class JudgeUsage(BaseModel):
@@ -103,16 +104,6 @@ class ModelComparison(BaseModel):
     paired_rows: int
     difference: Optional[float]
     ci: Optional[list[float]] = Field(None, description="95% bootstrap interval of the difference")
-
-
-class JuryAgreement(BaseModel):
-    """How far a jury's judges agree on one criterion: Krippendorff's alpha (ordinal) over every
-    judged row of every model, with a 95% bootstrap interval over rows."""
-
-    criterion: str
-    alpha: Optional[float]
-    ci: Optional[list[float]] = None
-    rows: int = Field(description="rows scored by at least two judges")
 
 
 class EvaluationSummary(BaseModel):
@@ -208,9 +199,9 @@ def model_scores(
         criteria=[_criterion_scores(n, scored, rubric.criterion(n).values if rubric else None, judges or [])
                   for n in names],
         mean_completion_tokens=round(
-            sum(r[col.COMPLETION_TOKENS] for r in rows) / len(rows), 2
+            sum(r.get(col.COMPLETION_TOKENS) or 0 for r in rows) / len(rows), 2
         ) if rows else 0.0,
-        truncated=sum(r[col.FINISH_REASON] == "length" for r in rows),
+        truncated=sum(r.get(col.FINISH_REASON) == "length" for r in rows),
         tokens_per_second=stats.tokens_per_second if stats else None,
         generation_seconds=stats.seconds if stats else None,
         judge_usage=judge_usage(rows, prices),
@@ -236,32 +227,6 @@ def compare_models(a: Dataset, b: Dataset, criterion: str) -> ModelComparison:
         model_a=a[0][col.MODEL_ID], model_b=b[0][col.MODEL_ID], criterion=criterion,
         paired_rows=len(common), difference=_mean(differences), ci=bootstrap_ci(differences),
     )
-
-
-def jury_agreement(evaluations: list[Dataset], rubric: Rubric, judges: int) -> list[JuryAgreement]:
-    """Krippendorff's alpha per criterion over the rows of every model (see `JuryAgreement`)."""
-    figures = []
-    for c in rubric.criteria:
-        rows = [scores for dataset in evaluations if col.jury_scores(c.name) in dataset.column_names
-                for scores in dataset[col.jury_scores(c.name)] if scores and sum(s is not None for s in scores) >= 2]
-        matrix = [[row[k] for row in rows] for k in range(judges)]
-        alpha, ci = alpha_with_ci(matrix, "ordinal", c.values) if rows else (None, None)
-        figures.append(JuryAgreement(criterion=c.name, alpha=alpha, ci=ci, rows=len(rows)))
-    return figures
-
-
-def self_preference_warnings(judge_models: list[str], generators: list[str], check: Optional[JudgeCheck]) -> list[str]:
-    """A warning per judge that is also a model under evaluation, with the judge check's figure beside it."""
-    from llm_engineering.evaluation.models import split_variant
-
-    bases = {split_variant(m)[0] for m in generators}
-    tie_broken = check.reference_higher_expected if check else None
-    figure = (f" Its judge check: the reference scored higher in {check.reference_higher.describe()} of pairs"
-              f"{f' ({tie_broken.describe()} with ties broken by expected scores)' if tie_broken else ''}."
-              if check else "")
-    return [f"Self-preference: the judge {judge!r} is also a model under evaluation; judges tend to favour answers "
-            f"like their own, so its scores of that model are suspect. Use a judge that is not evaluated.{figure}"
-            for judge in dict.fromkeys(judge_models) if judge in bases]
 
 
 def build_summary(

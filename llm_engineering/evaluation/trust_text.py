@@ -88,6 +88,20 @@ def expected_lines(summary: EvaluationSummary) -> list[str]:
     return lines
 
 
+def self_preference_warnings(judge_models: list[str], generators: list[str], check: Optional[JudgeCheck]) -> list[str]:
+    """A warning per judge that is also a model under evaluation, with the judge check's figure beside it."""
+    from llm_engineering.evaluation.models import split_variant
+
+    bases = {split_variant(m)[0] for m in generators}
+    tie_broken = check.reference_higher_expected if check else None
+    figure = (f" Its judge check: the reference scored higher in {check.reference_higher.describe()} of pairs"
+              f"{f' ({tie_broken.describe()} with ties broken by expected scores)' if tie_broken else ''}."
+              if check else "")
+    return [f"Self-preference: the judge {judge!r} is also a model under evaluation; judges tend to favour answers "
+            f"like their own, so its scores of that model are suspect. Use a judge that is not evaluated.{figure}"
+            for judge in dict.fromkeys(judge_models) if judge in bases]
+
+
 def note_text(note: str) -> str:
     """A check that was skipped, and why."""
     return f"Note: {note}"

@@ -20,7 +20,7 @@ def compare_pairwise(
     backend = build_judge(judge, engine, settings, ENGINE_POOL)
     with open_cache(judge, settings) as cache:
         report = PairwiseReport(comparisons=[
-            compare_answers(other, answers[0], backend, cache, judge.max_analysis_chars, judge.resolved_rubric().names[0])
+            compare_answers(other, answers[0], backend, judge.resolved_rubric(), cache, judge.max_analysis_chars)
             for other in answers[1:]
         ])
     # Nested: ZenML refuses colons in top-level keys.

@@ -109,7 +109,7 @@ def test_pairwise_and_judge_check_calls_go_through_the_same_retries_and_cache(st
     cache = JudgeCache(tmp_path / "cache")
     other = Dataset.from_dict({**answers(2).to_dict(), col.MODEL_ID: ["n"] * 2, col.ANSWER: ["Short.", "Shorter."]})
     stub.state.script = ["500"]  # the first request fails once and is retried
-    result = compare_answers(answers(2), other, judge(stub, max_concurrency=1), cache)
+    result = compare_answers(answers(2), other, judge(stub, max_concurrency=1), HANDBOOK, cache)
     pairwise_requests = [r["body"] for r in stub.state.requests if r["action"] == "ok"]
     assert len(stub.state.requests) == 5 and len(pairwise_requests) == 4
     assert pairwise_requests[0]["response_format"]["json_schema"]["name"] == "pairwise_verdict"
@@ -122,6 +122,6 @@ def test_pairwise_and_judge_check_calls_go_through_the_same_retries_and_cache(st
     check = run_judge_check(rows, judge(stub), HANDBOOK, cache, rows=3, threshold=0.7)
     assert check.pairs == 3 and check.ties.count == 3 and check.no_signal  # it scores everything 3
     requests = len(stub.state.requests)
-    compare_answers(answers(2), other, judge(stub), cache)
+    compare_answers(answers(2), other, judge(stub), HANDBOOK, cache)
     run_judge_check(rows, judge(stub), HANDBOOK, cache, rows=3, threshold=0.7)
     assert len(stub.state.requests) == requests  # both answered from the cache

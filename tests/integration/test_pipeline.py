@@ -193,6 +193,8 @@ def test_first_run_checks_its_judge_and_reports_how_far_to_trust_it(first_run):
                if n.startswith("publish_results")]
     card = next((Path(r.local_path) / "README.md").read_text() for r in receipt if r.stage == "evaluations")
     assert check.verdict in card and "reference similarity" in card
+    # The default judge is the model under evaluation: the summary and the card say so.
+    assert any("Self-preference" in w for w in summary.warnings) and "Self-preference" in card
 
 
 def test_judge_check_on_the_embedded_split_follows_the_threshold():

@@ -121,3 +121,13 @@ def test_the_default_prompt_writes_out_the_criteria_and_shows_the_reference_only
         judge_messages(guided, "What is LoRA?", "A fish.")
     plain = judge_messages(load_rubric("helpfulness"), "What is LoRA?", "A fish.", "Low-rank adapters.")
     assert "Low-rank adapters." not in plain[1]["content"]
+
+
+def test_pairwise_asks_on_the_rubrics_criteria_and_shows_the_reference_only_when_guided():
+    from llm_engineering.evaluation.pairwise import pairwise_messages
+
+    guided = pairwise_messages(load_rubric("reference-guided"), "What is LoRA?", "A fish.", "Adapters.", "Low-rank adapters.")
+    assert "correctness (" in guided[1]["content"] and "completeness (" in guided[1]["content"]
+    assert "Low-rank adapters." in guided[1]["content"] and "correctness and completeness" in guided[0]["content"]
+    plain = pairwise_messages(load_rubric("handbook"), "What is LoRA?", "A fish.", "Adapters.", "Low-rank adapters.")
+    assert "accuracy (" in plain[1]["content"] and "Low-rank adapters." not in plain[1]["content"]

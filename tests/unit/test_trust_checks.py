@@ -203,14 +203,14 @@ def test_compare_answers_swaps_positions_and_cancels_position_bias(tmp_path):
         return pairwise_reply("A" if len(first) > len(second) else "B")
 
     judge = KeyedJudge(prefers_longer)
-    result = compare_answers(long_a, short_b, judge, JudgeCache(tmp_path / "c"))
+    result = compare_answers(long_a, short_b, judge, HANDBOOK, JudgeCache(tmp_path / "c"))
     assert len(judge.asked) == 6 and judge.schemas[0].name == "pairwise_verdict"
     assert "Answer A: a long and complete answer" in judge.asked[0]
     assert "Answer A: short" in judge.asked[1]  # the same pair, positions swapped
     assert (result.model_a, result.model_b, result.win_rate) == ("a", "b", 1.0)
     assert result.order_disagreement.count == 0
 
-    always_first = compare_answers(long_a, short_b, KeyedJudge(lambda p: pairwise_reply("A")), None)
+    always_first = compare_answers(long_a, short_b, KeyedJudge(lambda p: pairwise_reply("A")), HANDBOOK, None)
     assert always_first.win_rate == 0.5 and always_first.ties.count == 3
     assert always_first.order_disagreement.rate == 1.0 and always_first.position_a_preferred.rate == 1.0
 
@@ -218,7 +218,7 @@ def test_compare_answers_swaps_positions_and_cancels_position_bias(tmp_path):
 def test_compare_answers_only_pairs_shared_instructions_and_keeps_failures():
     a = answers("a", ["x", "y", "z"])
     b = answers("b", ["x", "y"])
-    result = compare_answers(a, b, KeyedJudge(lambda p: "{}"), None)
+    result = compare_answers(a, b, KeyedJudge(lambda p: "{}"), HANDBOOK, None)
     assert result.pairs == 2 and result.failed.count == 2 and result.win_rate is None
     assert "invalid verdict" in result.details[0].error
 
