@@ -20,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from llm_engineering.evaluation.check_tiers import TIERS, Tier
 from llm_engineering.evaluation.rubric import DEFAULT_RUBRIC, Rubric, load_rubric, shipped_rubrics
 
 
@@ -233,6 +234,10 @@ class JudgeCheckConfig(_Strict):
         description="Below this share of pairs where the reference scores higher, the judge is flagged 'no signal'.",
     )
     seed: int = Field(0, description="Fixes the sample and the mismatched pairing.")
+    tiers: list[Tier] = Field(
+        default_factory=lambda: list(TIERS), description="Report card tiers, each `rows` pairs: mismatch (always), "
+        "same_topic (nearest other reference), truncated (first third), corrupted (numbers and names swapped).",
+    )
 
 
 class SimilarityConfig(_Strict):

@@ -1,27 +1,32 @@
 """Judge check: can the judge tell a right answer from a wrong one at all?
 
 For a fixed sample of rows the judge scores, with the scoring prompt, each row's reference
-answer and a mismatched reference (another sampled row's, by a fixed derangement). A judge
-worth trusting scores the reference higher on the rubric's first criterion nearly always; one
-that does not is flagged "no signal" in plain words. Where the judge gave logprobs, integer ties
-are broken by the expected scores, and both figures are reported. The calls go through the
-scoring cache and retries.
+answer and, per tier of the report card (`check_tiers`), a worse answer: a mismatched reference
+(another sampled row's, by a fixed derangement), the nearest other reference by embedding, the
+reference truncated, the reference with its facts swapped. A judge worth trusting scores the
+reference higher on the rubric's first criterion nearly always; one that does not on the
+mismatch tier is flagged "no signal" in plain words, and each harder tier has its own verdict.
+Where the judge gave logprobs, integer ties are broken by the expected scores, and both figures
+are reported. The calls go through the scoring cache and retries.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
+
+import numpy as np
 
 from datasets import Dataset
 from pydantic import BaseModel, Field
 
+from llm_engineering.evaluation import check_tiers
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judge_cache import JudgeCache
 from llm_engineering.evaluation.judge_transport import JudgeBackend, ask_judge
 from llm_engineering.evaluation.rubric import Rubric, judge_messages, verdict_checker
 from llm_engineering.evaluation.scoring import read_reply
-from llm_engineering.evaluation.rates import Rate, derangement, rate, sample_rows
+from llm_engineering.evaluation.rates import Rate, rate, sample_rows
 from llm_engineering.evaluation.similarity import SimilarityCheck
 
 logger = logging.getLogger(__name__)
@@ -57,6 +62,7 @@ class JudgeCheck(BaseModel):
 
     judge_model: str
     criterion: str = "accuracy"
+    tier: str = Field("mismatch", description="the report card tier these figures are of")
     pairs: int
     reference_higher: Rate = Field(description="discrimination: reference scored above the mismatched answer")
     ties: Rate
@@ -71,6 +77,9 @@ class JudgeCheck(BaseModel):
     expected_problem: Optional[str] = Field(None, description="why there is no tie-broken figure")
     verdict: str = Field(description="the finding in plain words")
     details: list[JudgeCheckPair] = Field(default_factory=list)
+    tiers: list["JudgeCheck"] = Field(default_factory=list, description="the report card's harder tiers")
+    judge_calls: Optional[int] = Field(None, description="verdicts the check asked for (all tiers), cached ones included")
+    judge_tokens: Optional[int] = Field(None, description="prompt + completion tokens of the calls not served by the cache")
 
     def metadata(self) -> dict[str, Any]:
         """The figures as ZenML metadata (logged by the check step and by the summary)."""
@@ -80,6 +89,11 @@ class JudgeCheck(BaseModel):
             "tie_rate": self.ties.rate, "reversal_rate": self.reversals.rate, "failed_rate": self.failed.rate,
             "threshold": self.threshold, "criterion": self.criterion,
             "discrimination_rate_expected": self.reference_higher_expected.rate if self.reference_higher_expected else None,
+            "tiers": {t.tier: {"discrimination_rate": t.reference_higher.rate, "discrimination_ci": t.reference_higher.ci,
+                               "discrimination_rate_expected": t.reference_higher_expected.rate
+                               if t.reference_higher_expected else None, "pairs": t.pairs, "no_signal": t.no_signal}
+                      for t in self.tiers},
+            "judge_calls": self.judge_calls, "judge_tokens": self.judge_tokens,
         }
 
 
@@ -95,10 +109,25 @@ def _mean(values: list[int]) -> Optional[float]:
     return round(sum(values) / len(values), 4) if values else None
 
 
-def judge_verdict_text(discrimination: Rate, threshold: float, no_signal: bool, tie_broken: bool = False) -> str:
+WORSE_ANSWER = {
+    "mismatch": "a mismatched answer",
+    "same_topic": "the nearest other reference (same topic)",
+    "truncated": "the reference cut to its first third",
+    "corrupted": "the reference with its numbers and names swapped",
+}
+
+
+def judge_verdict_text(
+    discrimination: Rate, threshold: float, no_signal: bool, tie_broken: bool = False, tier: str = "mismatch"
+) -> str:
     if not discrimination.total:
         return "NO SIGNAL: the judge's discrimination could not be measured (no pair was checked)."
     interval = f", 95% CI {discrimination.ci[0]:.0%}-{discrimination.ci[1]:.0%}" if discrimination.ci else ""
+    if tier != "mismatch":
+        found = (f"the reference scored above {WORSE_ANSWER[tier]} in {discrimination.count} of {discrimination.total} "
+                 f"pairs ({discrimination.rate:.0%}{interval})")
+        return (f"{tier}: {found}, " + ("below" if no_signal else "at or above") + f" the {threshold:.0%} threshold"
+                + (": the judge cannot tell these apart." if no_signal else "."))
     found = (f"it scored the reference answer above a mismatched answer in {discrimination.count} of "
              f"{discrimination.total} pairs ({discrimination.rate:.0%}{interval}"
              f"{', integer ties broken by expected scores' if tie_broken else ''})")
@@ -111,7 +140,7 @@ def judge_verdict_text(discrimination: Rate, threshold: float, no_signal: bool, 
 
 def judge_check_from_pairs(
     judge_id: str, pairs: list[JudgeCheckPair], threshold: float, criterion: str = "accuracy",
-    expected_problem: Optional[str] = None,
+    expected_problem: Optional[str] = None, tier: str = "mismatch",
 ) -> JudgeCheck:
     """Rates, intervals and the no-signal flag from the checked pairs (pure bookkeeping). With expected
     scores on every scored pair, the flag reads the tie-broken discrimination."""
@@ -140,9 +169,25 @@ def judge_check_from_pairs(
         no_signal=no_signal,
         reference_higher_expected=tie_broken,
         expected_problem=None if tie_broken else expected_problem,
-        verdict=judge_verdict_text(deciding, threshold, no_signal, tie_broken is not None),
+        verdict=judge_verdict_text(deciding, threshold, no_signal, tie_broken is not None, tier),
+        tier=tier,
         details=pairs,
     )
+
+
+def _worse_answers(
+    tier: str, sample: list[int], references: list[str], seed: int, embeddings: Optional[np.ndarray]
+) -> dict[int, tuple[str, str]]:
+    """Sampled row -> (the worse answer of `tier`, the id-like label of where it came from)."""
+    if tier == "mismatch":
+        return {i: (references[m], str(m)) for i, m in zip(sample, check_tiers.mismatched(sample, seed))}
+    if tier == "same_topic":
+        return {i: (references[m], str(m)) for i, m in zip(sample, check_tiers.nearest_other(embeddings, sample))}
+    if tier == "truncated":
+        return {i: (check_tiers.truncated(references[i]), "truncated") for i in sample}
+    others = {i: [r for j, r in enumerate(references) if j != i] for i in sample}
+    worse = {i: check_tiers.corrupted(references[i], others[i], seed + i) for i in sample}
+    return {i: (text, "corrupted") for i, text in worse.items() if text is not None}
 
 
 def run_judge_check(
@@ -153,18 +198,29 @@ def run_judge_check(
     rows: int,
     threshold: float,
     seed: int = 0,
+    tiers: Sequence[str] = ("mismatch",),
+    embedder: Any = None,
 ) -> JudgeCheck:
-    """Score `rows` sampled references and mismatched references with `judge`; see the module doc."""
+    """Score `rows` sampled references and, per tier, their worse answers with `judge`; see the module doc.
+
+    The figures are the mismatch tier's, with the other tiers under `tiers`. `same_topic` needs an
+    `embedder` (sentence embeddings of the references).
+    """
     if col.REFERENCE not in dataset.column_names:
         raise ValueError(f"the judge check needs a {col.REFERENCE!r} column; the rows have {dataset.column_names}")
     sample = sample_rows(len(dataset), rows, seed)
-    mismatched = [sample[j] for j in derangement(len(sample), seed)]
+    tiers = ["mismatch", *[tier for tier in tiers if tier != "mismatch"]]  # the mismatch tier decides the flag
     instructions, references, ids = dataset[col.INSTRUCTION], dataset[col.REFERENCE], dataset[col.ID]
+    embeddings = embedder.encode(references) if "same_topic" in tiers and embedder is not None else None
+    worse = {tier: _worse_answers(tier, sample, references, seed, embeddings) for tier in tiers
+             if tier != "same_topic" or embeddings is not None}
     # A reference-guided judge sees the row's reference as the reference, and the answer is either it or a
-    # mismatched one: the check then shows that the judge reads the reference.
+    # worse one: the check then shows that the judge reads the reference.
     conversations = [judge_messages(rubric, instructions[i], references[i], references[i]) for i in sample]
-    conversations += [judge_messages(rubric, instructions[i], references[m], references[i]) for i, m in zip(sample, mismatched)]
-    readings = [read_reply(rubric, reply) for reply in ask_judge(judge, conversations, cache, verdict_checker(rubric))]
+    for answers in worse.values():
+        conversations += [judge_messages(rubric, instructions[i], text, references[i]) for i, (text, _) in answers.items()]
+    replies = ask_judge(judge, conversations, cache, verdict_checker(rubric))
+    readings = [read_reply(rubric, reply) for reply in replies]
     criterion = rubric.names[0]
 
     def score(index: int) -> tuple[Optional[int], Optional[float], Optional[str]]:
@@ -174,13 +230,24 @@ def run_judge_check(
         distribution = reading.distributions.get(criterion)
         return reading.verdict.criteria[criterion].score, distribution.expected if distribution else None, None
 
-    pairs = []
-    for k, (i, m) in enumerate(zip(sample, mismatched)):
-        (ref, ref_expected, ref_error), (mis, mis_expected, mis_error) = score(k), score(len(sample) + k)
-        pairs.append(JudgeCheckPair(id=str(ids[i]), mismatched_id=str(ids[m]), reference_accuracy=ref,
-                                    mismatched_accuracy=mis, reference_expected=ref_expected,
-                                    mismatched_expected=mis_expected, error=ref_error or mis_error))
     problem = next((r.expected_problem for r in readings if r.expected_problem), None)
-    check = judge_check_from_pairs(judge.judge_id, pairs, threshold, criterion, problem)
+    checks, offset = {}, len(sample)
+    for tier, answers in worse.items():
+        pairs = []
+        for k, (i, (_, source)) in enumerate(answers.items()):
+            (ref, ref_expected, ref_error), (mis, mis_expected, mis_error) = score(sample.index(i)), score(offset + k)
+            pairs.append(JudgeCheckPair(id=str(ids[i]), mismatched_id=str(ids[int(source)]) if source.isdigit() else source,
+                                        reference_accuracy=ref, mismatched_accuracy=mis, reference_expected=ref_expected,
+                                        mismatched_expected=mis_expected, error=ref_error or mis_error))
+        offset += len(answers)
+        checks[tier] = judge_check_from_pairs(judge.judge_id, pairs, threshold, criterion, problem, tier)
+    check = checks.pop("mismatch")
+    fresh = [r for r in replies if not r.cached]
+    check = check.model_copy(update={
+        "tiers": list(checks.values()), "judge_calls": len(replies),
+        "judge_tokens": sum(r.prompt_tokens + r.completion_tokens for r in fresh),
+    })
     logger.info("Judge check: %s", check.verdict)
+    for tier in check.tiers:
+        logger.info("Judge check, %s", tier.verdict)
     return check

@@ -104,6 +104,8 @@ def trust_info(model_id: str, checks: Optional[TrustChecks] = None,
     info: dict[str, Any] = {}
     if checks is not None and checks.judge is not None:
         info["judge check"] = checks.judge.verdict
+        for tier in checks.judge.tiers:
+            info[f"judge check, {tier.tier}"] = tier.verdict
     if checks is not None and checks.similarity is not None:
         info["similarity metric check"] = similarity_check_finding(checks.similarity)
     for c in pairwise.comparisons if pairwise is not None else []:

@@ -45,11 +45,16 @@ def _label(model_id: str) -> str:
 
 def _judge_check_panel(axis: Any, summary: EvaluationSummary) -> None:
     s = summary.judge_check
-    _stacked_bar(axis, 0, [("reference higher", s.reference_higher.rate, "tab:green"),
-                           ("tie", s.ties.rate, "tab:gray"), ("reversal", s.reversals.rate, "tab:red"),
-                           ("failed", s.failed.rate, "black")], True)
+    tiers = [s, *s.tiers]
+    for y, t in enumerate(tiers):
+        _stacked_bar(axis, y, [("reference higher", t.reference_higher.rate, "tab:green"),
+                               ("tie", t.ties.rate, "tab:gray"), ("reversal", t.reversals.rate, "tab:red"),
+                               ("failed", t.failed.rate, "black")], y == 0)
+        if t.reference_higher_expected is not None:
+            axis.plot(t.reference_higher_expected.rate, y, "k|", markersize=14,
+                      label="ties broken by expected scores" if y == 0 else None)
     axis.axvline(s.threshold, color="tab:blue", linestyle="--", label=f"threshold {s.threshold:.0%}")
-    axis.set_yticks([0], ["judge"])
+    axis.set_yticks(range(len(tiers)), [t.tier for t in tiers], fontsize=7)
     axis.set_title(judge_check_title(s), color="tab:red" if s.no_signal else "black")
     axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
     axis.set_xlim(0, 1)

@@ -24,7 +24,7 @@ def table_header(summary: EvaluationSummary) -> list[str]:
 
 
 COMPARISON_HEADER = ["difference", "criterion", "mean (95% CI)", "paired rows"]
-JUDGE_CHECK_HEADER = ["judge", "pairs", "reference higher", "with ties broken by expected scores", "ties", "reversals",
+JUDGE_CHECK_HEADER = ["judge", "tier", "pairs", "reference higher", "with ties broken by expected scores", "ties", "reversals",
                       "failed", "mean score: reference / mismatched", "threshold"]
 JURY_HEADER = ["criterion", "Krippendorff's alpha, ordinal (95% CI)", "rows", "judges' means (integer / expected)"]
 LENGTH_HEADER = ["model", "criterion", "Spearman: score vs answer length", "rows"]
@@ -72,14 +72,17 @@ def comparison_rows(summary: EvaluationSummary) -> list[list[str]]:
 
 
 def judge_check_rows(summary: EvaluationSummary) -> list[list[str]]:
-    """The judge check as one row (`JUDGE_CHECK_HEADER`), none without a check."""
-    s = summary.judge_check
-    if s is None:
+    """The judge check, one row per report card tier (`JUDGE_CHECK_HEADER`), none without a check."""
+    if summary.judge_check is None:
         return []
-    tie_broken = s.reference_higher_expected.describe() if s.reference_higher_expected else f"n/a: {s.expected_problem}"
-    return [[s.judge_model, str(s.pairs), s.reference_higher.describe(), tie_broken, s.ties.describe(),
-             s.reversals.describe(), s.failed.describe(),
-             f"{s.criterion}: {fmt(s.reference_accuracy_mean)} / {fmt(s.mismatched_accuracy_mean)}", f"{s.threshold:.0%}"]]
+    rows = []
+    for s in [summary.judge_check, *summary.judge_check.tiers]:
+        tie_broken = s.reference_higher_expected.describe() if s.reference_higher_expected else f"n/a: {s.expected_problem}"
+        rows.append([s.judge_model, s.tier, str(s.pairs), s.reference_higher.describe(), tie_broken, s.ties.describe(),
+                     s.reversals.describe(), s.failed.describe(),
+                     f"{s.criterion}: {fmt(s.reference_accuracy_mean)} / {fmt(s.mismatched_accuracy_mean)}",
+                     f"{s.threshold:.0%}"])
+    return rows
 
 
 def jury_rows(summary: EvaluationSummary) -> list[list[str]]:
@@ -123,6 +126,9 @@ def trust_lines(summary: EvaluationSummary) -> list[str]:
         s = summary.judge_check
         lines.append(f"Judge check ({s.judge_model}): {s.verdict}")
         lines.append(f"  {judge_check_figures(s)}")
+        lines += [f"  {tier.verdict}" for tier in s.tiers]
+        if s.judge_calls is not None:
+            lines.append(f"  the check asked for {s.judge_calls} verdicts ({s.judge_tokens} tokens not from the cache)")
     if summary.similarity_check:
         c = summary.similarity_check
         lines.append(f"Similarity metric check ({c.embedding_model}): {similarity_check_finding(c)}")

@@ -33,8 +33,10 @@ def check_trust(
     elif judge_check.rows:
         settings = get_settings()
         with open_cache(judge, settings) as cache:
+            embedder = get_embedder(similarity.batch_size) if "same_topic" in judge_check.tiers else None
             checks.judge = run_judge_check(rows, build_judge(judge, engine, settings, ENGINE_POOL), judge.resolved_rubric(),
-                                           cache, judge_check.rows, judge_check.threshold, judge_check.seed)
+                                           cache, judge_check.rows, judge_check.threshold, judge_check.seed,
+                                           judge_check.tiers, embedder)
     if similarity.enabled and len(rows) >= 2:
         checks.similarity = check_similarity(rows, get_embedder(similarity.batch_size), judge_check.seed)
     metadata = {}
