@@ -1,0 +1,299 @@
+"""Agreement of a judge with human labels, and the baselines that need no judge."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import warnings
+from collections import Counter
+from pathlib import Path
+from typing import Any, Literal, Optional, Sequence, Union
+
+import numpy as np
+from pydantic import BaseModel, Field, ValidationError, field_validator
+from scipy.stats import spearmanr
+from sklearn.exceptions import UndefinedMetricWarning
+from sklearn.metrics import cohen_kappa_score
+
+from llm_engineering.evaluation.rates import BOOTSTRAP_SAMPLES, Rate, bootstrap_ci, rate
+
+Kind = Literal["pointwise", "pairwise"]
+COLUMNS: dict[str, tuple[str, ...]] = {
+    "pointwise": ("id", "answer", "criterion", "score"),
+    "pairwise": ("id", "answer_a", "answer_b", "preferred"),
+}
+PREFERENCES = ("A", "B", "tie")
+
+
+class LabelsError(ValueError):
+    """A labels file that cannot be used; the message names the file, the line and the fix."""
+
+
+class _Label(BaseModel):
+    id: str
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _text(cls, value: Any) -> Any:
+        # A jsonl id may be a number and a csv id is always text: the same ids should match either way.
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+class PointwiseLabel(_Label):
+    """A human's score for one answer on one criterion."""
+
+    answer: str = Field(description="the exact answer text that was labelled")
+    criterion: str
+    score: int
+
+    @field_validator("score", mode="before")
+    @classmethod
+    def _integer(cls, value: Any) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str) and re.fullmatch(r"[+-]?[0-9]+", value.strip()):
+            return int(value)
+        raise ValueError(f"must be a whole number on the rubric's scale, got {value!r}")
+
+
+class PairwiseLabel(_Label):
+    """A human's preference between two answers to one row."""
+
+    answer_a: str
+    answer_b: str
+    preferred: Literal["A", "B", "tie"]
+
+
+class Labels(BaseModel):
+    """The rows of one labels file, all of one kind."""
+
+    kind: Kind
+    rows: Union[list[PointwiseLabel], list[PairwiseLabel]]
+
+
+def _needs() -> str:
+    return "; ".join(f"{kind} labels need the columns {', '.join(names)}" for kind, names in COLUMNS.items())
+
+
+def _kind(columns: Sequence[str], where: str) -> Kind:
+    """The kind whose columns these are exactly, or an error naming what is missing and extra."""
+    given = set(columns)
+    for kind, names in COLUMNS.items():
+        if given == set(names):
+            return kind  # type: ignore[return-value]
+    closest = min(COLUMNS, key=lambda kind: len(given ^ set(COLUMNS[kind])))
+    missing = [c for c in COLUMNS[closest] if c not in given]
+    extra = sorted(given - set(COLUMNS[closest]))
+    raise LabelsError(f"{where}: the columns are neither kind (as {closest} labels, missing {missing}, extra {extra}); "
+                      f"{_needs()}")
+
+
+def _records(path: Path) -> tuple[Optional[Kind], list[tuple[int, dict[str, Any]]]]:
+    """(the csv header's kind, or None for jsonl; (line, record) pairs)."""
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        records = []
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise LabelsError(f"{path}, line {number}: not valid JSON ({error.msg}); write one JSON object a line") from None
+            if not isinstance(record, dict):
+                raise LabelsError(f"{path}, line {number}: a label is a JSON object, got {type(record).__name__}")
+            records.append((number, record))
+        return None, records
+    if suffix == ".csv":
+        # utf-8-sig: a spreadsheet's export may start with a byte-order mark, which would rename the first column.
+        with path.open(encoding="utf-8-sig", newline="") as handle:
+            reader = csv.DictReader(handle)
+            if reader.fieldnames is None:
+                return None, []
+            kind = _kind(reader.fieldnames, f"{path}, line 1 (the header)")
+            records = []
+            start = reader.line_num + 1
+            for record in reader:  # an answer may span lines: a record is named by the line it starts on
+                if None in record or None in record.values():
+                    raise LabelsError(f"{path}, line {start}: {'more' if None in record else 'fewer'} fields than the "
+                                      f"header's {len(reader.fieldnames)}; quote text that holds commas or quotes")
+                records.append((start, record))
+                start = reader.line_num + 1
+        return kind, records
+    raise LabelsError(f"{path}: unknown labels file type {path.suffix!r}; use .jsonl or .csv")
+
+
+def load_labels(path: Path) -> Labels:
+    """Human labels from a jsonl or csv file; the columns tell pointwise from pairwise (see `COLUMNS`)."""
+    path = Path(path)
+    header_kind, records = _records(path)
+    if not records:
+        raise LabelsError(f"{path}: the file has no labels; {_needs()}")
+    kind, first = header_kind, records[0][0]
+    rows: list[Any] = []
+    seen: dict[tuple[str, ...], int] = {}
+    for number, record in records:
+        where = f"{path}, line {number}"
+        row_kind = _kind(list(record), where)
+        kind = kind or row_kind
+        if row_kind != kind:
+            raise LabelsError(f"{where}: a {row_kind} label, but line {first} is {kind}; put each kind in its own file")
+        model = PointwiseLabel if kind == "pointwise" else PairwiseLabel
+        try:
+            row = model.model_validate(record)
+        except ValidationError as error:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}"
+                                 for e in error.errors())
+            raise LabelsError(f"{where}: {problems}") from None
+        key_names = COLUMNS[kind][:3]  # (id, answer, criterion) or (id, answer_a, answer_b)
+        key = tuple(getattr(row, name) for name in key_names)
+        if key in seen:
+            raise LabelsError(f"{where}: the same {', '.join(key_names)} as line {seen[key]}; keep one of the two labels")
+        seen[key] = number
+        rows.append(row)
+    return Labels(kind=kind, rows=rows)
+
+
+class PointwiseAgreement(BaseModel):
+    """A judge's scores against human scores on one criterion; intervals are 95% bootstraps over rows."""
+
+    rows: int = Field(description="labelled rows, with or without a judge verdict")
+    failed: int = Field(description="rows without a judge verdict: disagreements in exact and within_one, "
+                                    "left out of spearman and kappa")
+    exact: Optional[float] = Field(description="share of rows where the judge gave the human's score")
+    exact_ci: Optional[list[float]] = None
+    within_one: Optional[float] = Field(description="share of rows where the judge was at most one point off")
+    within_one_ci: Optional[list[float]] = None
+    spearman: Optional[float] = Field(description="rank correlation; None when a side is constant")
+    kappa: Optional[float] = Field(description="quadratic-weighted Cohen's kappa; None when undefined")
+    kappa_ci: Optional[list[float]] = None
+
+
+def _check_scale(scores: Sequence[Optional[int]], values: Sequence[int], who: str) -> None:
+    # sklearn's kappa silently drops scores outside `labels`: a wrong scale would give a wrong kappa, not an error.
+    outside = sorted({s for s in scores if s is not None and s not in values})
+    if outside:
+        raise ValueError(f"{who} scores {outside} are not on the scale {list(values)}")
+
+
+def _kappa(human: Sequence[int], judge: Sequence[int], values: Sequence[int]) -> Optional[float]:
+    if not human:
+        return None
+    with warnings.catch_warnings():  # undefined (e.g. one score throughout) is reported as None
+        warnings.simplefilter("ignore", UndefinedMetricWarning)
+        kappa = cohen_kappa_score(human, judge, weights="quadratic", labels=list(values))
+    return None if np.isnan(kappa) else round(float(kappa), 4)
+
+
+def _kappa_ci(human: list[int], judge: list[int], values: Sequence[int], samples: int, seed: int) -> Optional[list[float]]:
+    """Percentile bootstrap over rows; resamples with an undefined kappa are skipped."""
+    rng = np.random.default_rng(seed)
+    n = len(human)
+    kappas = []
+    for _ in range(samples):
+        rows = rng.integers(0, n, size=n)
+        kappa = _kappa([human[i] for i in rows], [judge[i] for i in rows], values)
+        if kappa is not None:
+            kappas.append(kappa)
+    if len(kappas) < 2:
+        return None
+    low, high = np.percentile(kappas, [2.5, 97.5])
+    return [round(float(low), 4), round(float(high), 4)]
+
+
+def _share(hits: list[float]) -> Optional[float]:
+    return round(sum(hits) / len(hits), 4) if hits else None
+
+
+def agreement(judge: list[Optional[int]], human: list[int], values: Sequence[int],
+              samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> PointwiseAgreement:
+    """How far a judge's scores agree with human scores on one criterion whose scale is `values`."""
+    if len(judge) != len(human):
+        raise ValueError(f"{len(judge)} judge scores for {len(human)} human labels")
+    _check_scale(human, values, "human")
+    _check_scale(judge, values, "judge")
+    exact = [float(j == h) for j, h in zip(judge, human)]
+    within_one = [float(j is not None and abs(j - h) <= 1) for j, h in zip(judge, human)]
+    pairs = [(j, h) for j, h in zip(judge, human) if j is not None]
+    scored_judge, scored_human = [j for j, _ in pairs], [h for _, h in pairs]
+    spearman = None
+    if len(set(scored_judge)) > 1 and len(set(scored_human)) > 1:
+        spearman = round(float(spearmanr(scored_judge, scored_human).statistic), 4)
+    kappa = _kappa(scored_human, scored_judge, values)
+    return PointwiseAgreement(
+        rows=len(human), failed=len(human) - len(pairs),
+        exact=_share(exact), exact_ci=bootstrap_ci(exact, samples, seed),
+        within_one=_share(within_one), within_one_ci=bootstrap_ci(within_one, samples, seed),
+        spearman=spearman, kappa=kappa,
+        kappa_ci=_kappa_ci(scored_human, scored_judge, values, samples, seed) if kappa is not None else None,
+    )
+
+
+def majority_baseline(human: list[int]) -> list[int]:
+    """The most common human score for every row; a tie goes to the lower score."""
+    if not human:
+        return []
+    counts = Counter(human)
+    top = max(counts.values())
+    return [min(score for score, n in counts.items() if n == top)] * len(human)
+
+
+def length_baseline(lengths: list[int], human: list[int], values: Sequence[int]) -> list[int]:
+    """The length-only rule: longer answers get higher scores, in the labels' own proportions.
+
+    Rows sorted by length take the human scores sorted in the same order, so the shortest rows get
+    the lowest scores as often as humans gave them. Rows of equal length share one score (the one at
+    their middle rank, the lower of two), so that the rule depends on length alone.
+    """
+    if len(lengths) != len(human):
+        raise ValueError(f"{len(lengths)} lengths for {len(human)} human labels")
+    _check_scale(human, values, "human")
+    slots = sorted(human)
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    predicted = [0] * len(lengths)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and lengths[order[end + 1]] == lengths[order[start]]:
+            end += 1
+        for rank in range(start, end + 1):
+            predicted[order[rank]] = slots[(start + end) // 2]
+        start = end + 1
+    return predicted
+
+
+class PairwiseAgreement(BaseModel):
+    """A judge's preferences against human ones; a row without a judge verdict counts as a disagreement."""
+
+    rows: int
+    failed: int = Field(description="rows without a judge verdict")
+    agreement: Rate = Field(description="rows where the judge preferred what the human did (A, B or tie)")
+
+
+def pairwise_agreement(judge: list[Optional[str]], human: list[str]) -> PairwiseAgreement:
+    """The share of rows where the judge's preference is the human's, with its 95% Wilson interval."""
+    if len(judge) != len(human):
+        raise ValueError(f"{len(judge)} judge preferences for {len(human)} human labels")
+    unknown = sorted({p for p in [*judge, *human] if p is not None and p not in PREFERENCES})
+    if unknown:
+        raise ValueError(f"preferences {unknown} are not among {list(PREFERENCES)}")
+    return PairwiseAgreement(rows=len(human), failed=sum(j is None for j in judge),
+                             agreement=rate(sum(j == h for j, h in zip(judge, human)), len(human)))
+
+
+def longer_preferred(length_a: list[int], length_b: list[int]) -> list[str]:
+    """The length-only pairwise rule: the longer answer is preferred, a tie when both are as long."""
+    if len(length_a) != len(length_b):
+        raise ValueError(f"{len(length_a)} lengths of A for {len(length_b)} of B")
+    return ["A" if a > b else "B" if a < b else "tie" for a, b in zip(length_a, length_b)]
+
+
+def valid_against_baseline(judge_interval: Optional[list[float]], baseline_value: Optional[float]) -> bool:
+    """A judge is called valid on these labels only if the lower bound of its interval beats the length-only baseline.
+
+    Beats means strictly above; with no interval or no baseline value there is nothing to show, so False.
+    """
+    if judge_interval is None or baseline_value is None:
+        return False
+    return judge_interval[0] > baseline_value
