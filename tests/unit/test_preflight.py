@@ -76,3 +76,18 @@ def test_settings_of_this_machine_get_no_secret_hint(settings):
     with pytest.raises(ConfigError) as error:
         check_settings(EvaluationConfig(publish={"target": "hub"}), settings(), judge=True)
     assert "ZenML secret" not in str(error.value)
+
+
+def test_a_seeded_sampled_in_process_judge_is_stopped_on_cpu_before_any_work(monkeypatch):
+    from llm_engineering.evaluation.config import ConfigError
+    from llm_engineering.infrastructure import vllm_engine
+    from llm_engineering.preflight import check_sampled_judges
+    from llm_engineering.run_config import parse_evaluation
+
+    monkeypatch.setattr(vllm_engine, "_on_cpu", lambda: True)
+    jury = parse_evaluation({"judges": [{}, {"temperature": 1.0, "seed": 7}]})
+    with pytest.raises(ConfigError, match=r"judges\[1\].*set seed: null"):
+        check_sampled_judges(jury)
+    check_sampled_judges(parse_evaluation({"judges": [{}, {"temperature": 1.0, "seed": None}]}))
+    monkeypatch.setattr(vllm_engine, "_on_cpu", lambda: False)
+    check_sampled_judges(jury)  # CUDA generators take the offset rewind: only CPU engines are stopped
