@@ -22,7 +22,7 @@ from llm_engineering.evaluation.rates import bootstrap_ci
 from llm_engineering.evaluation.judge_check import JudgeCheck, TrustChecks
 from llm_engineering.evaluation.rubric import Rubric
 from llm_engineering.evaluation.similarity import SimilarityCheck
-from llm_engineering.evaluation.trust_text import self_preference_warnings
+from llm_engineering.evaluation.trust_text import REFERENCE_GUIDED_CHECK, self_preference_warnings
 
 
 class JudgeUsage(BaseModel):
@@ -275,5 +275,5 @@ def build_summary(
         jury_aggregate=jury_aggregate if jury else None,
         agreement=jury_agreement(evaluations, rubric, len(jury)) if jury else [],
         warnings=self_preference_warnings(judge_models or [], [s.model_id for s in scores], judge_check),
-        notes=checks.notes if checks else [],
+        notes=(checks.notes if checks else []) + ([REFERENCE_GUIDED_CHECK] if judge_check and rubric.reference_guided else []),
     )

@@ -34,6 +34,9 @@ SCORES_METHOD = ("Means are over scored rows, with 95% bootstrap intervals; rows
 JUDGE_CHECK_METHOD = ("The judge scored each sampled row's reference answer and another row's reference (a fixed "
                       "derangement) with the scoring prompt; rates are over all pairs, with 95% Wilson intervals.")
 
+REFERENCE_GUIDED_CHECK = ("the rubric is reference-guided, so in the judge check the reference answer is judged against "
+                          "itself: a pass shows the judge reads the reference, not that it judges other answers well")
+
 SIMILARITY_METRIC = "cosine similarity of answer and reference embeddings"
 
 PAIRWISE_METHOD = "each pair judged in both orders"
