@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from llm_engineering.evaluation.config import ConfigError, JudgeConfig, PublishConfig
+from llm_engineering.evaluation.label_agreement import check_labels_fit
+from llm_engineering.evaluation.labels import LabelsError
 from llm_engineering.run_config import EvaluationConfig
 
 
@@ -29,6 +31,17 @@ def check_publish_settings(publish: PublishConfig, settings: Any) -> None:
             "publish.target is 'hub' but HUGGINGFACE_ACCESS_TOKEN is not set: add a write token "
             "to .env or the environment, or set publish.target to 'local'."
         )
+
+
+def check_labels(config: EvaluationConfig) -> None:
+    """Labels must score the first judge's rubric's criteria on their scales (checked after the command line's
+    --rubric and --labels are applied, so either may fix the other)."""
+    if config.labels is None:
+        return
+    try:
+        check_labels_fit(config.labels, config.panel[0].resolved_rubric())
+    except LabelsError as error:
+        raise ConfigError(f"labels: {error}") from None
 
 
 def check_settings(config: EvaluationConfig, settings: Any, judge: bool, secrets: Sequence[str] = ()) -> None:
@@ -71,6 +84,8 @@ def check_run(config: EvaluationConfig, secrets: Sequence[str], generate: bool, 
     from llm_engineering.infrastructure.zenml_stack import check_generation_step, check_secrets
     from llm_engineering.settings import get_settings, settings_from_secrets
 
+    if judge:
+        check_labels(config)
     if generate:
         check_generation_step(config.generation_step)
     secrets = list(secrets)

@@ -28,6 +28,7 @@ from llm_engineering.evaluation.config import (
     SamplingConfig,
     SimilarityConfig,
 )
+from llm_engineering.evaluation.labels import Labels, load_labels
 from llm_engineering.infrastructure.zenml_stack import GenerationStepConfig
 
 # ZenML's own top-level keys, passed to `Pipeline.with_options` as they are.
@@ -79,6 +80,16 @@ class EvaluationConfig(BaseModel):
     judge_check: JudgeCheckConfig = JudgeCheckConfig()
     similarity: SimilarityConfig = SimilarityConfig()
     pairwise: PairwiseConfig = PairwiseConfig()
+    labels: Optional[Labels] = Field(
+        None, description="Human labels: a .jsonl or .csv file (README, Agreement with labels), read when the config is; "
+        "the first judge scores the labelled answers and the run reports its agreement with them.",
+    )
+
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _read_labels(cls, labels: Any) -> Any:
+        # As a rubric file: read and checked now and carried inline, so a remote step needs no copy of the file.
+        return load_labels(Path(labels)) if isinstance(labels, (str, Path)) else labels
 
     @field_validator("models")
     @classmethod
@@ -183,9 +194,12 @@ def apply_overrides(
     dummy: bool = False,
     fresh: bool = False,
     rubric: Optional[str] = None,
+    labels: Optional[str] = None,
 ) -> EvaluationConfig:
     """The config with command-line overrides applied, validated again."""
     data = config.model_dump()
+    if labels:
+        data["labels"] = labels
     if rubric:
         for judge in [data["judge"], *data["judges"]]:
             judge["rubric"] = rubric

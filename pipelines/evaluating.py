@@ -8,6 +8,7 @@ from zenml.client import Client
 from llm_engineering.run_config import EvaluationConfig
 from llm_engineering.evaluation.generation import GenerationStats
 from steps.evaluating import (
+    check_labels,
     check_trust,
     compare_pairwise,
     evaluate_answers,
@@ -33,6 +34,10 @@ def _score_publish_summarize(
     if config.judge_check.rows or config.similarity.enabled:
         checks = check_trust(evaluations[0], judge=config.panel[0], engine=config.engine,
                                judge_check=config.judge_check, similarity=config.similarity, after=evaluations)
+    labels = None
+    if config.labels is not None:  # the judge scores exactly the labelled answers, with its engine still loaded
+        labels = check_labels(evaluations[0], labels=config.labels, judge=config.panel[0], engine=config.engine,
+                              after=evaluations)
     pairwise = None
     if config.pairwise.enabled and len(evaluations) > 1:
         pairwise = compare_pairwise(evaluations, judge=config.panel[0], engine=config.engine, after=evaluations)
@@ -40,7 +45,7 @@ def _score_publish_summarize(
     for rows, sampling in zip(evaluations, samplings):  # as the original: answers, then with verdicts and checks
         publish_results(rows, publish=config.publish, dataset=config.dataset, sampling=sampling,
                         checks=checks, pairwise=pairwise)
-    summarize(evaluations, stats, judges=config.panel, checks=checks, pairwise=pairwise, jury=config.jury)
+    summarize(evaluations, stats, judges=config.panel, checks=checks, pairwise=pairwise, jury=config.jury, labels=labels)
 
 
 @pipeline(name="evaluating")

@@ -30,6 +30,7 @@ class Request:
     limit: Optional[int] = None
     dummy: bool = False
     rubric: Optional[str] = None
+    labels: Optional[str] = None
     no_cache: bool = False
     only_failed: bool = False
     from_hub: tuple[str, ...] = ()
@@ -66,7 +67,8 @@ def execute(request: Request) -> None:
     try:
         run_config = load_run_config(request.config_path)
         config = apply_overrides(run_config.evaluation, list(request.models), request.dataset, request.limit,
-                                 request.dummy, fresh=request.no_cache, rubric=request.rubric)
+                                 request.dummy, fresh=request.no_cache, rubric=request.rubric,
+                                 labels=request.labels)
         ensure_zenml_repository()
         check_run(config, run_config.zenml_options.get("secrets") or [],
                   generate=request.mode in ("evaluate", "snapshot"), judge=request.mode != "publish")

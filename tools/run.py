@@ -64,6 +64,12 @@ def _rubric_option(hidden: bool = False) -> Callable:
                         help="The judge's rubric: handbook (default), reference-guided, helpfulness, or a rubric YAML file.")
 
 
+def _labels_option(hidden: bool = False) -> Callable:
+    return click.option("--labels", metavar="FILE", hidden=hidden,
+                        help="Human labels (.jsonl or .csv; pointwise: id, answer, criterion, score; pairwise: id, "
+                             "answer_a, answer_b, preferred): report the judge's agreement with them.")
+
+
 def _selection_options(hidden: bool = False) -> Callable:
     """--model, --dataset, --limit, --dummy: what is evaluated."""
     options = [
@@ -88,6 +94,7 @@ def _selection_options(hidden: bool = False) -> Callable:
 @_config_option(hidden=True)
 @_selection_options(hidden=True)
 @_rubric_option(hidden=True)
+@_labels_option(hidden=True)
 @_cache_option(hidden=True)
 @click.option("--rescore", is_flag=True, hidden=True)
 @click.option("--only-failed", is_flag=True, hidden=True)
@@ -130,10 +137,12 @@ Examples:
   python tools/run.py evaluate --dataset data.jsonl --model smollm2-135m --model org/my-model
   python tools/run.py evaluate --config configs/evaluating_sagemaker.yaml
   python tools/run.py evaluate --rubric reference-guided
+  python tools/run.py evaluate --labels my-labels.jsonl   # how far the judge agrees with your labels
 """)
 @_config_option()
 @_selection_options()
 @_rubric_option()
+@_labels_option()
 @_cache_option()
 def evaluate(**options: Any) -> None:
     """Generate answers with each model, publish them, judge them, summarize."""
@@ -147,9 +156,11 @@ Examples:
   python tools/run.py rescore --only-failed   # only rows of the latest evaluations without a valid verdict
   python tools/run.py rescore --from-hub me/SmolLM2-135M-Instruct-results --from-hub me/other-results
   python tools/run.py rescore --rubric my-rubric.yaml   # the same answers, judged on your rubric
+  python tools/run.py rescore --labels my-labels.csv    # the judge against your labels, no generation
 """)
 @_config_option()
 @_rubric_option()
+@_labels_option()
 @click.option("--only-failed", is_flag=True,
               help="Judge only the rows of the latest evaluations without a valid verdict, and merge.")
 @click.option("--from-hub", "from_hub", multiple=True, metavar="REPO",

@@ -70,6 +70,8 @@ class Labels(BaseModel):
 
     kind: Kind
     rows: Union[list[PointwiseLabel], list[PairwiseLabel]]
+    source: Optional[str] = Field(None, description="the file the labels were read from, as it was given")
+    lines: list[int] = Field(default_factory=list, description="each row's line in that file")
 
 
 def _needs() -> str:
@@ -127,6 +129,8 @@ def _records(path: Path) -> tuple[Optional[Kind], list[tuple[int, dict[str, Any]
 def load_labels(path: Path) -> Labels:
     """Human labels from a jsonl or csv file; the columns tell pointwise from pairwise (see `COLUMNS`)."""
     path = Path(path)
+    if not path.is_file():
+        raise LabelsError(f"{path}: no such labels file; give the path of a .jsonl or .csv file ({_needs()})")
     header_kind, records = _records(path)
     if not records:
         raise LabelsError(f"{path}: the file has no labels; {_needs()}")
@@ -152,15 +156,14 @@ def load_labels(path: Path) -> Labels:
             raise LabelsError(f"{where}: the same {', '.join(key_names)} as line {seen[key]}; keep one of the two labels")
         seen[key] = number
         rows.append(row)
-    return Labels(kind=kind, rows=rows)
+    return Labels(kind=kind, rows=rows, source=str(path), lines=list(seen.values()))  # seen: each row's line, in order
 
 
 class PointwiseAgreement(BaseModel):
     """A judge's scores against human scores on one criterion; intervals are 95% bootstraps over rows."""
 
     rows: int = Field(description="labelled rows, with or without a judge verdict")
-    failed: int = Field(description="rows without a judge verdict: disagreements in exact and within_one, "
-                                    "left out of spearman and kappa")
+    failed: int = Field(description="rows without a verdict: disagreements in exact and within_one, not in spearman, kappa")
     exact: Optional[float] = Field(description="share of rows where the judge gave the human's score")
     exact_ci: Optional[list[float]] = None
     within_one: Optional[float] = Field(description="share of rows where the judge was at most one point off")
@@ -183,7 +186,7 @@ def _kappa(human: Sequence[int], judge: Sequence[int], values: Sequence[int]) ->
     with warnings.catch_warnings():  # undefined (e.g. one score throughout) is reported as None
         warnings.simplefilter("ignore", UndefinedMetricWarning)
         kappa = cohen_kappa_score(human, judge, weights="quadratic", labels=list(values))
-    return None if np.isnan(kappa) else round(float(kappa), 4)
+    return None if np.isnan(kappa) else round(float(kappa), 4) + 0.0  # + 0.0: no "-0.00" in reports
 
 
 def _kappa_ci(human: list[int], judge: list[int], values: Sequence[int], samples: int, seed: int) -> Optional[list[float]]:
@@ -219,7 +222,7 @@ def agreement(judge: list[Optional[int]], human: list[int], values: Sequence[int
     scored_judge, scored_human = [j for j, _ in pairs], [h for _, h in pairs]
     spearman = None
     if len(set(scored_judge)) > 1 and len(set(scored_human)) > 1:
-        spearman = round(float(spearmanr(scored_judge, scored_human).statistic), 4)
+        spearman = round(float(spearmanr(scored_judge, scored_human).statistic), 4) + 0.0
     kappa = _kappa(scored_human, scored_judge, values)
     return PointwiseAgreement(
         rows=len(human), failed=len(human) - len(pairs),
@@ -290,10 +293,8 @@ def longer_preferred(length_a: list[int], length_b: list[int]) -> list[str]:
 
 
 def valid_against_baseline(judge_interval: Optional[list[float]], baseline_value: Optional[float]) -> bool:
-    """A judge is called valid on these labels only if the lower bound of its interval beats the length-only baseline.
-
-    Beats means strictly above; with no interval or no baseline value there is nothing to show, so False.
-    """
+    """Valid on these labels only if the interval's lower bound is strictly above the length-only baseline's value
+    (False with no interval or no baseline value: nothing shown)."""
     if judge_interval is None or baseline_value is None:
         return False
     return judge_interval[0] > baseline_value

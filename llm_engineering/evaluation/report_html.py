@@ -10,11 +10,14 @@ from llm_engineering.evaluation.report_text import (
     COMPARISON_HEADER,
     JUDGE_CHECK_HEADER,
     JURY_HEADER,
+    LABELS_HEADER,
     LENGTH_HEADER,
     PAIRWISE_HEADER,
+    PAIRWISE_LABELS_HEADER,
     comparison_rows,
     judge_check_rows,
     jury_rows,
+    label_rows,
     length_rows,
     pairwise_rows,
     table_header,
@@ -23,11 +26,14 @@ from llm_engineering.evaluation.report_text import (
 from llm_engineering.evaluation.summary import EvaluationSummary
 from llm_engineering.evaluation.trust_text import (
     JUDGE_CHECK_METHOD,
+    LABELS_METHOD,
+    PAIRWISE_LABELS_METHOD,
     PAIRWISE_METHOD,
     SCORES_METHOD,
     SIMILARITY_METRIC,
     WIN_RATE_DEFINITION,
     expected_lines,
+    labels_title,
     note_text,
     similarity_check_finding,
 )
@@ -48,6 +54,23 @@ def _png_img(alt: str, png: bytes) -> str:
     return f"<img alt='{alt}' src='data:image/png;base64,{base64.b64encode(png).decode()}'>"
 
 
+def _verdict(valid: bool, words: str) -> str:
+    style = "background:#efe;border:1px solid #393" if valid else "background:#fdd;border:2px solid #c00"
+    return f"<p style='{style};padding:8px'>{_text(words)}</p>"
+
+
+def _labels_html(summary: EvaluationSummary) -> str:
+    report = summary.labels
+    if report is None:
+        return ""
+    verdicts = [_verdict(c.valid, f"{c.criterion}: {c.verdict}") for c in report.criteria]
+    if report.pairwise:
+        verdicts.append(_verdict(report.pairwise.valid, report.pairwise.verdict))
+    header, method = (PAIRWISE_LABELS_HEADER, PAIRWISE_LABELS_METHOD) if report.pairwise else (LABELS_HEADER, LABELS_METHOD)
+    return (f"<h3>{_text(labels_title(report))}</h3>" + "".join(verdicts)
+            + _html_table(header, label_rows(summary)) + f"<p>{_text(method)}</p>")
+
+
 def _trust_html(summary: EvaluationSummary) -> str:
     parts = [f"<p style='background:#fdd;border:2px solid #c00;padding:8px'>{_text(w)}</p>" for w in summary.warnings]
     parts += [f"<p>{_text(line)}</p>" for line in expected_lines(summary)]
@@ -60,6 +83,7 @@ def _trust_html(summary: EvaluationSummary) -> str:
         parts.append(f"<h3>Judge check</h3><p style='{style};padding:8px'>{html.escape(judge_check.verdict)}</p>"
                      + _html_table(JUDGE_CHECK_HEADER, judge_check_rows(summary))
                      + f"<p>{_text(JUDGE_CHECK_METHOD)}</p>")
+    parts.append(_labels_html(summary))
     check = summary.similarity_check
     if check:
         metric = SIMILARITY_METRIC[0].upper() + SIMILARITY_METRIC[1:]

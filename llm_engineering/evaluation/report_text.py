@@ -6,13 +6,17 @@ from typing import Optional
 
 from llm_engineering.evaluation.summary import CriterionScores, EvaluationSummary
 from llm_engineering.evaluation.trust_text import (
+    LABEL_RATERS,
     PAIRWISE_METHOD,
+    agreement_figures,
     expected_lines,
     fmt,
     judge_check_figures,
+    labels_title,
     note_text,
     pairwise_finding,
     pairwise_name,
+    preference_figures,
     rate_with_ci,
     similarity_check_finding,
 )
@@ -28,6 +32,9 @@ JUDGE_CHECK_HEADER = ["judge", "tier", "pairs", "reference higher", "with ties b
                       "failed", "mean score: reference / mismatched", "threshold"]
 JURY_HEADER = ["criterion", "Krippendorff's alpha, ordinal (95% CI)", "rows", "judges' means (integer / expected)"]
 LENGTH_HEADER = ["model", "criterion", "Spearman: score vs answer length", "rows"]
+LABELS_HEADER = ["criterion", "rater", "exact (95% CI)", "within one (95% CI)", "Spearman", "quadratic kappa (95% CI)",
+                 "without a verdict"]
+PAIRWISE_LABELS_HEADER = ["rater", "agreement with the human preference"]
 PAIRWISE_HEADER = ["model A vs model B", "win rate of A (95% CI)", "A wins", "ties", "A loses", "failed",
                    "orders disagree", "first position chosen"]
 
@@ -116,6 +123,42 @@ def pairwise_rows(summary: EvaluationSummary) -> list[list[str]]:
     ]
 
 
+def label_rows(summary: EvaluationSummary) -> list[list[str]]:
+    """Agreement with labels: per criterion, the judge and each baseline (`LABELS_HEADER`); with pairwise labels,
+    each rater's agreement (`PAIRWISE_LABELS_HEADER`). None without labels."""
+    report = summary.labels
+    if report is None:
+        return []
+    if report.pairwise:
+        p = report.pairwise
+        return [[LABEL_RATERS[key], a.agreement.describe()]
+                for key, a in (("judge", p.judge), ("majority", p.majority), ("length", p.length))]
+    rows = []
+    for c in report.criteria:
+        for key, a in (("judge", c.judge), ("judge_expected", c.judge_expected), ("majority", c.majority),
+                       ("length", c.length)):
+            rows.append([c.criterion, LABEL_RATERS[key]] + (
+                [rate_with_ci(a.exact, a.exact_ci), rate_with_ci(a.within_one, a.within_one_ci), fmt(a.spearman),
+                 with_ci(a.kappa, a.kappa_ci), str(a.failed)] if a else [f"n/a: {c.expected_problem}", "", "", "", ""]))
+    return rows
+
+
+def _label_lines(summary: EvaluationSummary) -> list[str]:
+    report = summary.labels
+    if report is None:
+        return []
+    lines = [f"{labels_title(report)}:"]
+    for c in report.criteria:
+        lines.append(f"  {c.criterion} ({c.rows} labels): {c.verdict}")
+        for key, a in (("judge", c.judge), ("judge_expected", c.judge_expected), ("majority", c.majority),
+                       ("length", c.length)):
+            lines.append(f"    {LABEL_RATERS[key]}: {agreement_figures(a) if a else f'n/a ({c.expected_problem})'}")
+    if report.pairwise:
+        lines.append(f"  {report.pairwise.verdict}")
+        lines += [f"    {line}" for line in preference_figures(report.pairwise)]
+    return lines
+
+
 def trust_lines(summary: EvaluationSummary) -> list[str]:
     """How far the scores can be trusted, in plain words (CLI, logs)."""
     lines = [f"WARNING {warning}" for warning in summary.warnings] + expected_lines(summary)
@@ -129,6 +172,7 @@ def trust_lines(summary: EvaluationSummary) -> list[str]:
         lines += [f"  {tier.verdict}" for tier in s.tiers]
         if s.judge_calls is not None:
             lines.append(f"  the check asked for {s.judge_calls} verdicts ({s.judge_tokens} tokens not from the cache)")
+    lines += _label_lines(summary)
     if summary.similarity_check:
         c = summary.similarity_check
         lines.append(f"Similarity metric check ({c.embedding_model}): {similarity_check_finding(c)}")

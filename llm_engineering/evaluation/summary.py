@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field, model_validator
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.agreement import JuryAgreement, LengthCorrelation, jury_agreement, length_correlation
 from llm_engineering.evaluation.generation import GenerationStats
+from llm_engineering.evaluation.label_agreement import LabelAgreement
 from llm_engineering.evaluation.pairwise import PairwiseComparison, PairwiseReport
 from llm_engineering.evaluation.rates import bootstrap_ci
 from llm_engineering.evaluation.judge_check import JudgeCheck, TrustChecks
@@ -122,6 +123,7 @@ class EvaluationSummary(BaseModel):
     jury: list[str] = Field(default_factory=list, description="the jury's judges, when several judges scored")
     jury_aggregate: Optional[str] = None
     agreement: list[JuryAgreement] = Field(default_factory=list)
+    labels: Optional[LabelAgreement] = Field(None, description="the first judge's agreement with human labels (--labels)")
     warnings: list[str] = Field(default_factory=list, description="biases the reader must know (self-preference)")
     notes: list[str] = Field(default_factory=list, description="checks that were skipped, and why")
 
@@ -238,10 +240,11 @@ def build_summary(
     rubric: Optional[Rubric] = None,
     judge_models: Optional[list[str]] = None,
     jury_aggregate: Optional[str] = None,
+    labels: Optional[LabelAgreement] = None,
 ) -> EvaluationSummary:
     """Per-model scores per criterion, each model compared with the first (the baseline), the ranking,
-    the jury's agreement, and the trust checks and bias warnings of the run. `judge_models` are the
-    configured judges' models (several: a jury)."""
+    the jury's agreement, and the trust checks, agreement with human `labels` and bias warnings of the
+    run. `judge_models` are the configured judges' models (several: a jury)."""
     from llm_engineering.evaluation.rubric import load_rubric
 
     rubric = rubric or load_rubric("handbook")
@@ -274,6 +277,7 @@ def build_summary(
         jury=jury,
         jury_aggregate=jury_aggregate if jury else None,
         agreement=jury_agreement(evaluations, rubric, len(jury)) if jury else [],
+        labels=labels,
         warnings=self_preference_warnings(judge_models or [], [s.model_id for s in scores], judge_check),
         notes=(checks.notes if checks else []) + ([REFERENCE_GUIDED_CHECK] if judge_check and rubric.reference_guided else []),
     )

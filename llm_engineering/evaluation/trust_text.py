@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Optional
 
 if TYPE_CHECKING:  # only read attributes of these: the cards need no judge code loaded
     from llm_engineering.evaluation.judge_check import JudgeCheck
+    from llm_engineering.evaluation.label_agreement import LabelAgreement, PreferenceAgreement
+    from llm_engineering.evaluation.labels import PointwiseAgreement
     from llm_engineering.evaluation.pairwise import PairwiseComparison
     from llm_engineering.evaluation.similarity import SimilarityCheck
     from llm_engineering.evaluation.summary import EvaluationSummary
@@ -103,6 +105,55 @@ def self_preference_warnings(judge_models: list[str], generators: list[str], che
     return [f"Self-preference: the judge {judge!r} is also a model under evaluation; judges tend to favour answers "
             f"like their own, so its scores of that model are suspect. Use a judge that is not evaluated.{figure}"
             for judge in dict.fromkeys(judge_models) if judge in bases]
+
+
+LABELS_METHOD = ("The first judge scored each labelled answer with the scoring prompt (the row's instruction and reference "
+                 "from this run). Exact and within-one agreement with 95% bootstrap intervals; Spearman's rank correlation; "
+                 "quadratic-weighted Cohen's kappa with a 95% bootstrap interval. A label without a verdict counts as a "
+                 "disagreement. The baselines need no judge: the majority label for every answer, and the length-only rule "
+                 "(longer answers score higher, in the labels' own proportions). The judge is called valid on these labels "
+                 "when the lower bound of its exact agreement's interval lies above the length-only rule's exact agreement.")
+
+PAIRWISE_LABELS_METHOD = ("The first judge compared each labelled pair in both orders (orders that disagree make a tie); "
+                          "agreement with the human preference (A, B or tie) with a 95% Wilson interval. The baselines need "
+                          "no judge: the most common human preference, and the length-only rule (the longer answer preferred). "
+                          "The judge is called valid on these labels when the lower bound of its interval lies above the "
+                          "length-only rule's agreement.")
+
+LABEL_RATERS = {"judge": "judge", "judge_expected": "judge, expected score rounded", "majority": "majority label",
+                "length": "length-only rule"}
+
+
+def label_verdict(figure: str, value: Optional[float], ci: Optional[list[float]], baseline: Optional[float],
+                  valid: bool) -> str:
+    """Whether the judge beats the length-only rule on the labels: `figure` is what is compared (exact agreement...)."""
+    judge = f"its {figure} {rate_with_ci(value, ci)}"
+    rule = f"the length-only rule's {rate_with_ci(baseline, None)}"
+    if valid:
+        return f"valid on these labels: {judge} beats {rule}."
+    return (f"not shown valid on these labels: {judge} does not beat {rule} (the lower bound of its 95% interval "
+            f"must lie above it).")
+
+
+def labels_title(report: LabelAgreement) -> str:
+    """`Agreement with labels (12 pointwise labels; judge j, rubric handbook)`."""
+    return f"Agreement with labels ({report.rows} {report.kind} labels; judge {report.judge_model}, rubric {report.rubric})"
+
+
+def agreement_figures(a: PointwiseAgreement) -> str:
+    """`exact 72% [61%, 81%], within one ..., Spearman 0.61, quadratic kappa 0.55 [0.30, 0.70]`."""
+    kappa = fmt(a.kappa) + (f" [{a.kappa_ci[0]:.2f}, {a.kappa_ci[1]:.2f}]" if a.kappa_ci else "")
+    failed = f", {a.failed} without a verdict" if a.failed else ""
+    return (f"exact {rate_with_ci(a.exact, a.exact_ci)}, within one {rate_with_ci(a.within_one, a.within_one_ci)}, "
+            f"Spearman {fmt(a.spearman)}, quadratic kappa {kappa}{failed}")
+
+
+def preference_figures(p: PreferenceAgreement) -> list[str]:
+    """Pairwise labels: each rater's agreement with the human preferences, and the judge's order disagreement."""
+    return [f"{LABEL_RATERS['judge']}: agreement {p.judge.agreement.describe()}, {p.judge.failed} without a verdict; "
+            f"its two orders disagreed in {p.order_disagreement.describe()}",
+            f"{LABEL_RATERS['majority']}: agreement {p.majority.agreement.describe()}",
+            f"{LABEL_RATERS['length']}: agreement {p.length.agreement.describe()}"]
 
 
 def note_text(note: str) -> str:

@@ -1,3 +1,4 @@
+from steps.evaluating.check_labels import check_labels
 from steps.evaluating.check_trust import check_trust
 from steps.evaluating.compare_pairwise import compare_pairwise
 from steps.evaluating.evaluate_answers import evaluate_answers
@@ -8,7 +9,7 @@ from steps.evaluating.publish_results import publish_results
 from steps.evaluating.summarize import summarize
 
 __all__ = [
-    "check_trust", "compare_pairwise",
+    "check_labels", "check_trust", "compare_pairwise",
     "evaluate_answers", "generate_answers", "load_published_results", "load_test_split", "publish_results",
     "summarize",
 ]

@@ -6,6 +6,7 @@ from zenml import log_metadata, step
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeConfig, JuryConfig
 from llm_engineering.evaluation.generation import GenerationStats
+from llm_engineering.evaluation.label_agreement import LabelAgreement
 from llm_engineering.evaluation.pairwise import PairwiseReport
 from llm_engineering.evaluation.prices import judge_prices
 from llm_engineering.evaluation.report_text import trust_lines
@@ -22,13 +23,15 @@ def summarize(
     checks: Optional[TrustChecks] = None,
     pairwise: Optional[PairwiseReport] = None,
     jury: Optional[JuryConfig] = None,
+    labels: Optional[LabelAgreement] = None,
 ) -> Annotated[EvaluationSummary, col.EVALUATION_SUMMARY]:
     """Aggregate scores per model, compare models, and say how far the scores can be trusted
     (the artifact renders as an HTML report)."""
     # A jury's cost is known when its judges share one price (one model, or one price set).
     prices = {judge_prices(judge) for judge in judges}
     summary = build_summary(evaluations, generation_stats, prices.pop() if len(prices) == 1 else None, checks, pairwise,
-                            judges[0].resolved_rubric(), [judge.model for judge in judges], (jury or JuryConfig()).aggregate)
+                            judges[0].resolved_rubric(), [judge.model for judge in judges], (jury or JuryConfig()).aggregate,
+                            labels)
     log_metadata(
         metadata={
             "ranking": summary.ranking,
@@ -37,6 +40,7 @@ def summarize(
             **({"jury_alpha": {a.criterion: {"alpha": a.alpha, "ci": a.ci} for a in summary.agreement}}
                if summary.agreement else {}),
             **({"judge_check": summary.judge_check.metadata()} if summary.judge_check else {}),
+            **({"label_agreement": summary.labels.metadata()} if summary.labels else {}),
             # Nested: ZenML refuses colons in top-level keys, and a model id may hold one.
             **({"pairwise": {f"{c.model_a} vs {c.model_b}": c.metadata() for c in summary.pairwise}}
                if summary.pairwise else {}),

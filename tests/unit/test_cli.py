@@ -57,6 +57,21 @@ def test_bad_settings_stop_before_any_work(repo_root, tmp_path, parameters, mess
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("text, message", [
+    ('{"id": "q001", "answer": "a", "criterion": "accuracy", "score": 2}\n{"id": "q002", "answer": "b"}\n',
+     "line 2: the columns are neither kind (as pointwise labels, missing ['criterion', 'score']"),
+    ('{"id": "q001", "answer": "a", "criterion": "helpfulness", "score": 2}\n',
+     "line 1: the labels score 'helpfulness', which rubric 'handbook' lacks (its criteria: accuracy, style)"),
+], ids=["bad-line", "criterion-not-in-rubric"])
+def test_bad_labels_stop_before_any_work_with_the_file_and_the_line(repo_root, tmp_path, text, message):
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(text)
+    result = run_cli(repo_root, "evaluate", "--labels", str(labels), "--limit", "2")
+    assert result.returncode == 1
+    assert f"{labels}, {message}" in result.stderr
+    assert "Traceback" not in result.stderr and "Initiating a new run" not in result.stdout + result.stderr
+
+
 def test_unknown_model_stops_before_any_work(repo_root):
     result = run_cli(repo_root, "--run-evaluation", "--model", "no such model")
     assert result.returncode == 1
@@ -134,6 +149,9 @@ def test_legacy_flags_dispatch_to_the_same_work_as_the_commands(cli, args, expec
         (["rescore"], {"mode": "rescore"}),
         (["rescore", "--only-failed", "--no-cache"], {"mode": "rescore", "only_failed": True, "no_cache": True}),
         (["rescore", "--from-hub", "me/a", "--from-hub", "me/b"], {"mode": "rescore", "from_hub": ("me/a", "me/b")}),
+        (["evaluate", "--labels", "l.jsonl", "--rubric", "helpfulness"],
+         {"mode": "evaluate", "labels": "l.jsonl", "rubric": "helpfulness"}),
+        (["rescore", "--labels", "l.csv"], {"mode": "rescore", "labels": "l.csv"}),
         (["publish", "--config", "c.yaml"], {"mode": "publish", "config_path": Path("c.yaml")}),
         (["snapshot", "snap", "--limit", "3"], {"mode": "snapshot", "snapshot": "snap", "limit": 3}),
     ],

@@ -1,0 +1,254 @@
+"""The `label_agreement` artifact: how far the judge agrees with human labels, against baselines that need no judge.
+
+Pure bookkeeping over plain data: the judge's verdicts on the labelled answers come in (see `label_check`),
+the report goes out. Per criterion of pointwise labels, the judge's integer scores and its expected scores
+rounded to the nearest level are compared with the human scores, as are two baselines: the majority label
+and the length-only rule. Pairwise labels compare the judge's preference (both orders combined) with the
+human one, beside the majority preference and the longer answer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any, Optional, Sequence, Union
+
+from pydantic import BaseModel, Field
+
+from llm_engineering.evaluation.labels import (
+    PREFERENCES,
+    Kind,
+    Labels,
+    LabelsError,
+    PairwiseAgreement,
+    PointwiseAgreement,
+    agreement,
+    length_baseline,
+    longer_preferred,
+    majority_baseline,
+    pairwise_agreement,
+    valid_against_baseline,
+)
+from llm_engineering.evaluation.pairwise import orders_disagree, points_for_first_model
+from llm_engineering.evaluation.rates import BOOTSTRAP_SAMPLES, Rate, rate
+from llm_engineering.evaluation.rubric import Rubric
+from llm_engineering.evaluation.trust_text import label_verdict
+
+class LabelledVerdict(BaseModel):
+    """One label beside the judge's verdict on the same answer (or pair)."""
+
+    id: str
+    criterion: Optional[str] = Field(None, description="pointwise labels only")
+    human: Union[int, str] = Field(description="the human's score, or preference A, B or tie")
+    judge: Union[int, str, None] = Field(description="the judge's score or combined preference; None: no verdict")
+    expected: Optional[float] = Field(None, description="the judge's expected score (pointwise, with logprobs)")
+    error: Optional[str] = None
+
+
+class CriterionAgreement(BaseModel):
+    """Pointwise labels of one criterion: the judge's agreement with them, and the baselines'."""
+
+    criterion: str
+    scale: list[int]
+    rows: int
+    judge: PointwiseAgreement = Field(description="the judge's integer scores")
+    judge_expected: Optional[PointwiseAgreement] = Field(
+        None, description="the judge's expected scores rounded to the nearest level (None: see expected_problem)")
+    expected_problem: Optional[str] = None
+    majority: PointwiseAgreement = Field(description="the most common human score, given to every answer")
+    length: PointwiseAgreement = Field(description="the length-only rule: longer answers score higher")
+    valid: bool = Field(description="the lower bound of the judge's exact agreement beats the length-only rule's")
+    verdict: str
+
+
+class PreferenceAgreement(BaseModel):
+    """Pairwise labels: the judge's preferences against the human ones, and the baselines'."""
+
+    rows: int
+    judge: PairwiseAgreement = Field(description="each pair judged in both orders; orders that disagree make a tie")
+    order_disagreement: Rate = Field(description="pairs judged in both orders whose two verdicts disagreed")
+    majority: PairwiseAgreement = Field(description="the most common human preference, for every pair")
+    length: PairwiseAgreement = Field(description="the longer answer preferred (a tie when both are as long)")
+    valid: bool = Field(description="the lower bound of the judge's agreement beats the longer answer's")
+    verdict: str
+
+
+class LabelAgreement(BaseModel):
+    """The `label_agreement` artifact: the first judge against the human labels of `--labels`."""
+
+    kind: Kind
+    judge_model: str
+    rubric: str
+    rows: int = Field(description="labels in the file")
+    criteria: list[CriterionAgreement] = Field(default_factory=list, description="pointwise: one per criterion")
+    pairwise: Optional[PreferenceAgreement] = None
+    judge_calls: Optional[int] = Field(None, description="verdicts asked for, cached ones included")
+    judge_tokens: Optional[int] = Field(None, description="prompt + completion tokens of the calls not served by the cache")
+    details: list[LabelledVerdict] = Field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        """Valid on every criterion (pointwise) or on the preferences (pairwise)."""
+        parts = [c.valid for c in self.criteria] + ([self.pairwise.valid] if self.pairwise else [])
+        return bool(parts) and all(parts)
+
+    def metadata(self) -> dict[str, Any]:
+        """The figures as ZenML metadata (logged by the labels step and by the summary)."""
+        def figures(a: PointwiseAgreement) -> dict[str, Any]:
+            return {"exact": a.exact, "exact_ci": a.exact_ci, "within_one": a.within_one, "spearman": a.spearman,
+                    "kappa": a.kappa, "kappa_ci": a.kappa_ci, "failed": a.failed}
+
+        data: dict[str, Any] = {"judge": self.judge_model, "rubric": self.rubric, "kind": self.kind, "rows": self.rows,
+                                "valid": self.valid, "judge_calls": self.judge_calls, "judge_tokens": self.judge_tokens}
+        if self.criteria:
+            data["criteria"] = {}
+        for c in self.criteria:
+            data["criteria"][c.criterion] = {"valid": c.valid, "verdict": c.verdict, "rows": c.rows, "judge": figures(c.judge),
+                                 "judge_expected": figures(c.judge_expected) if c.judge_expected else c.expected_problem,
+                                 "majority": figures(c.majority), "length": figures(c.length)}
+        if self.pairwise:
+            p = self.pairwise
+            data["pairwise"] = {"valid": p.valid, "verdict": p.verdict, "agreement": p.judge.agreement.rate,
+                                "agreement_ci": p.judge.agreement.ci, "failed": p.judge.failed,
+                                "order_disagreement": p.order_disagreement.rate,
+                                "majority": p.majority.agreement.rate, "length": p.length.agreement.rate}
+        return data
+
+
+def _where(labels: Labels, index: int) -> str:
+    """`labels.jsonl, line 4`, or the label's position and id when the labels came inline."""
+    if labels.source is not None and index < len(labels.lines):
+        return f"{labels.source}, line {labels.lines[index]}"
+    return f"label {index + 1} (id {labels.rows[index].id})"
+
+
+def check_labels_fit(labels: Labels, rubric: Rubric) -> None:
+    """Pointwise labels must score the rubric's criteria, on their scales; the error names the label and the fix."""
+    if labels.kind != "pointwise":
+        return
+    for index, row in enumerate(labels.rows):
+        if row.criterion not in rubric.names:
+            missing = sorted({r.criterion for r in labels.rows} - set(rubric.names))
+            raise LabelsError(
+                f"{_where(labels, index)}: the labels score {', '.join(map(repr, missing))}, which rubric {rubric.name!r} "
+                f"lacks (its criteria: {', '.join(rubric.names)}); label those criteria, or judge with a rubric that "
+                f"has them (judge.rubric, --rubric)")
+        values = rubric.criterion(row.criterion).values
+        if row.score not in values:
+            raise LabelsError(f"{_where(labels, index)}: {row.criterion} score {row.score} is off the scale of rubric "
+                              f"{rubric.name!r} ({values[0]}..{values[-1]}); give a score on that scale")
+
+
+def nearest_level(expected: Optional[float], values: Sequence[int]) -> Optional[int]:
+    """The scale level nearest an expected score, a half rounded up (2.5 -> 3); None stays None."""
+    if expected is None:
+        return None
+    return min(max(math.floor(expected + 0.5), values[0]), values[-1])
+
+
+def criterion_agreement(
+    criterion: str, values: Sequence[int], human: list[int], judge: list[Optional[int]], lengths: list[int],
+    expected: Optional[list[Optional[float]]] = None, expected_problem: Optional[str] = None,
+    samples: int = BOOTSTRAP_SAMPLES, seed: int = 0,
+) -> CriterionAgreement:
+    """One criterion's report. The expected scores, rounded, are compared only where every answer the judge
+    scored has one (else `expected_problem` says why); a label without a verdict counts as a disagreement.
+
+    Valid: the lower bound of the judge's exact agreement (95% bootstrap) lies above the length-only rule's
+    exact agreement. Exact agreement, not kappa: the rule is built to match the labels' score proportions,
+    and the share of answers given the human's score is the figure both can be held to.
+    """
+    judged = agreement(judge, human, values, samples, seed)
+    scored = [i for i, score in enumerate(judge) if score is not None]
+    rounded = None
+    if expected is not None and scored and all(expected[i] is not None for i in scored):
+        rounded = agreement([nearest_level(e, values) if j is not None else None for e, j in zip(expected, judge)],
+                            human, values, samples, seed)
+        expected_problem = None
+    elif not scored:
+        expected_problem = "no labelled answer has a verdict"
+    else:
+        expected_problem = expected_problem or "some verdicts have no expected score"
+    length = agreement(length_baseline(lengths, human, values), human, values, samples, seed)
+    valid = valid_against_baseline(judged.exact_ci, length.exact)
+    return CriterionAgreement(
+        criterion=criterion, scale=list(values), rows=len(human), judge=judged, judge_expected=rounded,
+        expected_problem=expected_problem, majority=agreement(majority_baseline(human), human, values, samples, seed),
+        length=length, valid=valid, verdict=label_verdict("exact agreement", judged.exact, judged.exact_ci, length.exact, valid),
+    )
+
+
+def combined_preference(in_order: Optional[str], swapped: Optional[str]) -> Optional[str]:
+    """The judge's preference from both orders (`swapped` judged the pair as B, A): A or B when its points lean
+    that way, a tie when they are even (two orders that disagree outright); None without both verdicts."""
+    if in_order is None or swapped is None:
+        return None
+    points = points_for_first_model(in_order, swapped)  # answer A's: first in one order, second in the other
+    return "A" if points > 0.5 else "B" if points < 0.5 else "tie"
+
+
+def majority_preference(human: list[str]) -> list[str]:
+    """The most common human preference for every pair; a tie between counts goes to the first of A, B, tie."""
+    counts = Counter(human)
+    top = max(PREFERENCES, key=lambda p: counts[p])
+    return [top] * len(human)
+
+
+def preference_agreement(
+    human: list[str], in_order: list[Optional[str]], swapped: list[Optional[str]], length_a: list[int], length_b: list[int]
+) -> PreferenceAgreement:
+    """The pairwise report. Valid: the lower bound of the judge's agreement (95% Wilson) lies above the
+    agreement of the longer answer."""
+    judge = [combined_preference(a, b) for a, b in zip(in_order, swapped)]
+    judged = pairwise_agreement(judge, human)
+    both = [(a, b) for a, b in zip(in_order, swapped) if a is not None and b is not None]
+    length = pairwise_agreement(longer_preferred(length_a, length_b), human)
+    valid = valid_against_baseline(judged.agreement.ci, length.agreement.rate)
+    return PreferenceAgreement(
+        rows=len(human), judge=judged, order_disagreement=rate(sum(orders_disagree(a, b) for a, b in both), len(both)),
+        majority=pairwise_agreement(majority_preference(human), human), length=length, valid=valid,
+        verdict=label_verdict("agreement", judged.agreement.rate, judged.agreement.ci, length.agreement.rate, valid),
+    )
+
+
+def pointwise_report(
+    labels: Labels, rubric: Rubric, judge_id: str, scores: list[Optional[int]], expected: list[Optional[float]],
+    errors: Optional[list[Optional[str]]] = None, expected_problem: Optional[str] = None,
+    samples: int = BOOTSTRAP_SAMPLES, seed: int = 0,
+) -> LabelAgreement:
+    """The report of pointwise labels: `scores[i]` and `expected[i]` are the judge's on label i's answer and criterion.
+
+    One `CriterionAgreement` per criterion the labels score, in the rubric's order.
+    """
+    check_labels_fit(labels, rubric)
+    if not len(scores) == len(expected) == len(labels.rows):
+        raise ValueError(f"{len(scores)} scores and {len(expected)} expected scores for {len(labels.rows)} labels")
+    errors = errors or [None] * len(labels.rows)
+    criteria = []
+    for name in [n for n in rubric.names if any(r.criterion == n for r in labels.rows)]:
+        picked = [i for i, r in enumerate(labels.rows) if r.criterion == name]
+        criteria.append(criterion_agreement(
+            name, rubric.criterion(name).values, [labels.rows[i].score for i in picked], [scores[i] for i in picked],
+            [len(labels.rows[i].answer) for i in picked], [expected[i] for i in picked], expected_problem, samples, seed))
+    details = [LabelledVerdict(id=r.id, criterion=r.criterion, human=r.score, judge=s, expected=e, error=x)
+               for r, s, e, x in zip(labels.rows, scores, expected, errors)]
+    return LabelAgreement(kind="pointwise", judge_model=judge_id, rubric=rubric.name, rows=len(labels.rows),
+                          criteria=criteria, details=details)
+
+
+def pairwise_report(
+    labels: Labels, rubric: Rubric, judge_id: str, in_order: list[Optional[str]], swapped: list[Optional[str]],
+    errors: Optional[list[Optional[str]]] = None,
+) -> LabelAgreement:
+    """The report of pairwise labels: `in_order[i]` judged label i's pair as (answer_a, answer_b), `swapped[i]` as
+    (answer_b, answer_a), each naming the position it preferred."""
+    if not len(in_order) == len(swapped) == len(labels.rows):
+        raise ValueError(f"{len(in_order)} and {len(swapped)} verdicts for {len(labels.rows)} labels")
+    rows = labels.rows
+    report = preference_agreement([r.preferred for r in rows], in_order, swapped,
+                                  [len(r.answer_a) for r in rows], [len(r.answer_b) for r in rows])
+    errors = errors or [None] * len(rows)
+    details = [LabelledVerdict(id=r.id, human=r.preferred, judge=combined_preference(a, b), error=x)
+               for r, a, b, x in zip(rows, in_order, swapped, errors)]
+    return LabelAgreement(kind="pairwise", judge_model=judge_id, rubric=rubric.name, rows=len(rows), pairwise=report,
+                          details=details)

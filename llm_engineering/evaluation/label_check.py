@@ -1,0 +1,98 @@
+"""Asking the judge about exactly the labelled answers, so its verdicts can be set beside the human labels.
+
+Pointwise labels are scored as the run's answers are (`scoring.score_answers`, the rubric's prompt with the
+row's instruction and reference, found by the label's id); pairwise labels are compared as models' answers
+are (`pairwise.pairwise_messages`, in both orders). Both go through `ask_judge`, with the judge cache, so a
+repeated run asks nothing. The report itself is `label_agreement`'s.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Optional
+
+from datasets import Dataset
+
+from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.judge_cache import JudgeCache
+from llm_engineering.evaluation.judge_transport import JudgeBackend, ask_judge
+from llm_engineering.evaluation.label_agreement import LabelAgreement, check_labels_fit, pairwise_report, pointwise_report
+from llm_engineering.evaluation.labels import Labels, LabelsError
+from llm_engineering.evaluation.pairwise import pairwise_messages, pairwise_schema, parse_pairwise
+from llm_engineering.evaluation.rubric import Rubric
+from llm_engineering.evaluation.scoring import score_answers
+
+logger = logging.getLogger(__name__)
+LABELLED = "labels"  # the model id of the labelled answers, as the scoring step sees them
+
+
+def _row_of_each_label(rows: Dataset, labels: Labels) -> list[int]:
+    """The run's row of each label, by id; labels naming ids the run lacks are an error naming them."""
+    position = {str(row_id): k for k, row_id in enumerate(rows[col.ID])}
+    unknown = list(dict.fromkeys(r.id for r in labels.rows if r.id not in position))
+    if unknown:
+        shown = ", ".join(map(repr, unknown[:10])) + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
+        known = ", ".join(map(repr, list(position)[:5]))
+        raise LabelsError(f"labels name {len(unknown)} id(s) that are not rows of this run: {shown}. Label rows of the "
+                          f"run's test split (its ids: {known}...), or run on the rows they name (check --limit and "
+                          f"--dataset)")
+    return [position[r.id] for r in labels.rows]
+
+
+def _pointwise(rows: Dataset, labels: Labels, at: list[int], judge: JudgeBackend, rubric: Rubric,
+               cache: Optional[JudgeCache]) -> LabelAgreement:
+    # One verdict scores every criterion: each labelled answer is judged once, however many criteria it has.
+    answers = list(dict.fromkeys((at[i], r.answer) for i, r in enumerate(labels.rows)))
+    ids, instructions = rows[col.ID], rows[col.INSTRUCTION]
+    data = {col.ID: [str(ids[k]) for k, _ in answers], col.INSTRUCTION: [instructions[k] for k, _ in answers],
+            col.ANSWER: [answer for _, answer in answers], col.MODEL_ID: [LABELLED] * len(answers)}
+    if col.REFERENCE in rows.column_names:
+        references = rows[col.REFERENCE]
+        data[col.REFERENCE] = [references[k] for k, _ in answers]
+    scored = score_answers(Dataset.from_dict(data), [judge], rubric, cache).to_list()
+    verdict = {key: row for key, row in zip(answers, scored)}
+    picked = [verdict[(at[i], r.answer)] for i, r in enumerate(labels.rows)]
+    problems = [v[col.EXPECTED_PROBLEM] for v in picked if v[col.EXPECTED_PROBLEM]]
+    report = pointwise_report(
+        labels, rubric, judge.judge_id, [v[col.score(r.criterion)] for v, r in zip(picked, labels.rows)],
+        [v[col.expected(r.criterion)] for v, r in zip(picked, labels.rows)], [v[col.JUDGE_ERROR] for v in picked],
+        expected_problem=problems[0] if problems else None)
+    fresh = [v for v in scored if not v[col.JUDGE_CACHED]]
+    tokens = sum((v[col.JUDGE_PROMPT_TOKENS] or 0) + (v[col.JUDGE_COMPLETION_TOKENS] or 0) for v in fresh)
+    return report.model_copy(update={"judge_calls": len(scored), "judge_tokens": tokens})
+
+
+def _pairwise(rows: Dataset, labels: Labels, at: list[int], judge: JudgeBackend, rubric: Rubric,
+              cache: Optional[JudgeCache], max_analysis_chars: int) -> LabelAgreement:
+    references = rows[col.REFERENCE] if col.REFERENCE in rows.column_names else [None] * len(rows)
+    instructions = rows[col.INSTRUCTION]
+    conversations = []
+    for k, r in zip(at, labels.rows):
+        conversations += [pairwise_messages(rubric, instructions[k], r.answer_a, r.answer_b, references[k]),
+                          pairwise_messages(rubric, instructions[k], r.answer_b, r.answer_a, references[k])]
+    replies = ask_judge(judge, conversations, cache, lambda text: parse_pairwise(text)[0] is not None,
+                        pairwise_schema(max_analysis_chars))
+    winners = [parse_pairwise(r.text) if r.text is not None else (None, r.error) for r in replies]
+    report = pairwise_report(labels, rubric, judge.judge_id, [w for w, _ in winners[0::2]], [w for w, _ in winners[1::2]],
+                             [a[1] or b[1] for a, b in zip(winners[0::2], winners[1::2])])
+    tokens = sum(r.prompt_tokens + r.completion_tokens for r in replies if not r.cached)
+    return report.model_copy(update={"judge_calls": len(replies), "judge_tokens": tokens})
+
+
+def judge_labels(rows: Dataset, labels: Labels, judge: JudgeBackend, rubric: Rubric, cache: Optional[JudgeCache],
+                 max_analysis_chars: int = 300) -> LabelAgreement:
+    """The judge's verdicts on exactly the labelled answers, beside the labels and the baselines.
+
+    `rows` are the run's rows (any model's answers: they carry each id's instruction and reference).
+    """
+    check_labels_fit(labels, rubric)
+    at = _row_of_each_label(rows, labels)
+    if labels.kind == "pointwise":
+        report = _pointwise(rows, labels, at, judge, rubric, cache)
+    else:
+        report = _pairwise(rows, labels, at, judge, rubric, cache, max_analysis_chars)
+    for c in report.criteria:
+        logger.info("Labels, %s: %s", c.criterion, c.verdict)
+    if report.pairwise:
+        logger.info("Labels: %s", report.pairwise.verdict)
+    return report

@@ -1,0 +1,27 @@
+from typing import Annotated
+
+from datasets import Dataset
+from zenml import log_metadata, step
+
+from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.config import EngineConfig, JudgeConfig
+from llm_engineering.evaluation.label_agreement import LabelAgreement
+from llm_engineering.evaluation.label_check import judge_labels
+from llm_engineering.evaluation.labels import Labels
+from llm_engineering.infrastructure.judge_backends import build_judge, open_cache
+from llm_engineering.settings import get_settings
+from steps.evaluating.engine_pool import ENGINE_POOL
+
+
+@step
+def check_labels(
+    rows: Dataset, labels: Labels, judge: JudgeConfig, engine: EngineConfig
+) -> Annotated[LabelAgreement, col.LABEL_AGREEMENT]:
+    """How far the judge agrees with human labels: it scores exactly the labelled answers, each with its
+    row's instruction and reference (`rows`: any model's answers), beside the labels and the baselines."""
+    settings = get_settings()
+    with open_cache(judge, settings) as cache:
+        report = judge_labels(rows, labels, build_judge(judge, engine, settings, ENGINE_POOL), judge.resolved_rubric(),
+                              cache, judge.max_analysis_chars)
+    log_metadata(metadata={"label_agreement": report.metadata()})
+    return report

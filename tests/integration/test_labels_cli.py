@@ -1,0 +1,75 @@
+"""Agreement with labels, end to end through the CLI, with the real bundled model as generator and judge."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.check_tiers import truncated
+from llm_engineering.evaluation.config import DatasetConfig
+from llm_engineering.evaluation.dataset import read_test_split
+from llm_engineering.infrastructure.zenml_runs import step_output
+
+pytestmark = pytest.mark.slow
+ROWS = 4
+
+
+def constructed_labels() -> list[dict]:
+    """Constructed labels, not human ones: the judge report card's tiers on the embedded split's first rows, each
+    scored as it is by construction. Per row: its reference answer 3, the reference cut to its first third 2,
+    the next row's reference (off its question) 1; all on accuracy."""
+    rows = read_test_split(DatasetConfig(limit=ROWS))
+    references = rows[col.REFERENCE]
+    labels = []
+    for k, (row_id, reference) in enumerate(zip(rows[col.ID], references)):
+        labels += [{"id": row_id, "answer": reference, "criterion": "accuracy", "score": 3},
+                   {"id": row_id, "answer": truncated(reference), "criterion": "accuracy", "score": 2},
+                   {"id": row_id, "answer": references[(k + 1) % ROWS], "criterion": "accuracy", "score": 1}]
+    return labels
+
+
+def test_labels_given_to_evaluate_are_judged_and_their_agreement_reported(repo_root, tmp_path):
+    from zenml.client import Client
+
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps(label) + "\n" for label in constructed_labels()))
+    config = tmp_path / "run.yaml"
+    config.write_text(yaml.safe_dump({"parameters": {
+        "sampling": {"max_tokens": 24}, "judge": {"max_tokens": 200}, "judge_check": {"rows": 2},
+    }}))
+    result = subprocess.run([sys.executable, "tools/run.py", "evaluate", "--config", str(config), "--limit", str(ROWS),
+                             "--labels", str(labels)], cwd=repo_root, capture_output=True, text=True, timeout=1800)
+    assert result.returncode == 0, result.stderr[-3000:]
+    report_path = next(line for line in result.stdout.splitlines() if line.startswith("JSON report:")).split(":", 1)[1]
+    report = json.loads(open(report_path.strip()).read())
+
+    agreement = report["labels"]
+    assert (agreement["kind"], agreement["rows"], agreement["rubric"]) == ("pointwise", 12, "handbook")
+    # Twelve distinct answers (no answer is labelled twice under one id): twelve verdicts, none from an earlier run.
+    assert agreement["judge_calls"] == 12 and agreement["judge_tokens"] > 0
+    (accuracy,) = agreement["criteria"]
+    assert (accuracy["criterion"], accuracy["rows"], accuracy["scale"]) == ("accuracy", 12, [1, 2, 3])
+    details = agreement["details"]
+    assert [d["human"] for d in details] == [3, 2, 1] * ROWS
+    assert all(d["judge"] in (1, 2, 3) for d in details if d["error"] is None)
+    assert accuracy["judge"]["failed"] == sum(d["judge"] is None for d in details)
+    # Each score is given four times: the majority rule gives every answer the lowest, 1, and is right on 4 of 12.
+    assert (accuracy["majority"]["exact"], accuracy["majority"]["kappa"]) == (0.3333, 0.0)
+    for rater in ("judge", "majority", "length"):
+        figures = accuracy[rater]
+        assert figures["rows"] == 12 and 0 <= figures["exact"] <= figures["within_one"] <= 1
+        assert figures["kappa"] is None or -1 <= figures["kappa"] <= 1
+    assert accuracy["length"]["failed"] == 0 and accuracy["length"]["exact_ci"] is not None
+    # Expected scores from the judge's logprobs, rounded, or the reason there are none.
+    assert (accuracy["judge_expected"] is None) == (accuracy["expected_problem"] is not None)
+    assert accuracy["valid"] is (accuracy["judge"]["exact_ci"][0] > accuracy["length"]["exact"])
+    assert accuracy["verdict"].startswith("valid on these labels" if accuracy["valid"] else "not shown valid")
+
+    # The CLI says it in words; the run's own artifact and metadata hold the same report.
+    assert f"  accuracy (12 labels): {accuracy['verdict']}" in result.stdout
+    run = Client().get_pipeline_run(report["run"])
+    assert step_output(run, "check_labels", col.LABEL_AGREEMENT).model_dump() == agreement
+    assert run.steps["check_labels"].run_metadata["label_agreement"]["criteria"]["accuracy"]["verdict"] == accuracy["verdict"]
