@@ -133,7 +133,9 @@ class PairwiseComparison(BaseModel):
     order_disagreement: Rate = Field(description="judged pairs whose two orders named different winners")
     position_a_preferred: Rate = Field(description="decisive verdicts that chose the answer shown first")
     tie_broken_win_rate: Optional[float] = Field(
-        None, description="win rate with ties broken by the answers' expected scores from scoring (None: not all could be)")
+        None, description="win rate over the judged pairs whose ties the answers' expected scores from scoring break "
+        "(a pair without both expected scores is left out unless it was decisive)")
+    tie_broken_pairs: int = Field(0, description="pairs the tie-broken win rate is over")
     longer_wins: Optional[Rate] = Field(None, description="decisive pairs of unequal length won by the longer answer")
     length_controlled_win_rate: Optional[float] = Field(
         None, description="win rate at equal length: logistic regression of the points on the length difference "
@@ -177,8 +179,9 @@ def tally(model_a: str, model_b: str, judge_id: str, rows: list[PairwiseRow]) ->
         win_rate_ci=bootstrap_ci(points),
         order_disagreement=rate(sum(orders_disagree(r.in_order, r.swapped) for r in judged), len(judged)),
         position_a_preferred=rate(decisive.count("A"), len(decisive)),
-        tie_broken_win_rate=(round(sum(p for p in broken) / len(broken), 4)
-                             if judged and None not in (broken := [r.tie_broken_points for r in judged]) else None),
+        tie_broken_win_rate=(round(sum(broken) / len(broken), 4)
+                             if (broken := [p for r in judged if (p := r.tie_broken_points) is not None]) else None),
+        tie_broken_pairs=len(broken),
         longer_wins=longer_answer_wins(*lengths) if measured else None,
         length_controlled_win_rate=length_controlled_win_rate(*lengths) if measured else None,
         details=rows,

@@ -75,7 +75,8 @@ def pairwise_finding(comparison: PairwiseComparison) -> str:
     c = comparison
     length = (f"; the longer answer won {c.longer_wins.describe()} of decisive pairs, length-controlled win rate "
               f"{rate_with_ci(c.length_controlled_win_rate, None)}" if c.longer_wins is not None else "")
-    tie_broken = (f" ({rate_with_ci(c.tie_broken_win_rate, None)} with ties broken by expected scores)"
+    tie_broken = (f" ({rate_with_ci(c.tie_broken_win_rate, None)} over {c.tie_broken_pairs} pairs with ties broken by "
+                  f"expected scores)"
                   if c.tie_broken_win_rate is not None else "")
     return (f"win rate {rate_with_ci(c.win_rate, c.win_rate_ci)}{tie_broken}; wins {c.wins.describe()}, ties "
             f"{c.ties.describe()}, losses {c.losses.describe()}, failed {c.failed.describe()}; "

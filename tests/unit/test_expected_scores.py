@@ -215,5 +215,8 @@ def test_pairwise_ties_are_broken_by_the_answers_expected_scores():
     assert comparison.win_rate == 0.6667 and comparison.tie_broken_win_rate == 0.6667
     rows[2] = rows[2].model_copy(update={"expected_b": 0.9})
     assert tally("a", "b", "j", rows).tie_broken_win_rate == 1.0
-    rows[0] = rows[0].model_copy(update={"expected_b": None})
+    rows[0] = rows[0].model_copy(update={"expected_b": None})  # a tie that cannot be broken is left out
+    left = tally("a", "b", "j", rows)
+    assert (left.tie_broken_win_rate, left.tie_broken_pairs) == (1.0, 2)
+    rows = [rows[0]]
     assert tally("a", "b", "j", rows).tie_broken_win_rate is None
