@@ -113,3 +113,16 @@ def test_judge_usage_counts_fresh_calls_and_prices_known_models():
     assert judge_prices(JudgeConfig()) is None  # a local judge costs nothing per token
     assert judge_prices(JudgeConfig(backend="openai", model="x", base_url="http://h/v1",
                                     price_per_million_input=1.0)) == (1.0, 0.0)
+
+
+def test_a_summary_stored_before_rubrics_loads_with_its_scores_as_criteria():
+    from llm_engineering.evaluation.summary import ModelScores
+
+    stored = {"model_id": "m", "rows": 2, "scored": 2, "failed": 0, "failure_rate": 0.0, "accuracy_mean": 2.5,
+              "style_mean": 1.5, "accuracy_ci": [2.0, 3.0], "style_ci": None, "accuracy_counts": {"1": 0, "2": 1, "3": 1},
+              "style_counts": {"1": 1, "2": 1, "3": 0}, "mean_completion_tokens": 10.0, "truncated": 0,
+              "judge_usage": {"calls": 2, "cached": 0, "prompt_tokens": 5, "completion_tokens": 5}}
+    scores = ModelScores.model_validate(stored)
+    assert [c.name for c in scores.criteria] == ["accuracy", "style"]
+    assert (scores.criterion("accuracy").mean, scores.criterion("accuracy").ci) == (2.5, [2.0, 3.0])
+    assert scores.criterion("style").counts == {"1": 1, "2": 1, "3": 0}
