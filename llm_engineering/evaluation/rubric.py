@@ -142,6 +142,13 @@ def _validate(data: Any, where: str) -> Rubric:
         raise RubricError(f"{where}: {problems}") from None
 
 
+@lru_cache(maxsize=None)
+def _shipped(name: str) -> Rubric:
+    """A shipped rubric, read once per process (backends ask for theirs at every call)."""
+    text = (resources.files("llm_engineering.evaluation") / "data" / "rubrics" / f"{name}.yaml").read_text()
+    return _validate(yaml.safe_load(text), f"shipped rubric {name!r}")
+
+
 def load_rubric(spec: "str | dict[str, Any] | Rubric") -> Rubric:
     """A shipped rubric by name, a YAML file by path, or an inline mapping -> a validated `Rubric`."""
     if isinstance(spec, Rubric):
@@ -149,8 +156,7 @@ def load_rubric(spec: "str | dict[str, Any] | Rubric") -> Rubric:
     if isinstance(spec, dict):
         return _validate(spec, "inline rubric")
     if spec in shipped_rubrics():
-        text = (resources.files("llm_engineering.evaluation") / "data" / "rubrics" / f"{spec}.yaml").read_text()
-        return _validate(yaml.safe_load(text), f"shipped rubric {spec!r}")
+        return _shipped(spec)
     path = Path(spec).expanduser()
     if not path.is_file():
         raise RubricError(f"rubric {spec!r} is neither a shipped rubric {shipped_rubrics()} nor an existing YAML file; "
