@@ -168,9 +168,6 @@ def load_rubric(spec: "str | dict[str, Any] | Rubric") -> Rubric:
     return _validate(data, f"rubric file {path}")
 
 
-Score = Annotated[int, Field(ge=0)]
-
-
 @lru_cache(maxsize=32)
 def _verdict_model(rubric_json: str) -> type[BaseModel]:
     rubric = Rubric.model_validate_json(rubric_json)
