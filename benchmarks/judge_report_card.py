@@ -2,11 +2,13 @@
 and the wall time of a run's judge stages (scoring the split's answers, then the check).
 
     .venv/bin/python benchmarks/judge_report_card.py [--judge smollm2-135m --judge qwen2.5-coder-1.5b]
-        [--rubric handbook] [--dtype auto|bfloat16] [--rows 20]
+        [--rubric handbook] [--dtype auto|bfloat16] [--rows 20] [--label-rows 10]
 
 Each judge runs in this process, one engine after the other (the pool releases the previous one), with
 the judge cache off. The answers scored are the references of the split (48 rows), so no generation
-engine is needed. Prints a markdown table and one JSON line per judge.
+engine is needed. With the engine still loaded, the judge then scores constructed labels (`check_tiers.constructed_labels`
+on the split's first `--label-rows` rows: reference 3, truncated 2, another row's reference 1): agreement, kappa and
+the two baselines. Prints markdown tables and one JSON line per judge.
 """
 
 from __future__ import annotations
@@ -27,11 +29,14 @@ def _cpu_flags() -> str:
     return ", ".join(f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f" {f}" in flags) or "unknown"
 
 
-def _measure(model: str, rubric: str, dtype: str, rows: int) -> dict:
+def _measure(model: str, rubric: str, dtype: str, rows: int, label_rows: int) -> dict:
+    from llm_engineering.evaluation import check_tiers
     from llm_engineering.evaluation import columns as col
     from llm_engineering.evaluation.config import DatasetConfig, EngineConfig, JudgeConfig
     from llm_engineering.evaluation.dataset import read_test_split
     from llm_engineering.evaluation.judge_check import run_judge_check
+    from llm_engineering.evaluation.label_check import judge_labels
+    from llm_engineering.evaluation.labels import Labels
     from llm_engineering.evaluation.scoring import score_answers
     from llm_engineering.evaluation.similarity import get_embedder
     from llm_engineering.infrastructure.judge_backends import build_judge
@@ -39,47 +44,69 @@ def _measure(model: str, rubric: str, dtype: str, rows: int) -> dict:
     from llm_engineering.settings import get_settings
 
     config = JudgeConfig(model=model, rubric=rubric, cache=False)
+    rubric_ = config.resolved_rubric()
     split = read_test_split(DatasetConfig())
     answers = split.add_column(col.ANSWER, split[col.REFERENCE]).add_column(col.MODEL_ID, ["reference"] * len(split))
+    result: dict = {"judge": model, "rubric": rubric, "dtype": dtype, "cpu": _cpu_flags()}
     pool = EnginePool()
     try:
         judge = build_judge(config, EngineConfig(dtype=dtype), get_settings(), pool)
         started = time.perf_counter()
         pool.get(judge._model_path, EngineConfig(dtype=dtype))  # engine start, timed apart
-        start_s = time.perf_counter() - started
-        started = time.perf_counter()
-        evaluations = score_answers(answers, [judge], config.resolved_rubric())
-        scoring_s = time.perf_counter() - started
-        started = time.perf_counter()
-        check = run_judge_check(split, judge, config.resolved_rubric(), None, rows, 0.7, tiers=["same_topic", "truncated",
-                                "corrupted"], embedder=get_embedder())
-        check_s = time.perf_counter() - started
+        result["engine_start_s"] = round(time.perf_counter() - started, 1)
+        if rows:
+            started = time.perf_counter()
+            evaluations = score_answers(answers, [judge], rubric_)
+            result["scoring_s"] = round(time.perf_counter() - started, 1)
+            result["valid_verdicts"] = f"{sum(e is None for e in evaluations[col.JUDGE_ERROR])}/{len(answers)}"
+            started = time.perf_counter()
+            check = run_judge_check(split, judge, rubric_, None, rows, 0.7, tiers=["same_topic", "truncated", "corrupted"],
+                                    embedder=get_embedder())
+            result.update(check_s=round(time.perf_counter() - started, 1), check_verdicts=check.judge_calls, tiers={
+                t.tier: {"integer": t.reference_higher.describe(), "ties": t.ties.count,
+                         "expected": t.reference_higher_expected.describe() if t.reference_higher_expected else None}
+                for t in [check, *check.tiers]})
+        if label_rows:
+            first = split.select(range(min(label_rows, len(split))))
+            labels = Labels(kind="pointwise", rows=check_tiers.constructed_labels(
+                first[col.ID], first[col.REFERENCE], rubric_.criteria[0].name))
+            started = time.perf_counter()
+            result["labels"] = judge_labels(first, labels, judge, rubric_, None).metadata()
+            result["labels_s"] = round(time.perf_counter() - started, 1)
     finally:
         pool.release()
-    valid = sum(e is None for e in evaluations[col.JUDGE_ERROR])
-    tiers = {t.tier: {"integer": t.reference_higher.describe(), "ties": t.ties.count,
-                      "expected": t.reference_higher_expected.describe() if t.reference_higher_expected else None}
-             for t in [check, *check.tiers]}
-    return {"judge": model, "rubric": rubric, "dtype": dtype, "cpu": _cpu_flags(), "engine_start_s": round(start_s, 1),
-            "scoring_s": round(scoring_s, 1), "check_s": round(check_s, 1), "check_verdicts": check.judge_calls,
-            "valid_verdicts": f"{valid}/{len(answers)}", "tiers": tiers}
+    return result
 
 
 @click.command()
 @click.option("--judge", "judges", multiple=True, default=["smollm2-135m", "qwen2.5-coder-1.5b"], show_default=True)
 @click.option("--rubric", default="handbook", show_default=True, help="A shipped rubric, or a rubric YAML file.")
-@click.option("--dtype", default="auto", show_default=True, help="Engine dtype (auto: float32 on CPU).")
-@click.option("--rows", default=20, show_default=True, help="Pairs per report card tier.")
-def main(judges: tuple[str, ...], rubric: str, dtype: str, rows: int) -> None:
-    results = [_measure(model, rubric, dtype, rows) for model in judges]
-    tiers = list(results[0]["tiers"])
-    print("| judge | rubric | dtype | scoring 48 s | check s (verdicts) | valid | "
-          + " | ".join(f"{t}: integer / expected" for t in tiers) + " |")
-    print("|---" * (6 + len(tiers)) + "|")
-    for r in results:
+@click.option("--dtype", default="auto", show_default=True, help="Engine dtype (auto: bfloat16 on CPUs with native bf16, else float32).")
+@click.option("--rows", default=20, show_default=True, help="Pairs per report card tier; 0: no card, no scoring.")
+@click.option("--label-rows", default=10, show_default=True, help="Rows of constructed labels (3 labels each); 0: none.")
+def main(judges: tuple[str, ...], rubric: str, dtype: str, rows: int, label_rows: int) -> None:
+    results = [_measure(model, rubric, dtype, rows, label_rows) for model in judges]
+    tiers = list(results[0].get("tiers", {}))
+    if tiers:
+        print("| judge | rubric | dtype | scoring 48 s | check s (verdicts) | valid | "
+              + " | ".join(f"{t}: integer / expected" for t in tiers) + " |")
+        print("|---" * (6 + len(tiers)) + "|")
+    for r in results if tiers else []:
         print(f"| {r['judge']} | {r['rubric']} | {r['dtype']} | {r['scoring_s']} | {r['check_s']} ({r['check_verdicts']}) | "
               f"{r['valid_verdicts']} | " + " | ".join(f"{r['tiers'][t]['integer']} / {r['tiers'][t]['expected']}"
                                                           for t in tiers) + " |")
+    if label_rows:
+        print("\n| judge | criterion | rater | exact [95% CI] | within one | Spearman | kappa [95% CI] |")
+        print("|---|---|---|---|---|---|---|")
+        for r in results:
+            for name, c in r["labels"]["criteria"].items():
+                raters = {"judge (integer)": c["judge"], "judge (expected)": c["judge_expected"],
+                          "majority label": c["majority"], "length only": c["length"]}
+                for rater, f in raters.items():
+                    if isinstance(f, dict):
+                        print(f"| {r['judge']} | {name} | {rater} | {f['exact']} {f['exact_ci']} | {f['within_one']} | "
+                              f"{f['spearman']} | {f['kappa']} {f['kappa_ci']} |")
+                print(f"| {r['judge']} | {name} | verdict | {c['verdict']} | | | |")
     print(f"CPU flags: {results[0]['cpu']}")
     for r in results:
         print(json.dumps(r))

@@ -72,3 +72,15 @@ def corrupted(text: str, donors: Sequence[str], seed: int) -> Optional[str]:
 
     result = _FACT.sub(swap, text)
     return result if changed else None
+
+
+def constructed_labels(ids: Sequence[str], references: Sequence[str], criterion: str) -> list[dict]:
+    """Pointwise labels built from the tiers, not by people: they check the wiring of `--labels` and give a judge a
+    scale to agree with. Per row: its reference scores 3, the reference cut to its first third 2, the next row's
+    reference (off its question) 1."""
+    labels = []
+    for k, (row_id, reference) in enumerate(zip(ids, references)):
+        labels += [{"id": row_id, "answer": reference, "criterion": criterion, "score": 3},
+                   {"id": row_id, "answer": truncated(reference), "criterion": criterion, "score": 2},
+                   {"id": row_id, "answer": references[(k + 1) % len(references)], "criterion": criterion, "score": 1}]
+    return labels

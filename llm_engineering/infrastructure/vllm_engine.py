@@ -16,7 +16,8 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from tqdm.auto import tqdm
 
@@ -36,6 +37,37 @@ def _on_cpu() -> bool:
     return current_platform.is_cpu()
 
 
+_NATIVE_BF16 = ("avx512_bf16", "amx_bf16")
+
+
+def native_bf16_flags() -> list[str]:
+    """This CPU's flags that give native bfloat16 arithmetic (from /proc/cpuinfo; none where it cannot be read)."""
+    try:
+        line = next(ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags"))
+    except (OSError, StopIteration):
+        return []
+    flags = set(line.split(":", 1)[1].split())
+    return [f for f in _NATIVE_BF16 if f in flags]
+
+
+def engine_dtype(requested: str, on_cpu: bool, bf16_flags: Sequence[str]) -> tuple[str, str]:
+    """The dtype vLLM gets for `engine.dtype` `requested`, and why: `auto` on CPU is bfloat16 where the CPU has
+    native bf16 and float32 elsewhere (emulated bf16 is many times slower than fp32 there); on GPU, the model's."""
+    if requested != "auto":
+        return requested, "set by engine.dtype"
+    if not on_cpu:
+        return "auto", "the model's own dtype (GPU)"
+    if bf16_flags:
+        return "bfloat16", f"this CPU has native bf16 ({', '.join(bf16_flags)})"
+    return "float32", "this CPU has no native bf16 (no avx512_bf16 or amx_bf16): bfloat16 would be emulated, far slower"
+
+
+def resolved_dtype(engine: EngineConfig) -> tuple[str, str]:
+    """`engine_dtype` on this machine for `engine` (Ray replicas run on CPU when given `cpus_per_replica`)."""
+    on_cpu = engine.ray.cpus_per_replica is not None if engine.backend == "ray" else _on_cpu()
+    return engine_dtype(engine.dtype, on_cpu, native_bf16_flags())
+
+
 def cpu_environment(engine: EngineConfig) -> dict[str, str]:
     """vLLM's CPU variables for `engine`; callers only set them as defaults (an exported value wins)."""
     cores = f"0-{(os.cpu_count() or 1) - 1}"
@@ -46,10 +78,11 @@ def cpu_environment(engine: EngineConfig) -> dict[str, str]:
 
 
 def engine_kwargs(model_path: str, engine: EngineConfig, on_cpu: bool) -> dict[str, Any]:
-    """`vllm.LLM` keyword arguments; on CPU: fp32 (no native bf16) and eager (compiling costs minutes)."""
+    """`vllm.LLM` keyword arguments; on CPU: bf16 where native, else fp32 (`engine_dtype`), and eager (compiling
+    costs minutes)."""
     kwargs: dict[str, Any] = {
         "model": model_path,
-        "dtype": "float32" if on_cpu and engine.dtype == "auto" else engine.dtype,
+        "dtype": engine_dtype(engine.dtype, on_cpu, native_bf16_flags())[0],
         "max_model_len": engine.max_model_len,
         "enforce_eager": on_cpu if engine.enforce_eager is None else engine.enforce_eager,
         "tensor_parallel_size": engine.tensor_parallel_size,
@@ -90,7 +123,8 @@ class EnginePool:
             for name, value in cpu_environment(engine).items():
                 os.environ.setdefault(name, value)
         kwargs = engine_kwargs(model_path, engine, on_cpu)
-        logger.info("Building vLLM engine: %s", kwargs)
+        logger.info("Building vLLM engine: %s (dtype %s: %s)", kwargs, kwargs["dtype"],
+                    engine_dtype(engine.dtype, on_cpu, native_bf16_flags())[1])
         started = time.perf_counter()
         self.llm = LLM(**kwargs)
         self.key = (model_path, engine)

@@ -1,3 +1,4 @@
+import logging
 from typing import Annotated
 
 from datasets import Dataset
@@ -9,9 +10,12 @@ from llm_engineering.evaluation.checkpoint import AnswerCheckpoint
 from llm_engineering.evaluation.config import EngineConfig, PromptConfig, SamplingConfig
 from llm_engineering.evaluation.models import resolve_model
 from llm_engineering.infrastructure.engines import open_engine
+from llm_engineering.infrastructure.vllm_engine import resolved_dtype
 from llm_engineering.settings import get_settings
 from steps.evaluating.engine_pool import ENGINE_POOL
 from steps.materializers import DatasetMaterializer
+
+logger = logging.getLogger(__name__)
 
 
 @step(output_materializers={col.GENERATIONS: DatasetMaterializer})
@@ -29,7 +33,11 @@ def generate_answers(
     """Generate every answer of one model with vLLM (in-process, or on Ray replicas), saving each as it finishes."""
     settings = get_settings()
     resolved = resolve_model(model, settings.MODEL_CACHE_DIR)
-    checkpoint = AnswerCheckpoint(settings.CHECKPOINT_DIR, model, resolved.path, sampling, engine)
+    dtype, dtype_reason = resolved_dtype(engine)
+    logger.info("%s: engine dtype %s (%s)", model, dtype, dtype_reason)
+    # Keyed by the dtype it resolved to: answers of `auto` on a bf16 CPU are not those of an fp32 one.
+    checkpoint = AnswerCheckpoint(settings.CHECKPOINT_DIR, model, resolved.path, sampling,
+                                  engine.model_copy(update={"dtype": dtype}))
     if not resume:
         checkpoint.reset()
     # The in-process engine stays in the pool after this step: the judge steps reuse it when they match.
@@ -37,5 +45,6 @@ def generate_answers(
         generations, stats = answer_test_split(
             generation_engine, test_split, model, sampling, prompt, engine.max_model_len, checkpoint
         )
+    stats = stats.model_copy(update={"dtype": dtype, "dtype_reason": dtype_reason})
     log_metadata(metadata={"model": model, "checkpoint": str(checkpoint.path), **stats.model_dump()})
     return generations, stats

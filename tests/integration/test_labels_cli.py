@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.check_tiers import truncated
+from llm_engineering.evaluation import check_tiers as tiers
 from llm_engineering.evaluation.config import DatasetConfig
 from llm_engineering.evaluation.dataset import read_test_split
 from llm_engineering.infrastructure.zenml_runs import step_output
@@ -18,17 +18,9 @@ ROWS = 4
 
 
 def constructed_labels() -> list[dict]:
-    """Constructed labels, not human ones: the judge report card's tiers on the embedded split's first rows, each
-    scored as it is by construction. Per row: its reference answer 3, the reference cut to its first third 2,
-    the next row's reference (off its question) 1; all on accuracy."""
+    """Constructed labels, not human ones (`check_tiers.constructed_labels`) on the embedded split's first rows."""
     rows = read_test_split(DatasetConfig(limit=ROWS))
-    references = rows[col.REFERENCE]
-    labels = []
-    for k, (row_id, reference) in enumerate(zip(rows[col.ID], references)):
-        labels += [{"id": row_id, "answer": reference, "criterion": "accuracy", "score": 3},
-                   {"id": row_id, "answer": truncated(reference), "criterion": "accuracy", "score": 2},
-                   {"id": row_id, "answer": references[(k + 1) % ROWS], "criterion": "accuracy", "score": 1}]
-    return labels
+    return tiers.constructed_labels(rows[col.ID], rows[col.REFERENCE], "accuracy")
 
 
 def test_labels_given_to_evaluate_are_judged_and_their_agreement_reported(repo_root, tmp_path):

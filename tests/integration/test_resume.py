@@ -17,6 +17,7 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.checkpoint import AnswerCheckpoint
 from llm_engineering.run_config import load_run_config
 from llm_engineering.evaluation.models import resolve_model
+from llm_engineering.infrastructure.vllm_engine import resolved_dtype
 from llm_engineering.settings import get_settings
 
 pytestmark = pytest.mark.slow
@@ -85,8 +86,8 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
         config.write_text(CONFIG.format(rows=ROWS, base_url=judge.base_url))
         evaluation = load_run_config(config).evaluation
         model = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR)
-        checkpoint = AnswerCheckpoint(get_settings().CHECKPOINT_DIR, "smollm2-135m", model.path,
-                                      evaluation.sampling, evaluation.engine)
+        engine = evaluation.engine.model_copy(update={"dtype": resolved_dtype(evaluation.engine)[0]})
+        checkpoint = AnswerCheckpoint(get_settings().CHECKPOINT_DIR, "smollm2-135m", model.path, evaluation.sampling, engine)
         checkpoint.reset()
 
         # 1. Ctrl-C after a few answers: a clean stop, a resumable message, no process left behind.

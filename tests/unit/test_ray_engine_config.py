@@ -55,7 +55,8 @@ def test_bad_engine_settings_name_the_key_and_the_fix(tmp_path, engine, message)
     assert message in str(error.value)
 
 
-def test_cpu_replicas_get_cpu_bundles_and_their_own_threads():
+def test_cpu_replicas_get_cpu_bundles_and_their_own_threads(monkeypatch):
+    monkeypatch.setattr("llm_engineering.infrastructure.vllm_engine.native_bf16_flags", lambda: [])  # an AVX2-only CPU
     engine = EngineConfig(backend="ray", ray=RayConfig(replicas=2, cpus_per_replica=1, batch_size=4))
     config = processor_config("/models/m", engine, engine.ray)
     assert config["placement_group_config"] == {"bundle_per_worker": {"CPU": 1}}
@@ -152,3 +153,19 @@ def test_the_ray_backend_frees_the_pooled_engine_before_its_replicas_start():
 
 class _HeldEngine:
     """Stands for a built `vllm.LLM` in the pool (it has no engine process to shut down)."""
+
+
+@pytest.mark.parametrize(("requested", "on_cpu", "flags", "dtype"), [
+    ("auto", True, ["avx512_bf16"], "bfloat16"),  # AVX-512 BF16 (Zen 4, Cooper Lake and later Xeons)
+    ("auto", True, ["amx_bf16"], "bfloat16"),  # AMX (Sapphire Rapids)
+    ("auto", True, [], "float32"),  # AVX2 only: bf16 would be emulated
+    ("auto", False, [], "auto"),  # GPU: the model's own dtype
+    ("float32", True, ["avx512_bf16"], "float32"),  # an explicit dtype is kept
+])
+def test_engine_dtype_follows_the_cpu_unless_set(requested, on_cpu, flags, dtype):
+    from llm_engineering.infrastructure.vllm_engine import engine_dtype
+
+    chosen, reason = engine_dtype(requested, on_cpu, flags)
+    assert chosen == dtype
+    if requested == "auto" and on_cpu and flags:
+        assert flags[0] in reason  # the log and generation_stats name the flag that decided it
