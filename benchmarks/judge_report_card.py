@@ -81,7 +81,7 @@ def _measure(model: str, rubric: str, dtype: str, rows: int, label_rows: int) ->
 @click.command()
 @click.option("--judge", "judges", multiple=True, default=["smollm2-135m", "qwen2.5-coder-1.5b"], show_default=True)
 @click.option("--rubric", default="handbook", show_default=True, help="A shipped rubric, or a rubric YAML file.")
-@click.option("--dtype", default="auto", show_default=True, help="Engine dtype (auto: bfloat16 on CPUs with native bf16, else float32).")
+@click.option("--dtype", default="auto", show_default=True, help="Engine dtype (auto: as the run picks it).")
 @click.option("--rows", default=20, show_default=True, help="Pairs per report card tier; 0: no card, no scoring.")
 @click.option("--label-rows", default=10, show_default=True, help="Rows of constructed labels (3 labels each); 0: none.")
 def main(judges: tuple[str, ...], rubric: str, dtype: str, rows: int, label_rows: int) -> None:

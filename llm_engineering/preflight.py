@@ -16,11 +16,12 @@ from llm_engineering.run_config import EvaluationConfig
 
 def check_judge_settings(judge: JudgeConfig, settings: Any) -> None:
     """Stop before any work when the judge cannot be reached as configured."""
-    if judge.backend == "openai" and judge.base_url is None and settings.OPENAI_API_KEY is None:
+    if judge.backend in ("openai", "openai-batch") and judge.base_url is None and settings.OPENAI_API_KEY is None:
+        endpoint = ("your OpenAI-compatible endpoint (e.g. a `vllm serve`)" if judge.backend == "openai"
+                    else "an endpoint that serves the Batch API (/files and /batches)")
         raise ConfigError(
-            "judge.backend is 'openai' with no base_url, which means api.openai.com, but "
-            "OPENAI_API_KEY is not set: add it to .env or the environment, or set "
-            "judge.base_url to your OpenAI-compatible endpoint (e.g. a `vllm serve`)."
+            f"judge.backend is '{judge.backend}' with no base_url, which means api.openai.com, but "
+            f"OPENAI_API_KEY is not set: add it to .env or the environment, or set judge.base_url to {endpoint}."
         )
 
 

@@ -160,8 +160,9 @@ class EngineConfig(_Strict):
 class JudgeConfig(_Strict):
     """The LLM judge: backend, model, how it samples, and how it talks to an endpoint."""
 
-    backend: Literal["vllm", "openai"] = Field(
-        "vllm", description="'vllm': in-process engine; 'openai': any OpenAI-compatible chat endpoint."
+    backend: Literal["vllm", "openai", "openai-batch"] = Field(
+        "vllm", description="'vllm': in-process engine; 'openai': any OpenAI-compatible chat endpoint; 'openai-batch': "
+        "the same requests through OpenAI's Batch API (half price, answered within 24 h, resumed after a restart).",
     )
     model: str = "smollm2-135m"
     base_url: Optional[str] = Field(
@@ -185,6 +186,13 @@ class JudgeConfig(_Strict):
     timeout_s: float = Field(120.0, gt=0, description="Per-request timeout.")
     max_attempts: PositiveInt = Field(6, description="Tries per request on 429, 5xx, timeouts, dropped connections.")
     max_backoff_s: float = Field(60.0, gt=0, description="Longest wait between tries (Retry-After is honoured up to this).")
+    batch_poll_initial_s: float = Field(5.0, gt=0, description="openai-batch: first wait between status polls; "
+                                        "doubled after each poll up to batch_poll_max_s.")
+    batch_poll_max_s: float = Field(60.0, gt=0, description="openai-batch: longest wait between status polls.")
+    batch_max_wait_s: float = Field(
+        25 * 3600.0, gt=0, description="openai-batch: stop waiting after this long and fail the step; the batch goes "
+        "on, and rerunning the same command resumes waiting for it. Default: past the 24 h window, when it has expired.",
+    )
     cache: bool = Field(True, description="Reuse verdicts from the on-disk judge cache.")
     request_options: dict[str, Any] = Field(
         default_factory=dict, description="Extra fields sent with every chat request."

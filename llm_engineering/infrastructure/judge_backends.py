@@ -14,11 +14,16 @@ from llm_engineering.settings import Settings
 
 def build_judge(config: JudgeConfig, engine: EngineConfig, settings: Settings, pool: EnginePool) -> JudgeBackend:
     """The judge `config.backend` names; the in-process one takes its engine from `pool` (the generation engine if it matches)."""
+    key = settings.OPENAI_API_KEY.get_secret_value() if settings.OPENAI_API_KEY else None
     if config.backend == "openai":
         from llm_engineering.infrastructure.openai_judge import OpenAIJudge
 
-        key = settings.OPENAI_API_KEY.get_secret_value() if settings.OPENAI_API_KEY else None
         return OpenAIJudge(config, key)
+    if config.backend == "openai-batch":
+        from llm_engineering.infrastructure.openai_batch import OpenAIBatchJudge
+
+        # Beside the verdicts: a batch's id is kept where the cache is, so a rerun finds both.
+        return OpenAIBatchJudge(config, key, settings.JUDGE_CACHE_DIR / "batches")
     from llm_engineering.evaluation.models import resolve_model
     from llm_engineering.infrastructure.vllm_judge import VLLMJudge
 

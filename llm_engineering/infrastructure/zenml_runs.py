@@ -1,7 +1,9 @@
-"""Finding stored runs and artifacts in the ZenML store: the inputs of a rescore or publish, and reports."""
+"""Finding stored runs and artifacts in the ZenML store: the inputs of a rescore or publish, and reports;
+and metadata logged from library code on the step that runs it."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Optional
 
 from llm_engineering.evaluation import columns as col
@@ -118,3 +120,18 @@ def failed_steps_message() -> str:
     errors = [f"Step {name} failed: {step.exception_info.message if step.exception_info else 'see the log above'}"
               for name, step in run.steps.items() if _status(step) == "failed"]
     return "\n".join(errors) or f"Run {run.name} failed (its error is logged above)."
+
+
+def log_on_running_step(metadata: dict[str, Any]) -> bool:
+    """Log `metadata` on the ZenML step this code runs in; outside a step (a library call, a test), do
+    nothing and say so (False)."""
+    if "zenml" not in sys.modules:  # no step runs without ZenML loaded: spare seconds of import
+        return False
+    from zenml import get_step_context, log_metadata
+
+    try:
+        get_step_context()
+    except RuntimeError:
+        return False
+    log_metadata(metadata=metadata)
+    return True

@@ -40,14 +40,21 @@ def test_openai_judge_without_key_or_base_url_stops_with_the_fix(settings):
     )
 
 
+def test_batch_judge_without_key_or_base_url_stops_with_the_fix(settings):
+    with pytest.raises(ConfigError, match=r"judge.backend is 'openai-batch' with no base_url.*OPENAI_API_KEY is not set.*"
+                                          r"an endpoint that serves the Batch API"):
+        check_judge_settings(JudgeConfig(backend="openai-batch", model="gpt-4o-mini"), settings())
+
+
 @pytest.mark.parametrize(
     "judge, values",
     [
         ({"backend": "openai", "base_url": "http://127.0.0.1:8000/v1"}, {}),  # a local endpoint needs no key
+        ({"backend": "openai-batch"}, {"OPENAI_API_KEY": "sk-x"}),
         ({"backend": "openai"}, {"OPENAI_API_KEY": "sk-x"}),
         ({"backend": "vllm"}, {}),
     ],
-    ids=["openai-base-url", "openai-key", "vllm"],
+    ids=["openai-base-url", "openai-batch-key", "openai-key", "vllm"],
 )
 def test_reachable_judges_pass(settings, judge, values):
     check_judge_settings(JudgeConfig(**judge), settings(**values))

@@ -115,6 +115,22 @@ def test_judge_usage_counts_fresh_calls_and_prices_known_models():
                                     price_per_million_input=1.0)) == (1.0, 0.0)
 
 
+
+def test_batch_judges_are_priced_at_half_the_list_price_unless_the_config_says_otherwise():
+    from llm_engineering.evaluation.config import JudgeConfig
+    from llm_engineering.evaluation.prices import judge_prices
+    from llm_engineering.evaluation.summary import judge_usage
+
+    rows = [{col.JUDGE_RAW: "{}", col.JUDGE_CACHED: False, col.JUDGE_PROMPT_TOKENS: 1_000_000,
+             col.JUDGE_COMPLETION_TOKENS: 1_000_000}]
+    online = judge_usage(rows, judge_prices(JudgeConfig(backend="openai", model="gpt-4o-mini")))
+    batch = judge_usage(rows, judge_prices(JudgeConfig(backend="openai-batch", model="gpt-4o-mini")))
+    assert (online.estimated_cost_usd, batch.estimated_cost_usd) == (0.75, 0.375)
+    assert judge_prices(JudgeConfig(backend="openai-batch", model="gpt-4o-mini", price_per_million_input=0.1,
+                                    price_per_million_output=0.2)) == (0.1, 0.2)  # the prices actually paid
+    assert judge_prices(JudgeConfig(backend="openai-batch", model="x", base_url="http://h/v1")) is None
+    assert judge_prices(JudgeConfig(backend="openai-batch", model="not-a-known-model")) is None
+
 def test_a_summary_stored_before_rubrics_loads_with_its_scores_as_criteria():
     from llm_engineering.evaluation.summary import ModelScores
 

@@ -1,0 +1,121 @@
+"""What the OpenAI judges share: the client, the chat request body, and the reply read from a completion.
+
+The online judge (`openai_judge`) sends a body as one request, the batch judge (`openai_batch`)
+as one line of a batch file; both read replies the same way, and fall back the same way when an
+endpoint refuses a response format or logprobs (HTTP 400): later bodies ask without it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Optional
+
+import openai
+from openai.types.chat import ChatCompletion
+
+from llm_engineering.evaluation.config import JudgeConfig
+from llm_engineering.evaluation.judge_transport import JudgeReply, ReplySchema
+from llm_engineering.evaluation.rubric import verdict_schema
+from llm_engineering.evaluation.score_probs import TOP_LOGPROBS, compact
+
+logger = logging.getLogger(__name__)
+
+# Fallback order when an endpoint rejects a response format (HTTP 400).
+_FORMATS = ["json_schema", "json_object", "none"]
+
+
+def describe(error: BaseException) -> str:
+    """An API error in one line: its HTTP status (or kind) and the start of its message."""
+    status = getattr(error, "status_code", None)
+    kind = f"HTTP {status}" if status else type(error).__name__
+    return f"{kind}: {str(error)[:200]}"
+
+
+def chat_client(config: JudgeConfig, api_key: Optional[str], max_retries: int = 0) -> openai.OpenAI:
+    return openai.OpenAI(base_url=config.base_url, api_key=api_key or "EMPTY", timeout=config.timeout_s, max_retries=max_retries)
+
+
+class ChatRequests:
+    """Chat request bodies for one judge config, and its replies; thread-safe."""
+
+    def __init__(self, config: JudgeConfig):
+        self.config = config
+        self.judge_id = f"openai:{config.model}" + (f"@{config.base_url}" if config.base_url else "")
+        self._format = "json_schema" if config.response_format == "auto" else config.response_format
+        self._lock = threading.Lock()
+        # Why replies carry no logprobs: turned off, or refused by the endpoint (then asked no more).
+        self._logprobs_problem = None if config.logprobs else "logprobs are turned off (judge.logprobs: false)"
+
+    def reply_schema(self, reply_schema: Optional[ReplySchema]) -> ReplySchema:
+        return reply_schema or ReplySchema(
+            "judge_verdict", verdict_schema(self.config.resolved_rubric(), self.config.max_analysis_chars)
+        )
+
+    def cache_namespace(self, reply_schema: Optional[ReplySchema]) -> dict[str, Any]:
+        # Online and batch requests are the same requests: they share their cache entries.
+        c = self.config
+        return {
+            "backend": "openai",
+            "model": c.model,
+            "base_url": c.base_url,
+            "temperature": c.temperature,
+            "seed": c.seed,
+            "max_tokens": c.max_tokens,
+            "schema": self.reply_schema(reply_schema).schema,
+            "options": c.request_options,
+            "logprobs": TOP_LOGPROBS if c.logprobs else None,
+        }
+
+    def body(self, messages: list[dict[str, str]], reply_schema: ReplySchema) -> dict[str, Any]:
+        """The chat completion request, with the response format and logprobs the endpoint still accepts."""
+        c = self.config
+        body: dict[str, Any] = {
+            **c.request_options,
+            "model": c.model,
+            "messages": messages,
+            "temperature": c.temperature,
+            "max_tokens": c.max_tokens,
+            "seed": c.seed,
+        }
+        if self._format == "json_schema":
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": reply_schema.name, "schema": reply_schema.schema, "strict": True},
+            }
+        elif self._format == "json_object":
+            body["response_format"] = {"type": "json_object"}
+        if self._logprobs_problem is None:
+            body.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
+        return body
+
+    def refused(self, body: dict[str, Any], message: str) -> bool:
+        """After an HTTP 400 `message` for `body`: True when the endpoint refused its logprobs or response
+        format, so later bodies ask without (ask again); False for any other bad request."""
+        with self._lock:
+            if body.get("logprobs") and "logprob" in message.lower():
+                if self._logprobs_problem is None:
+                    self._logprobs_problem = f"the endpoint refused logprobs (HTTP 400: {message[:200]})"
+                    logger.warning("Endpoint refused logprobs: no expected scores (%s)", message[:200])
+                return True
+            fmt = (body.get("response_format") or {}).get("type", "none")
+            if fmt == "none" or "response_format" not in message and "json" not in message.lower():
+                return False
+            if self._format == fmt:  # downgrade once for every request
+                self._format = _FORMATS[_FORMATS.index(fmt) + 1]
+                logger.warning("Endpoint rejected %s responses; falling back to %s", fmt, self._format)
+            return True
+
+    def reply(self, body: dict[str, Any], completion: ChatCompletion) -> JudgeReply:
+        """The judge reply in `completion`, the answer to `body`: text, token usage, compacted logprobs."""
+        usage, choice = completion.usage, completion.choices[0]
+        content = choice.logprobs.content if body.get("logprobs") and choice.logprobs else None
+        return JudgeReply(
+            text=choice.message.content or "",
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
+            logprobs=compact([(t.token, [(c.token, c.logprob) for c in t.top_logprobs or []]) for t in content])
+            if content
+            else None,
+            logprobs_problem=None if content else self._logprobs_problem or "the endpoint returned no logprobs",
+        )
