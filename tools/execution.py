@@ -35,6 +35,7 @@ class Request:
     only_failed: bool = False
     from_hub: tuple[str, ...] = ()
     snapshot: Optional[str] = None
+    fail_under: tuple[str, ...] = ()
 
 
 def prepare_environment() -> None:
@@ -99,7 +100,25 @@ def execute(request: Request) -> None:
             "only the missing ones (without --no-cache, which starts afresh).", err=True,
         )
         sys.exit(130)
-    report_run(run.id)
+    summary = report_run(run.id)
+    check_gates(summary, request.fail_under)
+
+
+def check_gates(summary: Any, gates: tuple[str, ...]) -> None:
+    """Exit with `GATE_FAILED_EXIT_CODE` and one line per failed `--fail-under` gate (the run is stored already)."""
+    from llm_engineering.evaluation.gates import GATE_FAILED_EXIT_CODE, failed_gates, parse_gate
+
+    if not gates:
+        return
+    if summary is None:
+        click.echo("Gates not checked: this run stored no evaluation summary.", err=True)
+        sys.exit(GATE_FAILED_EXIT_CODE)
+    failures = failed_gates(summary, [parse_gate(g) for g in gates])
+    for line in failures:
+        click.echo(f"GATE FAILED {line}", err=True)
+    if failures:
+        sys.exit(GATE_FAILED_EXIT_CODE)
+    click.echo(f"Gates passed: {', '.join(gates)}")
 
 
 def launch(config: Any, options: dict[str, Any], request: Request) -> Any:
@@ -135,8 +154,9 @@ def export_settings() -> None:
     click.echo(f"Run configs that list `secrets: [{SETTINGS_SECRET}]` give their steps these values.")
 
 
-def report_run(run_id: Any) -> None:
-    """Print the summary table, write the JSON report, say where results were published."""
+def report_run(run_id: Any) -> Any:
+    """Print the summary table, write the JSON and HTML reports, say where results were published; the summary."""
+    from llm_engineering.evaluation.report_html import render_html
     from llm_engineering.infrastructure.zenml_runs import run_results
     from llm_engineering.settings import get_settings
 
@@ -145,12 +165,16 @@ def report_run(run_id: Any) -> None:
         report = get_settings().reports_dir / f"{run_name}.json"
         report.parent.mkdir(parents=True, exist_ok=True)
         report.write_text(json.dumps({"run": run_name, **summary.model_dump()}, indent=2))
+        page = report.with_suffix(".html")
+        page.write_text(render_html(summary), encoding="utf-8")  # the dashboard's page, readable without it
         print_summary(summary, run_name, report.resolve())
+        click.echo(f"HTML report: {page.resolve()}")
     for receipt in receipts:
         click.echo(f"Published {receipt.stage} of {receipt.repo}: {receipt.hub_url or receipt.local_path}")
     failed = sorted({r.hub_error for r in receipts if r.hub_error})
     if failed:
         raise click.ClickException("\n".join(failed))
+    return summary
 
 
 def print_summary(summary: Any, run_name: str, report: Path) -> None:

@@ -70,6 +70,24 @@ def _labels_option(hidden: bool = False) -> Callable:
                              "answer_a, answer_b, preferred): report the judge's agreement with them.")
 
 
+def _check_gates(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+    from llm_engineering.evaluation.gates import parse_gate
+
+    for value in values:
+        try:
+            parse_gate(value)
+        except ValueError as error:
+            raise click.BadParameter(str(error)) from None
+    return values
+
+
+def _gate_option() -> Callable:
+    return click.option("--fail-under", "fail_under", multiple=True, metavar="METRIC=VALUE", callback=_check_gates,
+                        help="CI gate (repeatable): after the run is stored, exit with code 3 if a model's METRIC is "
+                             "under VALUE. METRIC: a criterion (accuracy), <criterion>_expected, similarity, "
+                             "judge_check, judge_check_expected.")
+
+
 def _selection_options(hidden: bool = False) -> Callable:
     """--model, --dataset, --limit, --dummy: what is evaluated."""
     options = [
@@ -138,11 +156,13 @@ Examples:
   python tools/run.py evaluate --config configs/evaluating_sagemaker.yaml
   python tools/run.py evaluate --rubric reference-guided
   python tools/run.py evaluate --labels my-labels.jsonl   # how far the judge agrees with your labels
+  python tools/run.py evaluate --fail-under accuracy=2.0 --fail-under judge_check=0.7   # exit code 3 if not met
 """)
 @_config_option()
 @_selection_options()
 @_rubric_option()
 @_labels_option()
+@_gate_option()
 @_cache_option()
 def evaluate(**options: Any) -> None:
     """Generate answers with each model, publish them, judge them, summarize."""
@@ -161,6 +181,7 @@ Examples:
 @_config_option()
 @_rubric_option()
 @_labels_option()
+@_gate_option()
 @click.option("--only-failed", is_flag=True,
               help="Judge only the rows of the latest evaluations without a valid verdict, and merge.")
 @click.option("--from-hub", "from_hub", multiple=True, metavar="REPO",

@@ -36,13 +36,26 @@ def test_a_custom_rubric_file_scores_through_the_cli_with_expected_scores_from_r
         "judge": {"rubric": str(rubric), "max_tokens": 200, "max_analysis_chars": 80},
         "judge_check": {"rows": 3},
     }}))
-    result = subprocess.run([sys.executable, "tools/run.py", "evaluate", "--config", str(config), "--limit", "3"],
+    command = [sys.executable, "tools/run.py", "evaluate", "--config", str(config), "--limit", "3"]
+    # CI gates: clarity tops out at 4, so 4.5 cannot be met; focus starts at 0, so 0 always is.
+    result = subprocess.run([*command, "--fail-under", "clarity=4.5", "--fail-under", "focus=0"],
                             cwd=repo_root, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.returncode == 3, result.stderr[-3000:]  # the run passed and is stored; a gate failed
+    gate_lines = [line for line in result.stderr.splitlines() if line.startswith("GATE FAILED")]
+    assert len(gate_lines) == 1 and gate_lines[0].startswith("GATE FAILED clarity=4.5: smollm2-135m has clarity ")
     assert "rubric tutor" in result.stdout and "clarity (95% CI)" in result.stdout
     report_path = next(line for line in result.stdout.splitlines() if line.startswith("JSON report:")).split(":", 1)[1]
     report = json.loads(open(report_path.strip()).read())
     assert report["rubric"] == "tutor" and report["criteria"] == ["clarity", "focus"]
+    page_path = next(line for line in result.stdout.splitlines() if line.startswith("HTML report:")).split(":", 1)[1]
+    page = open(page_path.strip(), encoding="utf-8").read()
+    # The standalone page: this run's rubric and criteria, its plots embedded, nothing fetched from a network.
+    assert "tutor" in page and "clarity" in page and "data:image/png;base64," in page
+    assert not any(f"{attr}={quote}http" in page for attr in ("src", "href") for quote in "'\"")
+
+    # The same run again (every step cached) with a gate it meets: exit 0.
+    again = subprocess.run([*command, "--fail-under", "focus=0"], cwd=repo_root, capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0 and "Gates passed: focus=0" in again.stdout, again.stderr[-3000:]
 
     evaluations = step_output(Client().get_pipeline_run(report["run"]), "evaluate_answers", col.EVALUATIONS)
     assert {col.score("clarity"), col.analysis("focus"), col.expected("focus"), col.probabilities("clarity")} <= set(
