@@ -49,6 +49,8 @@ def _get_json(url):
 
 @pytest.fixture(scope="module")
 def dashboard():
+    if CHROMIUM is None and os.environ.get("CI"):
+        pytest.fail("Chromium is not installed, and on CI the dashboard must be tested: `make browser` installs it")
     if CHROMIUM is None:
         pytest.skip("Chromium is not installed: `make browser` installs Debian's chromium (needs root and apt)")
     pytest.importorskip("playwright", reason="playwright comes with the dev extra: make install")

@@ -64,6 +64,10 @@ def test_pipeline_generates_aligned_answers_and_judges_every_row(first_run):
         assert row[col.ANSWER].strip(), f"empty answer for row {row[col.ID]}"
         assert row[col.FINISH_REASON] in {"stop", "length"}
         assert row[col.PROMPT_TOKENS] > 0 and 0 < row[col.COMPLETION_TOKENS] <= 48
+    valid = [row for row in evaluations if row[col.JUDGE_ERROR] is None]
+    # The in-process judge must work: constrained decoding makes its JSON valid, so a broken schema, grammar
+    # or parser fails (nearly) every row, not one.
+    assert len(valid) >= ROWS - 1, [row[col.JUDGE_ERROR] for row in evaluations]
     for row in evaluations:
         if row[col.JUDGE_ERROR] is None:
             assert row[col.score("accuracy")] in {1, 2, 3} and row[col.score("style")] in {1, 2, 3}
@@ -73,7 +77,7 @@ def test_pipeline_generates_aligned_answers_and_judges_every_row(first_run):
 
     summary = step_output(first_run, "summarize", col.EVALUATION_SUMMARY)
     (scores,) = summary.models
-    assert scores.rows == ROWS and scores.scored + scores.failed == ROWS
+    assert (scores.rows, scores.scored) == (ROWS, len(valid))
     assert scores.tokens_per_second > 0
 
 
@@ -290,7 +294,7 @@ def test_cli_runs_a_local_jsonl_with_output_column_and_limit(repo_root, tmp_path
     report_line = next(line for line in result.stdout.splitlines() if line.startswith("JSON report:"))
     report = json.loads(open(report_line.split(":", 1)[1].strip()).read())
     assert report["models"][0]["rows"] == 10
-    assert report["models"][0]["scored"] + report["models"][0]["failed"] == 10
+    assert report["models"][0]["scored"] >= 9, report["models"][0]  # the judge works through the CLI too
     # The chat template was rendered by the model's own tokenizer, not the Alpaca template.
     from zenml.client import Client
 
