@@ -3,11 +3,15 @@
     .venv/bin/python benchmarks/generation.py [--prompts 64] [--max-tokens 128]   (or `make bench`)
 
 Same prompts (the embedded split's Alpaca prompts, topped up with synthetic prompts of varied
-length), same sampling settings, one run. Each engine runs in its own process so its peak RSS
-(process tree) is its own. Prints a markdown table and, last, one JSON line with
-`vllm_vs_hf_sequential` and `vllm_vs_hf_static` (ratios of output tokens/s); writes the JSON and
-a PNG bar chart under benchmarks/results/. Absolute times mean little on a shared 2-core CPU;
-the ratios are the result.
+length), same sampling settings, one run, every engine in the dtype `engine.dtype: auto` picks on
+this machine (bfloat16 on CPUs with native bf16, else float32), so the ratios compare engines, not
+dtypes; vLLM also runs in each other dtype the CPU does natively (`vllm_<dtype>` rows). Each engine
+runs in its own process so its peak RSS (process tree) is its own. The roofline (`roofline.py`):
+the machine's matmul rate at the model's decode shapes and its memory bandwidth; each vLLM row's
+fraction of the compute-bound ceiling of its dtype. Prints a markdown table and, last, one JSON
+line with `vllm_vs_hf_sequential`, `vllm_vs_hf_static` (ratios of output tokens/s) and
+`vllm_fraction_of_roofline`; writes the JSON and a PNG bar chart under benchmarks/results/.
+Absolute times mean little on a shared 2-core CPU; the ratios and fractions are the result.
 """
 
 from __future__ import annotations
@@ -37,6 +41,10 @@ TOPICS = ["LoRA adapters", "the KV cache", "retrieval-augmented generation", "DP
           "tensor parallelism", "a vector database", "prompt monitoring", "continuous batching", "an LLM judge"]
 
 
+def _label(name: str, result: dict) -> str:
+    return f"{LABELS.get(name, LABELS['vllm'])}, {result.get('dtype', '?')}"
+
+
 def workload(count: int) -> list[str]:
     """The embedded split's prompts, then synthetic prompts of varied length, `count` in all."""
     from llm_engineering.evaluation.config import DatasetConfig, PromptConfig
@@ -58,7 +66,7 @@ def _result(prompts_done: int, tokens: int, seconds: float, first: float, **extr
             "time_to_first_result_s": round(first, 2), **extra}
 
 
-def run_hf(engine: str, prompts: list[str], max_tokens: int, sequential_subset: int, batch_size: int) -> dict:
+def run_hf(engine: str, prompts: list[str], max_tokens: int, sequential_subset: int, batch_size: int, dtype: str) -> dict:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
@@ -69,7 +77,7 @@ def run_hf(engine: str, prompts: list[str], max_tokens: int, sequential_subset: 
     torch.manual_seed(0)
     path = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR).path
     tokenizer = AutoTokenizer.from_pretrained(path, padding_side="left")
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype)).eval()
     config = GenerationConfig(do_sample=True, temperature=0.8, top_p=0.95, min_p=0.05, max_new_tokens=max_tokens,
                               pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id,
                               eos_token_id=tokenizer.eos_token_id)
@@ -133,7 +141,9 @@ def run_vllm(prompts: list[str], max_tokens: int, engine_overrides: dict[str, An
     finally:
         pool.release()
     tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
-    return _result(len(prompts), tokens, seconds, marks.get("first", started + seconds) - started)
+    prompt_tokens = sum(len(o.prompt_token_ids) for o in outputs)
+    return _result(len(prompts), tokens, seconds, marks.get("first", started + seconds) - started,
+                   prompt_tokens=prompt_tokens)
 
 
 def _peak_rss_mb(process: subprocess.Popen) -> tuple[float, threading.Thread]:
@@ -156,15 +166,46 @@ def _peak_rss_mb(process: subprocess.Popen) -> tuple[float, threading.Thread]:
     return peak, thread
 
 
+def _run(command: list[str], name: str) -> tuple[dict | None, float]:
+    """Run one measurement in its own process: its RESULT line, and the peak RSS of its process tree (MB)."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                               env={**os.environ, "VLLM_LOGGING_LEVEL": "ERROR"})
+    peak, poller = _peak_rss_mb(process)
+    stdout, _ = process.communicate()
+    poller.join()
+    line = next((text for text in stdout.splitlines() if text.startswith("RESULT ")), None)
+    if process.returncode or line is None:
+        print(f"{name}: failed (exit {process.returncode})", file=sys.stderr)
+        return None, peak[0]
+    return json.loads(line[7:]), peak[0]
+
+
+def fraction_of_roofline(result: dict, roofline: dict, dtype: str) -> float | None:
+    """The run's compute-bound time (its prompt and output tokens' FLOPs at the measured matmul rate of `dtype`)
+    over its measured time: 1.0 would be every FLOP at the machine's matmul rate."""
+    rate = roofline["matmul_gflops"].get(dtype)
+    if not rate or "prompt_tokens" not in result:
+        return None
+    flops = roofline["flops_per_token"] * (result["prompt_tokens"] + result["output_tokens"])
+    return round(flops / (rate * 1e9) / result["seconds"], 3)
+
+
+def cpu_flags() -> str:
+    text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    flags = set(next((ln.split(":", 1)[1].split() for ln in text.splitlines() if ln.startswith("flags")), []))
+    model = next((ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("model name")), "unknown CPU")
+    return f"{model}: " + (", ".join(f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags) or "none")
+
+
 def chart(results: dict[str, dict], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
 
-    names = [name for name in ENGINES if name in results]
+    names = [name for name in ENGINES if name in results] + [n for n in results if n not in ENGINES]
     figure, axis = plt.subplots(figsize=(8, 3.5))
-    axis.barh([LABELS[n] for n in names], [results[n]["output_tok_per_s"] for n in names], color="#4c72b0")
+    axis.barh([_label(n, results[n]) for n in names], [results[n]["output_tok_per_s"] for n in names], color="#4c72b0")
     axis.set_xlabel("output tokens / s (higher is better)")
     axis.invert_yaxis()
     figure.tight_layout()
@@ -179,31 +220,37 @@ def chart(results: dict[str, dict], path: Path) -> None:
 @click.option("--batch-size", default=64, show_default=True, help="HF static batch size.")
 @click.option("--engine", type=click.Choice(ENGINES), help="Internal: run one engine and print its JSON.")
 @click.option("--engine-config", default="{}", help="Internal: EngineConfig overrides (JSON) for --engine vllm.")
+@click.option("--dtype", default=None, help="Internal: the dtype of --engine.")
 def main(count: int, max_tokens: int, sequential_subset: int, batch_size: int, engine: str | None,
-         engine_config: str) -> None:
+         engine_config: str, dtype: str | None) -> None:
     prompts = workload(count)
     if engine:
-        result = run_vllm(prompts, max_tokens, json.loads(engine_config)) if engine == "vllm" else run_hf(
-            engine, prompts, max_tokens, sequential_subset, batch_size)
+        result = run_vllm(prompts, max_tokens, {**json.loads(engine_config), "dtype": dtype}) if engine == "vllm" else run_hf(
+            engine, prompts, max_tokens, sequential_subset, batch_size, dtype)
         print("RESULT " + json.dumps(result), flush=True)
         return
     from transformers import GenerationMixin
 
+    from llm_engineering.infrastructure.vllm_engine import engine_dtype, native_bf16_flags
+
+    flags = native_bf16_flags()
+    dtype, why = engine_dtype("auto", True, flags)  # this benchmark runs on CPU
+    others = [d for d in ("float32", "bfloat16") if d != dtype and (d == "float32" or flags)]
+    print(f"dtype {dtype}: {why}", file=sys.stderr)
     engines = [e for e in ENGINES if e != "hf_continuous" or hasattr(GenerationMixin, "generate_batch")]
+    runs = [(name, name, dtype) for name in engines] + [(f"vllm_{d}", "vllm", d) for d in others]
+    roofline = _run([sys.executable, str(Path(__file__).parent / "roofline.py"), "--batch", str(count),
+                     *[a for d in (dtype, *others) for a in ("--dtype", d)]], "roofline")[0]
     results: dict[str, dict] = {}
-    for name in engines:
-        command = [sys.executable, __file__, "--engine", name, "--prompts", str(count), "--max-tokens", str(max_tokens),
-                   "--sequential-subset", str(sequential_subset), "--batch-size", str(batch_size)]
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                   env={**os.environ, "VLLM_LOGGING_LEVEL": "ERROR"})
-        peak, poller = _peak_rss_mb(process)
-        stdout, _ = process.communicate()
-        poller.join()
-        line = next((text for text in stdout.splitlines() if text.startswith("RESULT ")), None)
-        if process.returncode or line is None:
-            print(f"{name}: failed (exit {process.returncode})", file=sys.stderr)
+    for name, engine_name, engine_dtype_ in runs:
+        result, peak = _run([sys.executable, __file__, "--engine", engine_name, "--dtype", engine_dtype_, "--prompts",
+                             str(count), "--max-tokens", str(max_tokens), "--sequential-subset", str(sequential_subset),
+                             "--batch-size", str(batch_size)], name)
+        if result is None:
             continue
-        results[name] = {**json.loads(line[7:]), "peak_rss_mb": round(peak[0])}
+        results[name] = {**result, "dtype": engine_dtype_, "peak_rss_mb": round(peak)}
+        if engine_name == "vllm" and roofline:
+            results[name]["fraction_of_roofline"] = fraction_of_roofline(results[name], roofline, engine_dtype_)
         print(f"{name}: {results[name]['output_tok_per_s']} output tok/s", file=sys.stderr)
 
     print(f"\n{count} prompts, max {max_tokens} new tokens, temperature 0.8, top_p 0.95, min_p 0.05\n")
@@ -213,16 +260,26 @@ def main(count: int, max_tokens: int, sequential_subset: int, batch_size: int, e
     for name, r in results.items():
         note = f" (measured on {r['measured_on_prompts']} prompts, per token)" if r.get("extrapolated") else ""
         ratio = f"{r['output_tok_per_s'] / base:.1f}x" if base else "n/a"
-        print(f"| {LABELS[name]}{note} | {r['output_tok_per_s']} | {r['prompts_per_s']} | "
+        print(f"| {_label(name, r)}{note} | {r['output_tok_per_s']} | {r['prompts_per_s']} | "
               f"{r['time_to_first_result_s']} | {r['peak_rss_mb']} | {ratio} |")
     vllm = results.get("vllm", {}).get("output_tok_per_s")
     def ratio(other: str) -> float | None:
         theirs = results.get(other, {}).get("output_tok_per_s")
         return round(vllm / theirs, 2) if vllm and theirs else None
 
-    summary = {"prompts": count, "max_tokens": max_tokens, "cpu_count": os.cpu_count(),
+    if roofline:
+        print(f"\nRoofline ({roofline['batch']} rows per matmul, {roofline['flops_per_token'] / 1e6:.0f} MFLOP per token): "
+              + ", ".join(f"{d} matmuls {g} GFLOP/s" for d, g in roofline["matmul_gflops"].items())
+              + f", memory copy {roofline['bandwidth_gb_s']} GB/s")
+        for name, r in results.items():
+            if "fraction_of_roofline" in r:
+                print(f"{name} ({r['dtype']}): {r['fraction_of_roofline']:.0%} of its dtype's compute-bound ceiling")
+    summary = {"prompts": count, "max_tokens": max_tokens, "cpu_count": os.cpu_count(), "cpu_flags": cpu_flags(),
+               "dtype": dtype, "dtype_reason": why,
                "vllm_vs_hf_sequential": ratio("hf_sequential"), "vllm_vs_hf_static": ratio("hf_static"),
-               "vllm_vs_hf_continuous": ratio("hf_continuous"), "results": results}
+               "vllm_vs_hf_continuous": ratio("hf_continuous"),
+               "vllm_fraction_of_roofline": results.get("vllm", {}).get("fraction_of_roofline"),
+               "roofline": roofline, "results": results}
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "generation.json").write_text(json.dumps(summary, indent=2))
     chart(results, RESULTS / "generation.png")

@@ -155,17 +155,28 @@ class _HeldEngine:
     """Stands for a built `vllm.LLM` in the pool (it has no engine process to shut down)."""
 
 
-@pytest.mark.parametrize(("requested", "on_cpu", "flags", "dtype"), [
-    ("auto", True, ["avx512_bf16"], "bfloat16"),  # AVX-512 BF16 (Zen 4, Cooper Lake and later Xeons)
-    ("auto", True, ["amx_bf16"], "bfloat16"),  # AMX (Sapphire Rapids)
-    ("auto", True, [], "float32"),  # AVX2 only: bf16 would be emulated
-    ("auto", False, [], "auto"),  # GPU: the model's own dtype
-    ("float32", True, ["avx512_bf16"], "float32"),  # an explicit dtype is kept
+@pytest.mark.parametrize(("requested", "on_cpu", "flags", "speedup", "dtype"), [
+    ("auto", True, ["avx512_bf16"], 2.8, "bfloat16"),  # AVX-512 BF16 that pays (AMD Zen 4 measured 2.8x)
+    ("auto", True, ["amx_bf16"], 4.0, "bfloat16"),  # AMX (Sapphire Rapids)
+    ("auto", True, ["avx512_bf16"], 0.65, "float32"),  # native but slower (an Intel Xeon without AMX measured 0.65x)
+    ("auto", True, [], None, "float32"),  # AVX2 only: bf16 would be emulated; nothing is measured
+    ("auto", False, [], None, "auto"),  # GPU: the model's own dtype
+    ("float32", True, ["avx512_bf16"], None, "float32"),  # an explicit dtype is kept, nothing measured
 ])
-def test_engine_dtype_follows_the_cpu_unless_set(requested, on_cpu, flags, dtype):
+def test_engine_dtype_follows_the_cpu_unless_set(requested, on_cpu, flags, speedup, dtype):
     from llm_engineering.infrastructure.vllm_engine import engine_dtype
 
-    chosen, reason = engine_dtype(requested, on_cpu, flags)
+    def measured() -> float:
+        assert speedup is not None, "measured bf16 where the flags or the config already decide"
+        return speedup
+
+    chosen, reason = engine_dtype(requested, on_cpu, flags, measured)
     assert chosen == dtype
-    if requested == "auto" and on_cpu and flags:
-        assert flags[0] in reason  # the log and generation_stats name the flag that decided it
+    if speedup is not None:
+        assert flags[0] in reason and f"{speedup:.2f}x" in reason  # the log and generation_stats say why
+
+
+def test_bf16_speedup_is_measured_on_this_cpu():
+    from llm_engineering.infrastructure.vllm_engine import bf16_speedup
+
+    assert 0.05 < bf16_speedup() < 20  # a real ratio of two timed matmul rates, whichever dtype wins here

@@ -1,0 +1,95 @@
+"""The machine's ceilings for a decoder model: matmul rate at the model's decode shapes, memory bandwidth.
+
+    .venv/bin/python benchmarks/roofline.py [--batch 64]      (also run by benchmarks/generation.py)
+
+A generation run's compute-bound time is its FLOPs (2 x the linear layers' parameters per token, prompt
+and output tokens alike; attention's own FLOPs are small at these lengths and left out) over the matmul
+rate measured here at the model's shapes, with as many rows as sequences decode at once. Its fraction
+of that ceiling is the roofline fraction `make bench` reports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def linear_shapes(config: dict) -> list[tuple[int, int]]:
+    """(in, out) of every linear layer a token passes through, the output head included."""
+    d, inter = config["hidden_size"], config["intermediate_size"]
+    heads, kv_heads = config["num_attention_heads"], config["num_key_value_heads"]
+    head_dim = config.get("head_dim") or d // heads
+    layer = [(d, heads * head_dim), (d, kv_heads * head_dim), (d, kv_heads * head_dim), (heads * head_dim, d),
+             (d, inter), (d, inter), (inter, d)]
+    return layer * config["num_hidden_layers"] + [(d, config["vocab_size"])]
+
+
+def flops_per_token(config: dict) -> int:
+    return sum(2 * i * o for i, o in linear_shapes(config))
+
+
+def matmul_gflops(config: dict, batch: int, dtype: str, seconds: float = 3.0) -> float:
+    """GFLOP/s of one decode step's matmuls (`batch` rows each), repeated for about `seconds`."""
+    import torch
+
+    torch.set_num_threads(os.cpu_count() or 1)
+    kind = getattr(torch, dtype)
+    distinct = sorted(set(linear_shapes(config)))
+    weights = {s: torch.randn(s, dtype=kind) for s in distinct}
+    inputs = {i: torch.randn(batch, i, dtype=kind) for i in {i for i, _ in distinct}}
+    shapes = linear_shapes(config)
+    step_flops = sum(2 * batch * i * o for i, o in shapes)
+    with torch.inference_mode():
+        for s in distinct:  # warm-up: oneDNN picks its kernels on first use
+            inputs[s[0]] @ weights[s]
+        steps, started = 0, time.perf_counter()
+        while time.perf_counter() - started < seconds:
+            for s in shapes:
+                inputs[s[0]] @ weights[s]
+            steps += 1
+        elapsed = time.perf_counter() - started
+    return steps * step_flops / elapsed / 1e9
+
+
+def bandwidth_gb_s(megabytes: int = 512, repeats: int = 5) -> float:
+    """Copy rate of a large buffer (bytes read + written per second), the best of `repeats`."""
+    import torch
+
+    source = torch.ones(megabytes * 2**20 // 4, dtype=torch.float32)
+    target = torch.empty_like(source)
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        target.copy_(source)
+        best = min(best, time.perf_counter() - started)
+    return 2 * source.numel() * 4 / best / 1e9
+
+
+def measure(dtypes: list[str], batch: int) -> dict:
+    from llm_engineering.evaluation.models import resolve_model
+    from llm_engineering.settings import get_settings
+
+    path = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR).path
+    config = json.loads((Path(path) / "config.json").read_text())
+    return {"model": "smollm2-135m", "batch": batch, "flops_per_token": flops_per_token(config),
+            "matmul_gflops": {d: round(matmul_gflops(config, batch, d), 1) for d in dtypes},
+            "bandwidth_gb_s": round(bandwidth_gb_s(), 1)}
+
+
+@click.command()
+@click.option("--batch", default=64, show_default=True, help="Rows per matmul: the sequences decoding at once.")
+@click.option("--dtype", "dtypes", multiple=True, default=["float32"], show_default=True)
+def main(batch: int, dtypes: tuple[str, ...]) -> None:
+    print("RESULT " + json.dumps(measure(list(dtypes), batch)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
