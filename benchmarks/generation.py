@@ -42,7 +42,7 @@ TOPICS = ["LoRA adapters", "the KV cache", "retrieval-augmented generation", "DP
 
 
 def _label(name: str, result: dict) -> str:
-    return f"{LABELS.get(name, LABELS['vllm'])}, {result.get('dtype', '?')}"
+    return f"{LABELS.get(name, 'vLLM LLM.generate over all prompts')}, {result.get('dtype', '?')}"
 
 
 def workload(count: int) -> list[str]:
