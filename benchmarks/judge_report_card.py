@@ -2,7 +2,7 @@
 and the wall time of a run's judge stages (scoring the split's answers, then the check).
 
     .venv/bin/python benchmarks/judge_report_card.py [--judge smollm2-135m --judge qwen2.5-coder-1.5b]
-        [--rubric handbook] [--dtype auto|bfloat16] [--rows 20] [--label-rows 10]
+        [--rubric handbook] [--dtype auto|bfloat16] [--rows 20] [--label-rows 10] [--max-analysis-chars 400]
 
 Each judge runs in this process, one engine after the other (the pool releases the previous one), with
 the judge cache off. The answers scored are the references of the split (48 rows), so no generation
@@ -23,13 +23,17 @@ import click
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from llm_engineering.evaluation.config import JudgeConfig  # noqa: E402  (light: pydantic only)
+
+JUDGE_DEFAULTS = JudgeConfig().model_dump()
+
 
 def _cpu_flags() -> str:
     flags = Path("/proc/cpuinfo").read_text().split("flags")[1].split("\n")[0] if Path("/proc/cpuinfo").exists() else ""
     return ", ".join(f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f" {f}" in flags) or "unknown"
 
 
-def _measure(model: str, rubric: str, dtype: str, rows: int, label_rows: int) -> dict:
+def _measure(model: str, rubric: str, dtype: str, rows: int, label_rows: int, max_analysis_chars: int) -> dict:
     from llm_engineering.evaluation import check_tiers
     from llm_engineering.evaluation import columns as col
     from llm_engineering.evaluation.config import DatasetConfig, EngineConfig, JudgeConfig
@@ -43,11 +47,12 @@ def _measure(model: str, rubric: str, dtype: str, rows: int, label_rows: int) ->
     from llm_engineering.infrastructure.vllm_engine import EnginePool
     from llm_engineering.settings import get_settings
 
-    config = JudgeConfig(model=model, rubric=rubric, cache=False)
+    config = JudgeConfig(model=model, rubric=rubric, cache=False, max_analysis_chars=max_analysis_chars)
     rubric_ = config.resolved_rubric()
     split = read_test_split(DatasetConfig())
     answers = split.add_column(col.ANSWER, split[col.REFERENCE]).add_column(col.MODEL_ID, ["reference"] * len(split))
-    result: dict = {"judge": model, "rubric": rubric, "dtype": dtype, "cpu": _cpu_flags()}
+    result: dict = {"judge": model, "rubric": rubric, "dtype": dtype, "max_analysis_chars": max_analysis_chars,
+                    "cpu": _cpu_flags()}
     pool = EnginePool()
     try:
         judge = build_judge(config, EngineConfig(dtype=dtype), get_settings(), pool)
@@ -84,8 +89,10 @@ def _measure(model: str, rubric: str, dtype: str, rows: int, label_rows: int) ->
 @click.option("--dtype", default="auto", show_default=True, help="Engine dtype (auto: as the run picks it).")
 @click.option("--rows", default=20, show_default=True, help="Pairs per report card tier; 0: no card, no scoring.")
 @click.option("--label-rows", default=10, show_default=True, help="Rows of constructed labels (3 labels each); 0: none.")
-def main(judges: tuple[str, ...], rubric: str, dtype: str, rows: int, label_rows: int) -> None:
-    results = [_measure(model, rubric, dtype, rows, label_rows) for model in judges]
+@click.option("--max-analysis-chars", default=JUDGE_DEFAULTS["max_analysis_chars"], show_default=True,
+              help="Longest analysis the judge may write (judge.max_analysis_chars).")
+def main(judges: tuple[str, ...], rubric: str, dtype: str, rows: int, label_rows: int, max_analysis_chars: int) -> None:
+    results = [_measure(model, rubric, dtype, rows, label_rows, max_analysis_chars) for model in judges]
     tiers = list(results[0].get("tiers", {}))
     if tiers:
         print("| judge | rubric | dtype | scoring 48 s | check s (verdicts) | valid | "

@@ -23,8 +23,8 @@ from pydantic import BaseModel, Field
 from llm_engineering.evaluation import check_tiers
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judge_cache import JudgeCache
-from llm_engineering.evaluation.judge_transport import JudgeBackend, ask_judge
-from llm_engineering.evaluation.rubric import Rubric, judge_messages, verdict_checker
+from llm_engineering.evaluation.judge_transport import JudgeBackend, ReplySchema, ask_judge
+from llm_engineering.evaluation.rubric import Rubric, first_score_schema, judge_messages, verdict_checker
 from llm_engineering.evaluation.scoring import read_reply
 from llm_engineering.evaluation.rates import Rate, rate, sample_rows
 from llm_engineering.evaluation.similarity import SimilarityCheck
@@ -219,8 +219,12 @@ def run_judge_check(
     conversations = [judge_messages(rubric, instructions[i], references[i], references[i]) for i in sample]
     for answers in worse.values():
         conversations += [judge_messages(rubric, instructions[i], text, references[i]) for i, (text, _) in answers.items()]
-    replies = ask_judge(judge, conversations, cache, verdict_checker(rubric))
-    readings = [read_reply(rubric, reply) for reply in replies]
+    # The check reads one score per verdict: a score-first rubric's judge is asked for that score alone
+    # (the same score, see `first_score_schema`), which spares it the analyses, most of a verdict's tokens.
+    first_only = rubric.score_first
+    reply_schema = ReplySchema("first_score", first_score_schema(rubric)) if first_only else None
+    replies = ask_judge(judge, conversations, cache, verdict_checker(rubric, first_only), reply_schema)
+    readings = [read_reply(rubric, reply, first_only) for reply in replies]
     criterion = rubric.names[0]
 
     def score(index: int) -> tuple[Optional[int], Optional[float], Optional[str]]:

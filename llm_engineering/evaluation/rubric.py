@@ -168,17 +168,21 @@ def load_rubric(spec: "str | dict[str, Any] | Rubric") -> Rubric:
     return _validate(data, f"rubric file {path}")
 
 
-@lru_cache(maxsize=32)
-def _verdict_model(rubric_json: str) -> type[BaseModel]:
+@lru_cache(maxsize=64)
+def _verdict_model(rubric_json: str, first_score_only: bool = False) -> type[BaseModel]:
     rubric = Rubric.model_validate_json(rubric_json)
     fields: dict[str, Any] = {}
-    for c in rubric.criteria:
+    for c in rubric.criteria[:1] if first_score_only else rubric.criteria:
         # Validation reads the range (its errors say "less than or equal to 3"); generation is held to the
         # listed levels, as an enum, which vLLM's grammars and OpenAI's strict mode both accept.
         score = (Annotated[int, Field(ge=c.values[0], le=c.values[-1]), WithJsonSchema({"type": "integer", "enum": c.values})], ...)
-        parts = {"score": score, "analysis": (str, ...)} if rubric.score_first else {"analysis": (str, ...), "score": score}
-        fields[c.name] = (create_model(f"{c.name.title()}Verdict", __config__=ConfigDict(extra="forbid"), **parts), ...)
-    return create_model("JudgeVerdict", __config__=ConfigDict(extra="forbid"), **fields)
+        if first_score_only:
+            parts = {"score": score}
+        else:
+            parts = {"score": score, "analysis": (str, ...)} if rubric.score_first else {"analysis": (str, ...), "score": score}
+        kind = "Score" if first_score_only else "Verdict"
+        fields[c.name] = (create_model(f"{c.name.title()}{kind}", __config__=ConfigDict(extra="forbid"), **parts), ...)
+    return create_model("FirstScore" if first_score_only else "JudgeVerdict", __config__=ConfigDict(extra="forbid"), **fields)
 
 
 def verdict_model(rubric: Rubric) -> type[BaseModel]:
@@ -190,6 +194,19 @@ def verdict_schema(rubric: Rubric, max_analysis_chars: int) -> dict[str, Any]:
     """JSON schema of the verdict that constrains generation: scores limited to each scale, analyses
     kept short. Only generation is held to the length: the parser accepts a longer analysis."""
     return reply_json_schema(verdict_model(rubric), {"analysis": max_analysis_chars})
+
+
+def first_score_schema(rubric: Rubric) -> dict[str, Any]:
+    """JSON schema of a reply that holds only the first criterion's score, `{"<criterion>": {"score": n}}`.
+
+    Only for a score-first rubric does it change nothing but the cost: the judge reads the same prompt
+    and writes the same `{"<criterion>":{"score":` before the score token as in a full verdict, so greedy
+    decoding picks the same score from the same probabilities (tokenizers split digits from punctuation),
+    without generating the analyses that follow it.
+    """
+    if not rubric.score_first:
+        raise ValueError(f"rubric {rubric.name!r} writes each analysis before its score: its first score cannot be asked alone")
+    return reply_json_schema(_verdict_model(rubric.model_dump_json(), True), {})
 
 
 @dataclass(frozen=True)
@@ -204,8 +221,12 @@ class ParsedVerdict:
     error: Optional[str]
 
 
-def parse_verdict(rubric: Rubric, raw: str) -> ParsedVerdict:
-    """Parse and validate one raw judge reply; tolerates a ```json fence around the object."""
+def parse_verdict(rubric: Rubric, raw: str, first_score_only: bool = False) -> ParsedVerdict:
+    """Parse and validate one raw judge reply; tolerates a ```json fence around the object.
+
+    `first_score_only`: the reply was asked with `first_score_schema`, so it may hold just the first
+    criterion's score (analysis ""); a whole verdict, as an endpoint without JSON schemas returns, serves too.
+    """
     text = raw.strip()
     if text.startswith("```"):
         text = text.strip("`").removeprefix("json").strip()
@@ -213,16 +234,23 @@ def parse_verdict(rubric: Rubric, raw: str) -> ParsedVerdict:
         payload = json.loads(text)
     except json.JSONDecodeError as error:
         return ParsedVerdict(None, f"invalid JSON ({error.msg} at char {error.pos})")
-    try:
-        verdict = verdict_model(rubric).model_validate(payload)
-    except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(map(str, item['loc'])) or 'reply'}: {item['msg']}" for item in error.errors()
-        )
-        return ParsedVerdict(None, f"invalid verdict ({problems})")
-    return ParsedVerdict({
-        name: CriterionVerdict(getattr(verdict, name).score, getattr(verdict, name).analysis) for name in rubric.names
-    }, None)
+    models = [verdict_model(rubric)]
+    if first_score_only:
+        models.insert(0, _verdict_model(rubric.model_dump_json(), True))
+    errors = []
+    for model in models:
+        try:
+            verdict = model.model_validate(payload)
+        except ValidationError as error:
+            errors.append(error)
+            continue
+        return ParsedVerdict({
+            name: CriterionVerdict(getattr(verdict, name).score, getattr(getattr(verdict, name), "analysis", ""))
+            for name in model.model_fields
+        }, None)
+    # The reply's problems against what it was asked for (the first model).
+    problems = "; ".join(f"{'.'.join(map(str, item['loc'])) or 'reply'}: {item['msg']}" for item in errors[0].errors())
+    return ParsedVerdict(None, f"invalid verdict ({problems})")
 
 
 def _criteria_text(rubric: Rubric) -> str:
@@ -262,6 +290,6 @@ def judge_messages(rubric: Rubric, instruction: str, answer: str, reference: Opt
     return [{"role": "system", "content": rubric.system_prompt}, {"role": "user", "content": prompt}]
 
 
-def verdict_checker(rubric: Rubric):
+def verdict_checker(rubric: Rubric, first_score_only: bool = False):
     """Whether a raw reply parses into a verdict of `rubric` (only those are cached)."""
-    return lambda text: parse_verdict(rubric, text).criteria is not None
+    return lambda text: parse_verdict(rubric, text, first_score_only).criteria is not None

@@ -56,14 +56,15 @@ class Reading:
         return next((f"{name}: {d.problem}" for name, d in self.distributions.items() if d.problem), None)
 
 
-def read_reply(rubric: Rubric, reply: JudgeReply) -> Reading:
-    """Parse a reply and read, where the backend gave logprobs, each criterion's score distribution."""
-    verdict = parse_verdict(rubric, reply.text) if reply.text is not None else ParsedVerdict(None, reply.error)
+def read_reply(rubric: Rubric, reply: JudgeReply, first_score_only: bool = False) -> Reading:
+    """Parse a reply and read, where the backend gave logprobs, each criterion's score distribution
+    (`first_score_only`: a reply asked with `first_score_schema`, of which only the first score is read)."""
+    verdict = parse_verdict(rubric, reply.text, first_score_only) if reply.text is not None else ParsedVerdict(None, reply.error)
     distributions = {}
     if verdict.criteria is not None and reply.logprobs is not None:
         distributions = {
             c.name: score_distribution(reply.text, reply.logprobs, c.name, c.values, verdict.criteria[c.name].score)
-            for c in rubric.criteria
+            for c in rubric.criteria if c.name in verdict.criteria
         }
     return Reading(reply, verdict, distributions)
 

@@ -232,6 +232,33 @@ def test_judge_check_on_the_embedded_split_follows_the_threshold():
             assert again.verdict.startswith("NO SIGNAL") is again.no_signal
 
 
+def test_a_score_first_judge_check_asking_for_scores_alone_gets_the_scores_of_whole_verdicts():
+    """The check asks a score-first judge for its first score alone (`first_score_schema`): with the real
+    engine, each reference's score and expected score must be those of the whole verdict for the same prompt."""
+    from llm_engineering.evaluation.config import DatasetConfig, EngineConfig, JudgeConfig
+    from llm_engineering.evaluation.dataset import read_test_split
+    from llm_engineering.evaluation.judge_check import run_judge_check
+    from llm_engineering.evaluation.scoring import score_answers
+    from llm_engineering.infrastructure.judge_backends import build_judge
+    from llm_engineering.settings import get_settings
+
+    score_first = load_rubric("handbook-score-first")
+    judge_config = JudgeConfig.model_validate({**SMALL["judge"], "rubric": "handbook-score-first", "cache": False})
+    split = read_test_split(DatasetConfig())
+    judge = build_judge(judge_config, EngineConfig(), get_settings(), ENGINE_POOL)
+    check = run_judge_check(split, judge, score_first, None, rows=6, threshold=0.7)
+    checked = split.filter(lambda row: row[col.ID] in {p.id for p in check.details})
+    rows = checked.add_column(col.ANSWER, checked[col.REFERENCE]).add_column(col.MODEL_ID, ["reference"] * len(checked))
+    whole = score_answers(rows, [judge], score_first)
+    by_id = {row[col.ID]: row for row in whole}
+    assert len(by_id) == 6 and all(row[col.JUDGE_ERROR] is None for row in whole)
+    for pair in check.details:
+        row = by_id[pair.id]
+        assert row[col.analysis("accuracy")]  # the whole verdict has its analysis; the check's reply had none
+        assert pair.reference_accuracy == row[col.score("accuracy")]
+        assert pair.reference_expected == pytest.approx(row[col.expected("accuracy")], abs=0.01)  # batch-dependent float noise
+
+
 def test_the_embedded_judge_returns_a_valid_verdict_for_nearly_every_row_of_the_embedded_split():
     """Under the default rubric and judge settings, on every row of the shipped split (its reference
     answers as the answers judged), at least 90% of the verdicts parse and validate."""

@@ -8,6 +8,7 @@ from jsonschema import Draft202012Validator
 from llm_engineering.evaluation.config import ConfigError
 from llm_engineering.evaluation.rubric import (
     RubricError,
+    first_score_schema,
     judge_messages,
     load_rubric,
     parse_verdict,
@@ -108,6 +109,30 @@ def test_parse_verdict_reads_every_criterion_and_rejects_scores_off_the_scale():
     wrong = parse_verdict(rubric, json.dumps({"politeness": {"score": 3, "analysis": "?"},
                                               "resolution": {"score": 1, "analysis": "no"}}))
     assert wrong.criteria is None and "politeness.score" in wrong.error
+
+
+def test_first_score_schema_asks_for_the_first_criterions_score_alone_and_only_of_a_score_first_rubric():
+    rubric = load_rubric(CUSTOM)  # score first, as rubrics are unless they say otherwise
+    schema = first_score_schema(rubric)
+    assert Draft202012Validator(schema).is_valid({"politeness": {"score": 2}})
+    assert not Draft202012Validator(schema).is_valid({"politeness": {"score": 3}})  # off the scale
+    assert not Draft202012Validator(schema).is_valid({"politeness": {"score": 2, "analysis": "x"}})
+    assert not Draft202012Validator(schema).is_valid({"politeness": {"score": 2}, "resolution": {"score": 1}})
+    # Analysis first, the score depends on the analysis: asking for the score alone would change it.
+    with pytest.raises(ValueError, match="analysis before its score"):
+        first_score_schema(load_rubric({**CUSTOM, "score_first": False}))
+
+
+def test_a_first_score_reply_parses_alone_or_inside_a_whole_verdict():
+    rubric = load_rubric(CUSTOM)  # score first, as rubrics are unless they say otherwise
+    alone = parse_verdict(rubric, json.dumps({"politeness": {"score": 1}}), first_score_only=True)
+    assert alone.error is None and list(alone.criteria) == ["politeness"] and alone.criteria["politeness"].score == 1
+    whole = {"politeness": {"score": 0, "analysis": "curt"}, "resolution": {"score": 4, "analysis": "solved"}}
+    assert parse_verdict(rubric, json.dumps(whole), first_score_only=True).criteria["resolution"].score == 4
+    off_scale = parse_verdict(rubric, json.dumps({"politeness": {"score": 7}}), first_score_only=True)
+    assert off_scale.criteria is None and "politeness.score" in off_scale.error
+    # A scoring run still needs every criterion and analysis.
+    assert parse_verdict(rubric, json.dumps({"politeness": {"score": 1}})).criteria is None
 
 
 def test_the_default_prompt_writes_out_the_criteria_and_shows_the_reference_only_when_guided():

@@ -18,7 +18,7 @@ from llm_engineering.evaluation.pairwise import (
 )
 from llm_engineering.evaluation.rates import derangement, rate, sample_rows, wilson_interval
 from llm_engineering.evaluation.judge_check import JudgeCheckPair, run_judge_check, judge_check_from_pairs
-from llm_engineering.evaluation.rubric import load_rubric
+from llm_engineering.evaluation.rubric import first_score_schema, load_rubric
 
 HANDBOOK = load_rubric("handbook")
 
@@ -140,6 +140,24 @@ def test_check_judge_pairs_each_reference_with_another_rows_and_uses_the_cache(t
     again = matching_judge()
     assert run_judge_check(split(30), again, HANDBOOK, cache, rows=10, threshold=0.7, seed=1) == check
     assert again.asked == []  # every verdict came from the cache
+
+
+def test_a_score_first_rubrics_check_asks_for_the_first_score_alone_and_reads_it():
+    score_first = load_rubric("handbook-score-first")
+
+    def reply(prompt):  # the matching judge, answering the score-only schema
+        topic = prompt.split("Explain topic ")[1].split(".")[0]
+        return json.dumps({"accuracy": {"score": 3 if f"Answer: Topic {topic} is explained" in prompt else 1}})
+
+    judge = KeyedJudge(reply)
+    check = run_judge_check(split(12), judge, score_first, None, rows=6, threshold=0.7, seed=2)
+    assert [s.name for s in judge.schemas] == ["first_score"]
+    assert judge.schemas[0].schema == first_score_schema(score_first)
+    assert check.reference_higher.count == 6 and check.failed.count == 0
+    # The handbook (analysis first) keeps asking for whole verdicts: its score depends on the analysis.
+    handbook_judge = matching_judge()
+    run_judge_check(split(12), handbook_judge, HANDBOOK, None, rows=6, threshold=0.7, seed=2)
+    assert handbook_judge.schemas == [None]
 
 
 def test_check_judge_flags_a_judge_that_scores_everything_alike():
