@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 from llm_engineering.evaluation.checkpoint import AnswerRecord
 from llm_engineering.evaluation.config import EngineConfig, SamplingConfig
 from llm_engineering.evaluation.engine import Answers, Tokenizer
+from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT
 
 if TYPE_CHECKING:
     from vllm import LLM, RequestOutput, SamplingParams
@@ -156,6 +157,7 @@ class EnginePool:
         if on_cpu:
             for name, value in cpu_environment(engine).items():
                 os.environ.setdefault(name, value)
+        os.environ[DIE_WITH_PARENT] = "1"  # the engine's processes end with this one, however it ends
         kwargs = engine_kwargs(model_path, engine, on_cpu)
         logger.info("Building vLLM engine: %s (dtype: %s)", kwargs, engine_dtype(engine.dtype, on_cpu, native_bf16_flags())[1])
         started = time.perf_counter()

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+import psutil
 import pytest
 
 from llm_engineering.evaluation import columns as col
@@ -53,15 +54,43 @@ def _saved(checkpoint):
     return rows
 
 
-def _stop_after(process, checkpoint, rows, sig, timeout=600):
-    """Send `sig` to the whole process group (as a terminal or the kernel would) once `rows` are saved."""
+def _stop_after(process, checkpoint, rows, sig, timeout=600, pid_alone=False):
+    """Send `sig` once `rows` are saved: to the whole process group (as a terminal does), or to the CLI's
+    pid alone (as the out-of-memory killer or an orchestrator does). Returns the exit code and the
+    command lines of the CLI's descendants just before the signal."""
     deadline = time.monotonic() + timeout
     while len(_saved(checkpoint)) < rows:
         assert process.poll() is None, "the run ended before it could be stopped midway"
         assert time.monotonic() < deadline, "no progress"
         time.sleep(0.1)
-    os.killpg(process.pid, sig)
-    return process.wait(timeout=180)
+    descendants = _descendants(process.pid)
+    if pid_alone:
+        os.kill(process.pid, sig)
+    else:
+        os.killpg(process.pid, sig)
+    return process.wait(timeout=180), descendants
+
+
+def _descendants(pid):
+    """`(pid, name)` of each live descendant of `pid` (a process that ended meanwhile is skipped)."""
+    found = []
+    for child in psutil.Process(pid).children(recursive=True):
+        try:
+            found.append((child.pid, child.name()))
+        except psutil.Error:
+            pass
+    return found
+
+
+def _alive(pgid):
+    return [(p.pid, p.name()) for p in psutil.process_iter() if _in_group(p, pgid)]
+
+
+def _in_group(process, pgid):
+    try:
+        return os.getpgid(process.pid) == pgid
+    except OSError:
+        return False
 
 
 def _group_gone(pgid, timeout=60):
@@ -93,16 +122,20 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
         # 1. Ctrl-C after a few answers: a clean stop, a resumable message, no process left behind.
         with open(tmp_path / "interrupted.log", "w") as log:
             first = _start(repo_root, config, log)
-            assert _stop_after(first, checkpoint, 3, signal.SIGINT) == 130
+            assert _stop_after(first, checkpoint, 3, signal.SIGINT)[0] == 130
         assert _group_gone(first.pid), "processes of the interrupted run are still alive"
         assert "Interrupted. Every answer generated so far is saved" in (tmp_path / "interrupted.log").read_text()
         after_interrupt = len(_saved(checkpoint))
         assert 3 <= after_interrupt < ROWS
 
-        # 2. SIGKILL of everything (an out-of-memory kill, a lost spot instance) a few answers later.
+        # 2. SIGKILL of the CLI's pid alone (the out-of-memory killer's way) a few answers later: its vLLM engine
+        # core and worker are not told, yet must end with it (engine_lifetime), not spin on.
         with open(tmp_path / "killed.log", "w") as log:
             second = _start(repo_root, config, log)
-            assert _stop_after(second, checkpoint, after_interrupt + 2, signal.SIGKILL) == -signal.SIGKILL
+            code, descendants = _stop_after(second, checkpoint, after_interrupt + 2, signal.SIGKILL, pid_alone=True)
+        assert code == -signal.SIGKILL
+        assert any(name.startswith("VLLM::") for _, name in descendants), descendants  # the engine ran as its child
+        assert _group_gone(second.pid, timeout=10), f"alive 10 s after the CLI was killed: {_alive(second.pid)}"
         assert f"Resuming: {after_interrupt} of {ROWS} answers" in (tmp_path / "killed.log").read_text()
         kept = _saved(checkpoint)
         assert after_interrupt + 2 <= len(kept) < ROWS

@@ -15,6 +15,7 @@ from typing import Optional
 import httpx
 
 from llm_engineering.evaluation.config import EngineConfig
+from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT
 from llm_engineering.infrastructure.vllm_engine import cpu_environment
 
 
@@ -35,7 +36,7 @@ def vllm_server(
 ) -> Iterator[str]:
     """Run the server until the block ends; yields its base URL (`http://127.0.0.1:PORT/v1`)."""
     port = port or free_port()
-    env = dict(os.environ)
+    env = {**os.environ, DIE_WITH_PARENT: "1"}  # the server's engine processes end with the server
     if cpu:
         for name, value in cpu_environment(EngineConfig(cpu_kvcache_space_gib=1)).items():
             env.setdefault(name, value)

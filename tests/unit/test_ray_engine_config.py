@@ -5,6 +5,7 @@ import pytest
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.checkpoint import AnswerRecord
 from llm_engineering.evaluation.config import ConfigError, EngineConfig, RayConfig, SamplingConfig
+from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT
 from llm_engineering.infrastructure.engines import open_engine
 from llm_engineering.infrastructure.ray_engine import RayEngine, finish_reason, placement_problem, processor_config
 from llm_engineering.infrastructure.vllm_engine import EnginePool
@@ -62,6 +63,7 @@ def test_cpu_replicas_get_cpu_bundles_and_their_own_threads(monkeypatch):
     assert config["placement_group_config"] == {"bundle_per_worker": {"CPU": 1}}
     assert config["runtime_env"]["env_vars"]["VLLM_CPU_OMP_THREADS_BIND"] == "nobind"
     assert config["runtime_env"]["env_vars"]["OMP_NUM_THREADS"] == "1"
+    assert config["runtime_env"]["env_vars"][DIE_WITH_PARENT] == "1"
     assert config["concurrency"] == (2, 2)  # a fixed pool, not an autoscaling 1..2
     assert config["engine_kwargs"]["dtype"] == "float32" and config["engine_kwargs"]["enforce_eager"] is True
     assert "model" not in config["engine_kwargs"] and config["model_source"] == "/models/m"
@@ -73,7 +75,9 @@ def test_gpu_replicas_ask_for_gpus_of_a_type_and_keep_the_model_dtype():
     engine = EngineConfig(backend="ray", tensor_parallel_size=4,
                           ray=RayConfig(replicas=(1, 16), accelerator_type="H100"))
     config = processor_config("org/model", engine, engine.ray)
-    assert "placement_group_config" not in config and "runtime_env" not in config
+    assert "placement_group_config" not in config
+    # Only the variable that ties each replica's engine processes to the replica: no CPU settings.
+    assert config["runtime_env"] == {"env_vars": {DIE_WITH_PARENT: "1"}}
     assert config["accelerator_type"] == "H100" and config["concurrency"] == (1, 16)
     assert config["engine_kwargs"]["tensor_parallel_size"] == 4
     assert config["engine_kwargs"]["dtype"] == "auto" and "gpu_memory_utilization" in config["engine_kwargs"]

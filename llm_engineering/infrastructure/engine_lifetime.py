@@ -1,0 +1,42 @@
+"""Engine processes that end with the process that started them.
+
+vLLM runs its engine core and its workers in processes of their own. A parent that ends without
+shutting them down (SIGKILL, the kernel's out-of-memory killer) leaves them running, a worker spinning
+at a full core until someone kills it. vLLM loads its general plugins (entry point group
+`vllm.general_plugins`, see pyproject.toml) in every process it starts; `die_with_parent` is such a
+plugin: in an engine process started for this project, it asks the kernel to kill the process as soon
+as its parent ends (Linux `PR_SET_PDEATHSIG`). The engine core then dies with the program that built
+it, and each worker with its engine core. Whatever ends the parent, no engine outlives it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import multiprocessing
+import os
+import signal
+import sys
+
+logger = logging.getLogger(__name__)
+
+# Set by whoever starts an engine for this project (`EnginePool`, the Ray engine, the test server); the
+# variable is inherited by the engine's processes, and without it the plugin does nothing.
+DIE_WITH_PARENT = "LLM_EVAL_ENGINE_DIES_WITH_PARENT"
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """In a process that multiprocessing started for a vLLM engine of ours: be killed when the parent ends."""
+    if os.environ.get(DIE_WITH_PARENT) != "1" or not sys.platform.startswith("linux"):
+        return
+    parent = multiprocessing.parent_process()
+    if parent is None:  # a program's own process (the CLI, a test, `vllm serve`), not one of its engine's
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        logger.warning("Could not tie engine process %d to its parent (prctl errno %d): if the parent is killed, "
+                       "end this process by its pid", os.getpid(), ctypes.get_errno())
+        return
+    if os.getppid() != parent.pid:  # the parent ended before the kernel was asked
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,77 @@
+"""Engine processes end with their parent: real processes, the kernel's parent-death signal, no vLLM."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT
+
+# A parent that starts a child the way vLLM starts its engine core (multiprocessing, spawn), and whose
+# child runs the plugin as vLLM runs it at start-up, then works on forever.
+PARENT = """
+import multiprocessing, sys, time
+
+def engine():
+    from llm_engineering.infrastructure.engine_lifetime import die_with_parent
+    die_with_parent()
+    print("ready", flush=True)
+    while True:
+        time.sleep(0.1)
+
+if __name__ == "__main__":
+    child = multiprocessing.get_context("spawn").Process(target=engine)
+    child.start()
+    print(child.pid, flush=True)
+    time.sleep(600)
+"""
+
+
+def _start_parent(repo_root, tmp_path, tied: bool):
+    env = {k: v for k, v in os.environ.items() if k != DIE_WITH_PARENT}
+    if tied:
+        env[DIE_WITH_PARENT] = "1"
+    script = tmp_path / "parent.py"  # a file: spawn re-imports the parent's main module in the child
+    script.write_text(PARENT)
+    parent = subprocess.Popen([sys.executable, str(script)], cwd=repo_root, env={**env, "PYTHONPATH": str(repo_root)},
+                              stdout=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    assert parent.stdout.readline().strip() == "ready"  # the plugin has run in the child
+    return parent, child
+
+
+def _gone(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.timeout(60)
+def test_an_engine_process_dies_when_its_parent_is_killed(repo_root, tmp_path):
+    parent, child = _start_parent(repo_root, tmp_path, tied=True)
+    parent.kill()  # SIGKILL: the parent runs no clean-up at all
+    parent.wait()
+    assert _gone(child, timeout=5)
+
+
+@pytest.mark.timeout(60)
+def test_without_the_variable_the_plugin_leaves_the_process_alone(repo_root, tmp_path):
+    """What happens without it, and to processes of other programs in the same environment: the child
+    outlives its killed parent (this test then ends it by its pid)."""
+    parent, child = _start_parent(repo_root, tmp_path, tied=False)
+    parent.kill()
+    parent.wait()
+    try:
+        assert not _gone(child, timeout=2)
+    finally:
+        os.kill(child, signal.SIGKILL)
