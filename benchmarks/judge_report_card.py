@@ -3,6 +3,7 @@ and the wall time of a run's judge stages (scoring the split's answers, then the
 
     .venv/bin/python benchmarks/judge_report_card.py [--judge smollm2-135m --judge qwen2.5-coder-1.5b]
         [--rubric handbook] [--dtype auto|bfloat16] [--rows 20] [--label-rows 10] [--max-analysis-chars 400]
+        [--compare-whole-verdicts]
 
 Each judge runs in this process, one engine after the other (the pool releases the previous one), with
 the judge cache off. The answers scored are the references of the split (48 rows), so no generation
@@ -33,7 +34,29 @@ def _cpu_flags() -> str:
     return ", ".join(f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f" {f}" in flags) or "unknown"
 
 
-def _measure(model: str, rubric: str, dtype: str, rows: int, label_rows: int, max_analysis_chars: int) -> dict:
+def _card(check) -> dict:
+    return {t.tier: {"integer": t.reference_higher.describe(), "ties": t.ties.count,
+                     "expected": t.reference_higher_expected.describe() if t.reference_higher_expected else None}
+            for t in [check, *check.tiers]}
+
+
+def _alike(alone, whole) -> dict:
+    """How far the check's verdicts asked for scores alone match those asked whole, pair by pair."""
+    pairs = [(a, w) for ta, tw in zip([alone, *alone.tiers], [whole, *whole.tiers]) for a, w in zip(ta.details, tw.details)]
+
+    def scores(p):
+        return p.reference_accuracy, p.mismatched_accuracy
+
+    def expected(p):
+        return p.reference_expected, p.mismatched_expected
+
+    differences = [abs(x - y) for a, w in pairs for x, y in zip(expected(a), expected(w)) if x is not None and y is not None]
+    return {"pairs": len(pairs), "pairs_scored_alike": sum(scores(a) == scores(w) for a, w in pairs),
+            "max_expected_difference": max(differences, default=None)}
+
+
+def _measure(model: str, rubric: str, dtype: str, rows: int, label_rows: int, max_analysis_chars: int,
+             compare_whole: bool) -> dict:
     from llm_engineering.evaluation import check_tiers
     from llm_engineering.evaluation import columns as col
     from llm_engineering.evaluation.config import DatasetConfig, EngineConfig, JudgeConfig
@@ -67,10 +90,15 @@ def _measure(model: str, rubric: str, dtype: str, rows: int, label_rows: int, ma
             started = time.perf_counter()
             check = run_judge_check(split, judge, rubric_, None, rows, 0.7, tiers=["same_topic", "truncated", "corrupted"],
                                     embedder=get_embedder())
-            result.update(check_s=round(time.perf_counter() - started, 1), check_verdicts=check.judge_calls, tiers={
-                t.tier: {"integer": t.reference_higher.describe(), "ties": t.ties.count,
-                         "expected": t.reference_higher_expected.describe() if t.reference_higher_expected else None}
-                for t in [check, *check.tiers]})
+            result.update(check_s=round(time.perf_counter() - started, 1), check_verdicts=check.judge_calls,
+                          check_tokens=check.judge_tokens, tiers=_card(check))
+            if compare_whole and rubric_.score_first:
+                # The same prompts again as whole verdicts; on a prefix cache the first pass warmed.
+                started = time.perf_counter()
+                whole = run_judge_check(split, judge, rubric_, None, rows, 0.7, tiers=["same_topic", "truncated", "corrupted"],
+                                        embedder=get_embedder(), whole_verdicts=True)
+                result["whole_verdicts"] = {"check_s": round(time.perf_counter() - started, 1),
+                                            "check_tokens": whole.judge_tokens, "tiers": _card(whole), **_alike(check, whole)}
         if label_rows:
             first = split.select(range(min(label_rows, len(split))))
             labels = Labels(kind="pointwise", rows=check_tiers.constructed_labels(
@@ -91,8 +119,12 @@ def _measure(model: str, rubric: str, dtype: str, rows: int, label_rows: int, ma
 @click.option("--label-rows", default=10, show_default=True, help="Rows of constructed labels (3 labels each); 0: none.")
 @click.option("--max-analysis-chars", default=JUDGE_DEFAULTS["max_analysis_chars"], show_default=True,
               help="Longest analysis the judge may write (judge.max_analysis_chars).")
-def main(judges: tuple[str, ...], rubric: str, dtype: str, rows: int, label_rows: int, max_analysis_chars: int) -> None:
-    results = [_measure(model, rubric, dtype, rows, label_rows, max_analysis_chars) for model in judges]
+@click.option("--compare-whole-verdicts", is_flag=True,
+              help="Score-first rubrics: run the check again asking whole verdicts, and compare the two.")
+def main(judges: tuple[str, ...], rubric: str, dtype: str, rows: int, label_rows: int, max_analysis_chars: int,
+         compare_whole_verdicts: bool) -> None:
+    results = [_measure(model, rubric, dtype, rows, label_rows, max_analysis_chars, compare_whole_verdicts)
+               for model in judges]
     tiers = list(results[0].get("tiers", {}))
     if tiers:
         print("| judge | rubric | dtype | scoring 48 s | check s (verdicts) | valid | "

@@ -137,6 +137,10 @@ class EngineConfig(_Strict):
     cpu_threads: Optional[str] = Field(
         None, description="VLLM_CPU_OMP_THREADS_BIND value; None binds every core (nobind for Ray replicas)."
     )
+    cpu_preload: bool = Field(
+        True, description="CPU: preload tcmalloc and Intel OpenMP in the engine processes, as vLLM's CPU guide "
+        "recommends (where installed; `make install` installs both)."
+    )
     max_num_seqs: Optional[PositiveInt] = None
     enable_prefix_caching: Optional[bool] = None
     enable_chunked_prefill: Optional[bool] = None

@@ -200,11 +200,13 @@ def run_judge_check(
     seed: int = 0,
     tiers: Sequence[str] = ("mismatch",),
     embedder: Any = None,
+    whole_verdicts: bool = False,
 ) -> JudgeCheck:
     """Score `rows` sampled references and, per tier, their worse answers with `judge`; see the module doc.
 
     The figures are the mismatch tier's, with the other tiers under `tiers`. `same_topic` needs an
-    `embedder` (sentence embeddings of the references).
+    `embedder` (sentence embeddings of the references). `whole_verdicts`: ask a score-first rubric's judge
+    for whole verdicts too (to compare; the figures are the same).
     """
     if col.REFERENCE not in dataset.column_names:
         raise ValueError(f"the judge check needs a {col.REFERENCE!r} column; the rows have {dataset.column_names}")
@@ -221,7 +223,7 @@ def run_judge_check(
         conversations += [judge_messages(rubric, instructions[i], text, references[i]) for i, (text, _) in answers.items()]
     # The check reads one score per verdict: a score-first rubric's judge is asked for that score alone
     # (the same score, see `first_score_schema`), which spares it the analyses, most of a verdict's tokens.
-    first_only = rubric.score_first
+    first_only = rubric.score_first and not whole_verdicts
     reply_schema = ReplySchema("first_score", first_score_schema(rubric)) if first_only else None
     replies = ask_judge(judge, conversations, cache, verdict_checker(rubric, first_only), reply_schema)
     readings = [read_reply(rubric, reply, first_only) for reply in replies]

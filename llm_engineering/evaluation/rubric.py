@@ -178,8 +178,10 @@ def _verdict_model(rubric_json: str, first_score_only: bool = False) -> type[Bas
         score = (Annotated[int, Field(ge=c.values[0], le=c.values[-1]), WithJsonSchema({"type": "integer", "enum": c.values})], ...)
         if first_score_only:
             parts = {"score": score}
+        elif rubric.score_first:
+            parts = {"score": score, "analysis": (str, ...)}
         else:
-            parts = {"score": score, "analysis": (str, ...)} if rubric.score_first else {"analysis": (str, ...), "score": score}
+            parts = {"analysis": (str, ...), "score": score}
         kind = "Score" if first_score_only else "Verdict"
         fields[c.name] = (create_model(f"{c.name.title()}{kind}", __config__=ConfigDict(extra="forbid"), **parts), ...)
     return create_model("FirstScore" if first_score_only else "JudgeVerdict", __config__=ConfigDict(extra="forbid"), **fields)

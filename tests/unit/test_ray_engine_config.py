@@ -184,3 +184,22 @@ def test_bf16_speedup_is_measured_on_this_cpu():
     from llm_engineering.infrastructure.vllm_engine import bf16_speedup
 
     assert 0.05 < bf16_speedup() < 20  # a real ratio of two timed matmul rates, whichever dtype wins here
+
+
+def test_the_engine_preload_adds_tcmalloc_and_intel_openmp_once_after_what_is_there(monkeypatch, tmp_path):
+    from llm_engineering.infrastructure import vllm_engine
+
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "libiomp5.so").write_bytes(b"")
+    monkeypatch.setattr(vllm_engine.sys, "prefix", str(tmp_path))
+    monkeypatch.setattr(vllm_engine.ctypes.util, "find_library",
+                        lambda name: "libtcmalloc_minimal.so.4" if name == "tcmalloc_minimal" else None)
+    iomp = str(tmp_path / "lib" / "libiomp5.so")
+    assert vllm_engine.preloaded_libraries() == f"libtcmalloc_minimal.so.4:{iomp}"
+    # The user's own preload stays first; a library already there (by any path) is not added twice.
+    assert vllm_engine.preloaded_libraries("/opt/libx.so:/usr/lib/libtcmalloc_minimal.so.4") == \
+        f"/opt/libx.so:/usr/lib/libtcmalloc_minimal.so.4:{iomp}"
+    # Neither installed: the preload is what it was.
+    monkeypatch.setattr(vllm_engine.ctypes.util, "find_library", lambda name: None)
+    monkeypatch.setattr(vllm_engine.sys, "prefix", str(tmp_path / "elsewhere"))
+    assert vllm_engine.preloaded_libraries("/opt/libx.so") == "/opt/libx.so"

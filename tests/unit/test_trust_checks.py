@@ -154,6 +154,10 @@ def test_a_score_first_rubrics_check_asks_for_the_first_score_alone_and_reads_it
     assert [s.name for s in judge.schemas] == ["first_score"]
     assert judge.schemas[0].schema == first_score_schema(score_first)
     assert check.reference_higher.count == 6 and check.failed.count == 0
+    # Asked for whole verdicts (to compare), the same judge gets no reply schema and is read the same way.
+    whole_judge = matching_judge()
+    whole = run_judge_check(split(12), whole_judge, score_first, None, rows=6, threshold=0.7, seed=2, whole_verdicts=True)
+    assert whole_judge.schemas == [None] and whole.reference_higher.count == 6
     # The handbook (analysis first) keeps asking for whole verdicts: its score depends on the analysis.
     handbook_judge = matching_judge()
     run_judge_check(split(12), handbook_judge, HANDBOOK, None, rows=6, threshold=0.7, seed=2)
