@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSche
 
 from llm_engineering.evaluation.judge_transport import reply_json_schema
 
-DEFAULT_RUBRIC = "handbook"
+DEFAULT_RUBRIC = "handbook-score-first"
 PLACEHOLDERS = {
     "instruction": "the instruction",
     "answer": "the answer being judged",

@@ -20,16 +20,17 @@ import sys
 
 logger = logging.getLogger(__name__)
 
-# Set by whoever starts an engine for this project (`EnginePool`, the Ray engine, the test server); the
-# variable is inherited by the engine's processes, and without it the plugin does nothing.
+# Set by whoever starts an engine for this project (`EnginePool` to its own pid, the Ray engine and the test
+# server to 1); the variable is inherited by the engine's processes, and without it the plugin does nothing.
 DIE_WITH_PARENT = "LLM_EVAL_ENGINE_DIES_WITH_PARENT"
 _PR_SET_PDEATHSIG = 1
 
 
 def die_with_parent() -> None:
     """In a process that multiprocessing started for a vLLM engine of ours: be killed when the parent ends."""
-    if os.environ.get(DIE_WITH_PARENT) != "1" or not sys.platform.startswith("linux"):
-        return
+    starter = os.environ.get(DIE_WITH_PARENT)
+    if not starter or starter == str(os.getpid()) or not sys.platform.startswith("linux"):
+        return  # not ours, or the process that builds the engine (vLLM loads plugins there too)
     parent = multiprocessing.parent_process()
     if parent is None:  # a program's own process (the CLI, a test, `vllm serve`), not one of its engine's
         return

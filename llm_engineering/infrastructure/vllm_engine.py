@@ -173,7 +173,7 @@ class EnginePool:
                 os.environ.setdefault(name, value)
             if engine.cpu_preload:
                 os.environ["LD_PRELOAD"] = preloaded_libraries(os.environ.get("LD_PRELOAD", ""))
-        os.environ[DIE_WITH_PARENT] = "1"  # the engine's processes end with this one, however it ends
+        os.environ[DIE_WITH_PARENT] = str(os.getpid())  # the engine's processes end with this one, however it ends
         kwargs = engine_kwargs(model_path, engine, on_cpu)
         logger.info("Building vLLM engine: %s (dtype: %s)", kwargs, engine_dtype(engine.dtype, on_cpu, native_bf16_flags())[1])
         started = time.perf_counter()

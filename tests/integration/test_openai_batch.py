@@ -40,7 +40,8 @@ def answers(n):
 
 def batch_judge(base_url, state_dir, **options):
     config = JudgeConfig(
-        backend="openai-batch", model="stub-judge", base_url=base_url, timeout_s=10, max_attempts=2, **{**FAST_POLLS, **options}
+        backend="openai-batch", model="stub-judge", base_url=base_url, rubric="handbook", timeout_s=10, max_attempts=2,
+        **{**FAST_POLLS, **options}
     )
     return OpenAIBatchJudge(config, "test-key", Path(state_dir))
 

@@ -28,7 +28,7 @@ def stub():
 
 
 def judge(stub, **options):
-    config = JudgeConfig(backend="openai", model="stub-judge", base_url=stub.base_url,
+    config = JudgeConfig(backend="openai", model="stub-judge", base_url=stub.base_url, rubric="handbook",
                          max_backoff_s=5, timeout_s=10, **options)
     return OpenAIJudge(config, api_key="test-key")
 

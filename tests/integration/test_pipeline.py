@@ -19,8 +19,6 @@ from llm_engineering.infrastructure.zenml_runs import latest_generations, step_o
 from steps.evaluating.engine_pool import ENGINE_POOL
 from llm_engineering.evaluation.rubric import load_rubric
 
-HANDBOOK = load_rubric("handbook")
-
 pytestmark = pytest.mark.slow
 
 ROWS = 3
@@ -213,7 +211,7 @@ def test_judge_check_on_the_embedded_split_follows_the_threshold():
     split = read_test_split(DatasetConfig())
     judge = build_judge(judge_config, EngineConfig(), settings, ENGINE_POOL)  # the session's engine: same model and config
     with open_cache(judge_config, settings) as cache:
-        check = run_judge_check(split, judge, HANDBOOK, cache, rows=20, threshold=0.7)
+        check = run_judge_check(split, judge, judge_config.resolved_rubric(), cache, rows=20, threshold=0.7)
         outcomes = (check.reference_higher, check.ties, check.reversals, check.failed)
         assert check.pairs == 20 and sum(r.count for r in outcomes) == 20
         assert all(r.ci[0] <= r.rate <= r.ci[1] for r in outcomes)
@@ -272,7 +270,8 @@ def test_the_embedded_judge_returns_a_valid_verdict_for_nearly_every_row_of_the_
     rows = split.add_column(col.ANSWER, split[col.REFERENCE]).add_column(col.MODEL_ID, ["reference"] * len(split))
     settings, config = get_settings(), JudgeConfig()
     with open_cache(config, settings) as cache:
-        evaluations = score_answers(rows, [build_judge(config, EngineConfig(), settings, ENGINE_POOL)], HANDBOOK, cache)
+        evaluations = score_answers(rows, [build_judge(config, EngineConfig(), settings, ENGINE_POOL)],
+                                    config.resolved_rubric(), cache)
     valid = sum(error is None for error in evaluations[col.JUDGE_ERROR])
     print(f"valid verdicts under the default rubric: {valid}/{len(rows)}")
     assert len(rows) >= 40 and valid / len(rows) >= 0.9, [e for e in evaluations[col.JUDGE_ERROR] if e]

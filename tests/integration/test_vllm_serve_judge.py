@@ -47,7 +47,7 @@ def test_vllm_serve_judge_stores_valid_verdicts(vllm_server):
         col.MODEL_ID: ["m"] * 3,
     })
     config = JudgeConfig(backend="openai", model="smollm2-135m", base_url=vllm_server,
-                         max_tokens=256, max_analysis_chars=160, cache=False)
+                         max_tokens=256, max_analysis_chars=160, cache=False, rubric="handbook")
     evaluations = score_answers(rows, [OpenAIJudge(config, api_key=None)], HANDBOOK)
     assert evaluations[col.ID] == ["a", "b", "c"]
     for row in evaluations:
@@ -128,7 +128,7 @@ def test_judge_server_killed_mid_run_loses_no_row_and_a_rerun_asks_only_the_rest
     rows = _answers(8)
     cache = JudgeCache(tmp_path / "judge-cache")
     config = JudgeConfig(backend="openai", model="smollm2-135m", base_url=vllm_server, max_tokens=256,
-                         max_analysis_chars=160, max_concurrency=1, max_attempts=2, max_backoff_s=1)
+                         max_analysis_chars=160, max_concurrency=1, max_attempts=2, max_backoff_s=1, rubric="handbook")
     killer = threading.Thread(target=_kill_after, args=(_server_process(vllm_server), cache, 3))
     killer.start()
     first = score_answers(rows, [OpenAIJudge(config, api_key=None)], HANDBOOK, cache)

@@ -212,7 +212,8 @@ def test_a_bad_labels_file_fails_at_config_load_with_the_key_the_line_and_the_fi
 def test_preflight_checks_the_labels_against_the_rubric_after_the_command_line(tmp_path):
     path = _labels_file(tmp_path, '{"id": 1, "answer": "a", "criterion": "helpfulness", "score": 5}\n')
     config = parse_evaluation({"labels": str(path)})
-    with pytest.raises(ConfigError, match=r"labels: .*line 1: the labels score 'helpfulness', which rubric 'handbook'"):
+    wrong = r"labels: .*line 1: the labels score 'helpfulness', which rubric 'handbook-score-first'"
+    with pytest.raises(ConfigError, match=wrong):
         check_labels(config)
     check_labels(apply_overrides(config, rubric="helpfulness"))  # --rubric helpfulness fits them
 
