@@ -20,8 +20,10 @@ import sys
 
 logger = logging.getLogger(__name__)
 
-# Set by whoever starts an engine for this project (`EnginePool` to its own pid, the Ray engine and the test
-# server to 1); the variable is inherited by the engine's processes, and without it the plugin does nothing.
+# Set by whoever starts an engine for this project (`EnginePool` to its own pid while it builds one from the main
+# thread, the tests' `vllm serve` to 1): inherited by the engine's processes; without it the plugin does nothing.
+# Not for Ray replicas: an actor may build its engine in a thread that ends before the actor, and the kernel's
+# parent-death signal follows the thread that started the process.
 DIE_WITH_PARENT = "LLM_EVAL_ENGINE_DIES_WITH_PARENT"
 _PR_SET_PDEATHSIG = 1
 

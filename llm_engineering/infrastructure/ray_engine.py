@@ -23,8 +23,7 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.checkpoint import AnswerRecord
 from llm_engineering.evaluation.config import ConfigError, EngineConfig, RayConfig, SamplingConfig
 from llm_engineering.evaluation.engine import Answers, Tokenizer
-from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT
-from llm_engineering.infrastructure.vllm_engine import engine_kwargs
+from llm_engineering.infrastructure.vllm_engine import engine_kwargs, preloaded_libraries
 
 logger = logging.getLogger(__name__)
 
@@ -106,22 +105,23 @@ def processor_config(model_path: str, engine: EngineConfig, ray_config: RayConfi
         "detokenize_stage": False,
         "log_engine_metrics": False,
     }
-    # Each replica's engine processes end with the replica (engine_lifetime).
-    config["runtime_env"] = {"env_vars": {DIE_WITH_PARENT: "1"}}
     if on_cpu:
         # Without CPU-only bundles the engine stage asks for GPUs and waits forever on a CPU cluster.
         config["placement_group_config"] = {"bundle_per_worker": {"CPU": ray_config.cpus_per_replica}}
-        config["runtime_env"]["env_vars"] |= replica_cpu_environment(engine, ray_config)
+        config["runtime_env"] = {"env_vars": replica_cpu_environment(engine, ray_config)}
     return config
 
 
 def replica_cpu_environment(engine: EngineConfig, ray_config: RayConfig) -> dict[str, str]:
-    """vLLM's CPU variables for one replica: its own thread count, no pinning (replicas share a node)."""
+    """vLLM's CPU variables for one replica: its own thread count, no pinning (replicas share a node), and the
+    libraries the in-process engine preloads (`engine.cpu_preload`), so both compute alike."""
     threads = max(1, int(ray_config.cpus_per_replica or 1))
+    preload = preloaded_libraries() if engine.cpu_preload else ""
     return {
         "VLLM_CPU_KVCACHE_SPACE": str(engine.cpu_kvcache_space_gib),
         "VLLM_CPU_OMP_THREADS_BIND": engine.cpu_threads or "nobind",
         "OMP_NUM_THREADS": str(threads),
+        **({"LD_PRELOAD": preload} if preload else {}),
     }
 
 

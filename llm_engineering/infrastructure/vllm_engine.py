@@ -16,6 +16,7 @@ import gc
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -148,6 +149,29 @@ def engine_kwargs(model_path: str, engine: EngineConfig, on_cpu: bool) -> dict[s
     return kwargs
 
 
+@contextlib.contextmanager
+def _engine_process_environment(engine: EngineConfig, on_cpu: bool) -> Iterator[None]:
+    """Variables for the engine processes that vLLM starts inside the block, taken back after it, so that
+    other programs this process starts later (a Ray cluster, a server) do not inherit them."""
+    values = {}
+    if on_cpu and engine.cpu_preload:
+        values["LD_PRELOAD"] = preloaded_libraries(os.environ.get("LD_PRELOAD", ""))
+    # The kernel's parent-death signal follows the thread that starts a process: only the main thread lives
+    # as long as the process.
+    if threading.current_thread() is threading.main_thread():
+        values[DIE_WITH_PARENT] = str(os.getpid())  # the engine's processes end with this one, however it ends
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 @dataclass
 class EnginePool:
     """Holds at most one `vllm.LLM`; `builds` records every construction (model path, seconds).
@@ -171,13 +195,11 @@ class EnginePool:
         if on_cpu:
             for name, value in cpu_environment(engine).items():
                 os.environ.setdefault(name, value)
-            if engine.cpu_preload:
-                os.environ["LD_PRELOAD"] = preloaded_libraries(os.environ.get("LD_PRELOAD", ""))
-        os.environ[DIE_WITH_PARENT] = str(os.getpid())  # the engine's processes end with this one, however it ends
         kwargs = engine_kwargs(model_path, engine, on_cpu)
         logger.info("Building vLLM engine: %s (dtype: %s)", kwargs, engine_dtype(engine.dtype, on_cpu, native_bf16_flags())[1])
         started = time.perf_counter()
-        self.llm = LLM(**kwargs)
+        with _engine_process_environment(engine, on_cpu):
+            self.llm = LLM(**kwargs)
         self.key = (model_path, engine)
         self.builds.append((model_path, time.perf_counter() - started))
         return self.llm

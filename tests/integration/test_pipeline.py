@@ -236,6 +236,7 @@ def test_a_score_first_judge_check_asking_for_scores_alone_gets_the_scores_of_wh
     from llm_engineering.evaluation.config import DatasetConfig, EngineConfig, JudgeConfig
     from llm_engineering.evaluation.dataset import read_test_split
     from llm_engineering.evaluation.judge_check import run_judge_check
+    from llm_engineering.evaluation.models import resolve_model
     from llm_engineering.evaluation.scoring import score_answers
     from llm_engineering.infrastructure.judge_backends import build_judge
     from llm_engineering.settings import get_settings
@@ -244,9 +245,14 @@ def test_a_score_first_judge_check_asking_for_scores_alone_gets_the_scores_of_wh
     judge_config = JudgeConfig.model_validate({**SMALL["judge"], "rubric": "handbook-score-first", "cache": False})
     split = read_test_split(DatasetConfig())
     judge = build_judge(judge_config, EngineConfig(), get_settings(), ENGINE_POOL)
+    llm = ENGINE_POOL.get(resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR).path, EngineConfig())
+    # Both asked on a cold prefix cache: KV blocks cached by earlier tests' prompts, computed in other batches,
+    # differ from fresh ones in the last bf16 bits, which can move an expected score.
+    llm.reset_prefix_cache()
     check = run_judge_check(split, judge, score_first, None, rows=6, threshold=0.7)
     checked = split.filter(lambda row: row[col.ID] in {p.id for p in check.details})
     rows = checked.add_column(col.ANSWER, checked[col.REFERENCE]).add_column(col.MODEL_ID, ["reference"] * len(checked))
+    llm.reset_prefix_cache()
     whole = score_answers(rows, [judge], score_first)
     by_id = {row[col.ID]: row for row in whole}
     assert len(by_id) == 6 and all(row[col.JUDGE_ERROR] is None for row in whole)

@@ -1,11 +1,13 @@
 """The Ray engine's settings and the pure parts of the Ray engine: no cluster, no model."""
 
+import os
+import threading
+
 import pytest
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.checkpoint import AnswerRecord
 from llm_engineering.evaluation.config import ConfigError, EngineConfig, RayConfig, SamplingConfig
-from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT
 from llm_engineering.infrastructure.engines import open_engine
 from llm_engineering.infrastructure.ray_engine import RayEngine, finish_reason, placement_problem, processor_config
 from llm_engineering.infrastructure.vllm_engine import EnginePool
@@ -63,7 +65,6 @@ def test_cpu_replicas_get_cpu_bundles_and_their_own_threads(monkeypatch):
     assert config["placement_group_config"] == {"bundle_per_worker": {"CPU": 1}}
     assert config["runtime_env"]["env_vars"]["VLLM_CPU_OMP_THREADS_BIND"] == "nobind"
     assert config["runtime_env"]["env_vars"]["OMP_NUM_THREADS"] == "1"
-    assert config["runtime_env"]["env_vars"][DIE_WITH_PARENT] == "1"
     assert config["concurrency"] == (2, 2)  # a fixed pool, not an autoscaling 1..2
     assert config["engine_kwargs"]["dtype"] == "float32" and config["engine_kwargs"]["enforce_eager"] is True
     assert "model" not in config["engine_kwargs"] and config["model_source"] == "/models/m"
@@ -75,9 +76,7 @@ def test_gpu_replicas_ask_for_gpus_of_a_type_and_keep_the_model_dtype():
     engine = EngineConfig(backend="ray", tensor_parallel_size=4,
                           ray=RayConfig(replicas=(1, 16), accelerator_type="H100"))
     config = processor_config("org/model", engine, engine.ray)
-    assert "placement_group_config" not in config
-    # Only the variable that ties each replica's engine processes to the replica: no CPU settings.
-    assert config["runtime_env"] == {"env_vars": {DIE_WITH_PARENT: "1"}}
+    assert "placement_group_config" not in config and "runtime_env" not in config
     assert config["accelerator_type"] == "H100" and config["concurrency"] == (1, 16)
     assert config["engine_kwargs"]["tensor_parallel_size"] == 4
     assert config["engine_kwargs"]["dtype"] == "auto" and "gpu_memory_utilization" in config["engine_kwargs"]
@@ -203,3 +202,33 @@ def test_the_engine_preload_adds_tcmalloc_and_intel_openmp_once_after_what_is_th
     monkeypatch.setattr(vllm_engine.ctypes.util, "find_library", lambda name: None)
     monkeypatch.setattr(vllm_engine.sys, "prefix", str(tmp_path / "elsewhere"))
     assert vllm_engine.preloaded_libraries("/opt/libx.so") == "/opt/libx.so"
+
+
+def test_the_engine_variables_reach_only_the_engine_processes_started_inside_the_block(monkeypatch):
+    from llm_engineering.infrastructure import vllm_engine
+    from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT
+
+    monkeypatch.setattr(vllm_engine, "preloaded_libraries", lambda existing: f"{existing}:libtcmalloc_minimal.so.4")
+    monkeypatch.setenv("LD_PRELOAD", "/opt/libx.so")
+    monkeypatch.delenv(DIE_WITH_PARENT, raising=False)
+    with vllm_engine._engine_process_environment(EngineConfig(), on_cpu=True):
+        assert os.environ["LD_PRELOAD"] == "/opt/libx.so:libtcmalloc_minimal.so.4"
+        assert os.environ[DIE_WITH_PARENT] == str(os.getpid())
+    # Taken back: a Ray cluster or a server started later inherits neither.
+    assert os.environ["LD_PRELOAD"] == "/opt/libx.so" and DIE_WITH_PARENT not in os.environ
+    with vllm_engine._engine_process_environment(EngineConfig(cpu_preload=False), on_cpu=True):
+        assert os.environ["LD_PRELOAD"] == "/opt/libx.so"
+    # Built from another thread, whose end would kill the engine: no parent-death tie.
+    seen = []
+    thread = threading.Thread(target=lambda: seen.append(_tie_inside()))
+    thread.start()
+    thread.join()
+    assert seen == [None]
+
+
+def _tie_inside():
+    from llm_engineering.infrastructure import vllm_engine
+    from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT
+
+    with vllm_engine._engine_process_environment(EngineConfig(), on_cpu=False):
+        return os.environ.get(DIE_WITH_PARENT)
