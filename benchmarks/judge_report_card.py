@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 from llm_engineering.evaluation.config import JudgeConfig  # noqa: E402  (light: pydantic only)
 
 JUDGE_DEFAULTS = JudgeConfig().model_dump()
+HARDER_TIERS = ["same_topic", "truncated", "corrupted"]  # beside the mismatch tier, which every check runs
 
 
 def _cpu_flags() -> str:
@@ -88,15 +89,14 @@ def _measure(model: str, rubric: str, dtype: str, rows: int, label_rows: int, ma
             result["scoring_s"] = round(time.perf_counter() - started, 1)
             result["valid_verdicts"] = f"{sum(e is None for e in evaluations[col.JUDGE_ERROR])}/{len(answers)}"
             started = time.perf_counter()
-            check = run_judge_check(split, judge, rubric_, None, rows, 0.7, tiers=["same_topic", "truncated", "corrupted"],
-                                    embedder=get_embedder())
+            check = run_judge_check(split, judge, rubric_, None, rows, 0.7, tiers=HARDER_TIERS, embedder=get_embedder())
             result.update(check_s=round(time.perf_counter() - started, 1), check_verdicts=check.judge_calls,
                           check_tokens=check.judge_tokens, tiers=_card(check))
             if compare_whole and rubric_.score_first:
                 # The same prompts again as whole verdicts; on a prefix cache the first pass warmed.
                 started = time.perf_counter()
-                whole = run_judge_check(split, judge, rubric_, None, rows, 0.7, tiers=["same_topic", "truncated", "corrupted"],
-                                        embedder=get_embedder(), whole_verdicts=True)
+                whole = run_judge_check(split, judge, rubric_, None, rows, 0.7, tiers=HARDER_TIERS, embedder=get_embedder(),
+                                        whole_verdicts=True)
                 result["whole_verdicts"] = {"check_s": round(time.perf_counter() - started, 1),
                                             "check_tokens": whole.judge_tokens, "tiers": _card(whole), **_alike(check, whole)}
         if label_rows:

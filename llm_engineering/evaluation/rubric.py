@@ -192,6 +192,11 @@ def verdict_model(rubric: Rubric) -> type[BaseModel]:
     return _verdict_model(rubric.model_dump_json())
 
 
+def first_score_model(rubric: Rubric) -> type[BaseModel]:
+    """The pydantic model of a reply holding only the rubric's first score (see `first_score_schema`)."""
+    return _verdict_model(rubric.model_dump_json(), True)
+
+
 def verdict_schema(rubric: Rubric, max_analysis_chars: int) -> dict[str, Any]:
     """JSON schema of the verdict that constrains generation: scores limited to each scale, analyses
     kept short. Only generation is held to the length: the parser accepts a longer analysis."""
@@ -208,7 +213,7 @@ def first_score_schema(rubric: Rubric) -> dict[str, Any]:
     """
     if not rubric.score_first:
         raise ValueError(f"rubric {rubric.name!r} writes each analysis before its score: its first score cannot be asked alone")
-    return reply_json_schema(_verdict_model(rubric.model_dump_json(), True), {})
+    return reply_json_schema(first_score_model(rubric), {})
 
 
 @dataclass(frozen=True)
@@ -236,9 +241,7 @@ def parse_verdict(rubric: Rubric, raw: str, first_score_only: bool = False) -> P
         payload = json.loads(text)
     except json.JSONDecodeError as error:
         return ParsedVerdict(None, f"invalid JSON ({error.msg} at char {error.pos})")
-    models = [verdict_model(rubric)]
-    if first_score_only:
-        models.insert(0, _verdict_model(rubric.model_dump_json(), True))
+    models = [first_score_model(rubric), verdict_model(rubric)] if first_score_only else [verdict_model(rubric)]
     errors = []
     for model in models:
         try:
