@@ -9,6 +9,7 @@ set its values as environment variables of every step, where `Settings` reads th
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Optional
@@ -61,7 +62,8 @@ LOCAL_ONLY = {"MODEL_CACHE_DIR", "JUDGE_CACHE_DIR", "CHECKPOINT_DIR", "OUTPUT_DI
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    return Settings()
+    """Settings from the environment and `.env` (another file with LLM_EVAL_ENV_FILE; none when it is empty)."""
+    return Settings(_env_file=os.environ.get("LLM_EVAL_ENV_FILE", ".env") or None)
 
 
 def exportable_values(settings: Settings) -> dict[str, str]:

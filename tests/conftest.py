@@ -1,29 +1,45 @@
 import os
 import shutil
-import socket
 import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
+from tests.integration.hub_stub import HubStub
+
 # Set before anything imports ZenML or reads settings: no test reaches the internet, and every
-# session gets its own ZenML store and output folder (the real local stack, on SQLite).
+# session gets its own ZenML store, output folder and caches (the real local stack, on SQLite).
 _SESSION_DIR = Path(tempfile.mkdtemp(prefix="llm-eval-tests-"))
-os.environ["ZENML_ANALYTICS_OPT_IN"] = "false"
-os.environ["ZENML_CONFIG_PATH"] = str(_SESSION_DIR / "zenml")
-os.environ["OUTPUT_DIR"] = str(_SESSION_DIR / "outputs")
-os.environ["JUDGE_CACHE_DIR"] = str(_SESSION_DIR / "judge-cache")
-os.environ["CHECKPOINT_DIR"] = str(_SESSION_DIR / "checkpoints")
-# The Hub is a stub on this loopback port (tests/integration/hub_stub.py); nothing else answers
-# there, so a stray Hub call fails at once instead of reaching out.
-with socket.socket() as _sock:
-    _sock.bind(("127.0.0.1", 0))
-    HUB_PORT = _sock.getsockname()[1]
-os.environ["HF_ENDPOINT"] = f"http://127.0.0.1:{HUB_PORT}"
-os.environ.pop("HF_HUB_OFFLINE", None)
-os.environ.pop("HUGGINGFACE_ACCESS_TOKEN", None)
+
+# Settings come from this file alone: no developer's `.env` (LLM_EVAL_ENV_FILE empty), no stray
+# environment (a CI's DATASET_HUGGINGFACE_WORKSPACE or OPIK_URL_OVERRIDE would change outcomes), no
+# ZenML store or stack of the developer's. The converted models stay where `make install` put them.
+from llm_engineering.settings import Settings  # noqa: E402  (reads nothing at import)
+
+for _name in [*Settings.model_fields, "HF_TOKEN", "HF_HUB_OFFLINE", "OPENAI_BASE_URL"]:
+    if _name != "MODEL_CACHE_DIR":
+        os.environ.pop(_name, None)
+for _name in [name for name in os.environ if name.startswith("ZENML_")]:
+    os.environ.pop(_name)
+os.environ.update({
+    "LLM_EVAL_ENV_FILE": "",
+    "ZENML_ANALYTICS_OPT_IN": "false",
+    "ZENML_CONFIG_PATH": str(_SESSION_DIR / "zenml"),
+    "OUTPUT_DIR": str(_SESSION_DIR / "outputs"),
+    "JUDGE_CACHE_DIR": str(_SESSION_DIR / "judge-cache"),
+    "CHECKPOINT_DIR": str(_SESSION_DIR / "checkpoints"),
+    # Home caches (Hugging Face, datasets, anything under XDG) are the session's own.
+    "HF_HOME": str(_SESSION_DIR / "hf-home"),
+    "XDG_CACHE_HOME": str(_SESSION_DIR / "cache"),
+})
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+# The Hub is a stub (tests/integration/hub_stub.py), serving on its own loopback port for the whole
+# session (huggingface_hub reads HF_ENDPOINT once, at import): the port stays ours, and a stray Hub
+# call gets the stub's answer at once instead of reaching out. The `hub` fixture empties it per test.
+_HUB = HubStub(_SESSION_DIR / "hub-stub").__enter__()
+os.environ["HF_ENDPOINT"] = _HUB.endpoint
 
 
 @pytest.fixture(scope="session")
@@ -34,6 +50,16 @@ def repo_root() -> Path:
 @pytest.fixture(scope="session")
 def session_dir() -> Path:
     return _SESSION_DIR
+
+
+@pytest.fixture(autouse=True)
+def _fresh_settings():
+    """Settings are read again in each test (a test's monkeypatched environment reaches them) and after it."""
+    from llm_engineering.settings import get_settings
+
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -56,12 +82,34 @@ def _free_engines_at_session_end():
     module = sys.modules.get("steps.evaluating.engine_pool")
     if module is not None:
         module.ENGINE_POOL.release()
+    _HUB.__exit__(None, None, None)
 
 
 @pytest.fixture
 def hub(tmp_path):
-    """A Hub stub on the session's HF_ENDPOINT port."""
-    from tests.integration.hub_stub import HubStub
+    """The session's Hub stub (on HF_ENDPOINT), emptied for this test: no repos, no failure set, no calls."""
+    _HUB.state.__init__(tmp_path / "hub-stub")  # the handler holds this state object: reset it in place
+    yield _HUB
+    _HUB.state.__init__(_SESSION_DIR / "hub-stub")
 
-    with HubStub(tmp_path / "hub-stub", HUB_PORT) as stub:
-        yield stub
+
+@pytest.fixture
+def run_cli(repo_root, monkeypatch):
+    """`python tools/run.py ARGS` in this process (click's runner): its pipeline runs use the session's
+    engine pool, so a CLI run with the default engine config starts no second engine. Returns click's
+    Result (exit_code, stdout, stderr); the CLI's changes to the environment are undone afterwards."""
+    from click.testing import CliRunner
+
+    from tools.run import main
+
+    monkeypatch.chdir(repo_root)
+
+    def run(*args: object):
+        saved = dict(os.environ)
+        try:
+            return CliRunner().invoke(main, [str(arg) for arg in args], catch_exceptions=False)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+    return run

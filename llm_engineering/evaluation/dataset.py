@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Optional
 
 from datasets import Dataset, DatasetDict, load_dataset, load_from_disk
+from datasets.exceptions import DatasetNotFoundError
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import DatasetConfig, PromptConfig
@@ -63,6 +64,11 @@ def read_split(source: str, split: str = "test", revision: Optional[str] = None)
         return load_dataset(source, split=split, revision=revision)
     except DatasetError:
         raise
+    except DatasetNotFoundError as error:  # on the Hub: no such repo, or no such revision of it (its own words)
+        raise DatasetError(
+            f"Cannot read dataset {source!r}{f' at revision {revision!r}' if revision else ''}: {error} Check the "
+            f"dataset id{' and dataset.revision (a branch, tag or commit sha)' if revision else ''}."
+        ) from error
     except ValueError as error:
         if "split" in str(error).lower():
             raise DatasetError(f"Dataset {source!r} has no {split!r} split: {error}") from error

@@ -42,8 +42,8 @@ def _explain(repo_id: str, endpoint: str, error: Exception) -> PublishError:
         fix = "check the network or HF_ENDPOINT, then try again"
     return PublishError(
         f"Publishing to {repo_id} failed: {cause}; {fix}. Nothing is lost: the results are stored as "
-        f"ZenML artifacts and in the local dataset repo; `python tools/run.py --run-evaluation "
-        f"--publish-only` pushes them again."
+        f"ZenML artifacts and in the local dataset repo; `python tools/run.py publish` pushes them "
+        f"again."
     )
 
 

@@ -58,7 +58,8 @@ class OpenAIJudge:
         while True:
             body = self._chat.body(messages, reply_schema)
             try:
-                response = self._client.chat.completions.create(**body)
+                # All of the body as JSON, also fields the client has no argument for (vLLM's top_k, ...).
+                response = self._client.chat.completions.create(model=body["model"], messages=body["messages"], extra_body=body)
             except openai.BadRequestError as error:
                 if self._chat.refused(body, str(error)):
                     continue

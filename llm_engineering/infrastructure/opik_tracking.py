@@ -30,6 +30,12 @@ def _client(settings: Settings) -> Any:
     )
 
 
+def _flush(client: Any, what: str) -> None:
+    """Send what the client queued; opik reports a lost message by returning False, not by raising."""
+    if client.flush() is False:
+        raise RuntimeError(f"Opik did not confirm every one of the {what} sent ({client.last_flush_result})")
+
+
 def log_scoring(evaluations: Dataset, rubric: Rubric, settings: Settings, experiment_name: str) -> Optional[int]:
     """Trace every judged row (prompt, raw reply, scores as feedback) and group the traces in
     an experiment over a dataset of the rows. Returns the number of traces, or None when Opik
@@ -58,7 +64,7 @@ def log_scoring(evaluations: Dataset, rubric: Rubric, settings: Settings, experi
                 tags=["llm-judge"],
             )
             traces.append(trace.id)
-        client.flush()
+        _flush(client, "traces")
         dataset = client.get_or_create_dataset(name=f"{experiment_name}-rows")
         dataset.insert([{"row_id": r[col.ID], "instruction": r[col.INSTRUCTION], "answer": r[col.ANSWER]}
                         for r in evaluations])
@@ -70,7 +76,7 @@ def log_scoring(evaluations: Dataset, rubric: Rubric, settings: Settings, experi
             ExperimentItemReferences(dataset_item_id=items[row_id], trace_id=trace_id)
             for row_id, trace_id in zip(evaluations[col.ID], traces) if row_id in items
         ])
-        client.flush()
+        _flush(client, "experiment items")
         return len(traces)
     except Exception as error:  # an observability backend must not fail an evaluation
         logger.warning("Opik logging failed (%s: %s); scores are stored in ZenML regardless.",

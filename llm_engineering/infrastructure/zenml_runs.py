@@ -85,15 +85,23 @@ def latest_results_to_publish() -> tuple[dict[str, Any], str]:
     comparisons where it has them, so the republished cards keep those facts.
     """
     try:
-        results, run = _newest(["evaluating", "rescoring"], "evaluate_answers", col.EVALUATIONS)
+        _, run = _newest(["evaluating", "rescoring"], "evaluate_answers", col.EVALUATIONS)
     except NoStoredResults:
-        results, run = _newest(["evaluating"], "generate_answers", col.GENERATIONS)
-    arguments: dict[str, Any] = {"results_ids": [str(artifact.id) for artifact in results]}
+        _, run = _newest(["evaluating"], "generate_answers", col.GENERATIONS)
+    return results_to_publish(run), run.name
+
+
+def results_to_publish(run: Any) -> dict[str, Any]:
+    """A finished run's evaluations (else generations), scoring checks and pairwise comparisons, as
+    `publishing` pipeline arguments."""
+    results = finished_outputs(run, "evaluate_answers", col.EVALUATIONS) or finished_outputs(
+        run, "generate_answers", col.GENERATIONS)
+    arguments: dict[str, Any] = {"results_ids": [str(artifact.id) for artifact in results or []]}
     for key, step, output in [("checks_id", "check_trust", col.TRUST_CHECKS),
                               ("pairwise_id", "compare_pairwise", col.PAIRWISE_COMPARISONS)]:
         if found := finished_outputs(run, step, output):
             arguments[key] = str(found[0].id)
-    return arguments, run.name
+    return arguments
 
 
 def step_output(run: Any, step_name: str, output: str) -> Any:

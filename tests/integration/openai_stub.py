@@ -3,7 +3,8 @@
 Each request pops the next action from `script` (default: answer). Actions:
 "ok", ("429", retry_after_seconds), "500", "drop" (close the connection without a reply),
 and "reject_schema" (HTTP 400 for json_schema response formats, as endpoints without
-structured outputs answer).
+structured outputs answer). Each request is held `delay` seconds before its action;
+`max_in_flight` records the most requests held at once.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ class StubState:
         self.script: list[Any] = []
         self.default: Any = "ok"
         self.requests: list[dict[str, Any]] = []
+        self.delay = 0.0
+        self.in_flight = 0
+        self.max_in_flight = 0
 
     def next_action(self) -> Any:
         with self.lock:
@@ -54,6 +58,11 @@ def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
             action = state.next_action()
             with state.lock:
                 state.requests.append({"time": time.monotonic(), "action": action, "body": body})
+                state.in_flight += 1
+                state.max_in_flight = max(state.max_in_flight, state.in_flight)
+            time.sleep(state.delay)
+            with state.lock:  # before the reply goes out, so the client's next request never overlaps this one
+                state.in_flight -= 1
             if action == "drop":
                 self.close_connection = True
                 self.connection.shutdown(2)

@@ -1,5 +1,10 @@
 """Publishing to the Hub through the real `huggingface_hub` client, against a Hub stub on 127.0.0.1."""
 
+import hashlib
+import io
+import socket
+
+import pyarrow.parquet as pq
 import pytest
 from datasets import Dataset, load_dataset
 from huggingface_hub import DatasetCard
@@ -27,6 +32,22 @@ def test_push_then_load_dataset_returns_identical_rows_and_the_card(hub):
     assert url.endswith(f"/datasets/{repo}")
     assert hub.state.repos[repo]["private"] is True
 
+    # The parquet file went through git-lfs, as on the real Hub: batch API, then a PUT of the bytes
+    # to the upload URL it handed out; the commit names the file by pointer (sha256 + size) only.
+    # The card is text and travels inline.
+    (commit,) = hub.state.commits
+    operations = {op["value"]["path"]: op for op in commit if op["key"] != "header"}
+    parquet_path = next(path for path in operations if path.endswith(".parquet"))
+    parquet = hub.state.files(repo)[parquet_path]
+    oid = hashlib.sha256(parquet).hexdigest()
+    assert operations[parquet_path] == {"key": "lfsFile", "value": {
+        "path": parquet_path, "algo": "sha256", "oid": oid, "size": len(parquet)}}
+    assert hub.state.lfs_uploads == {oid: parquet}
+    assert pq.read_table(io.BytesIO(parquet)).to_pylist() == rows.to_list()
+    assert ("POST", f"/datasets/{repo}.git/info/lfs/objects/batch") in hub.state.calls
+    assert ("PUT", f"/lfs-upload/{oid}") in hub.state.calls
+    assert operations["README.md"]["key"] == "file" and operations["README.md"]["value"]["content"]
+
     loaded = load_dataset(repo, split="test", token=TOKEN)
     assert loaded.to_list() == rows.to_list()
     card = DatasetCard(hub.state.files(repo)["README.md"].decode())
@@ -44,7 +65,7 @@ def test_hub_errors_name_the_repo_the_cause_and_the_fix(hub, status, words):
         push_results(judged_rows(), f"{USER}/m-results", TOKEN, "test", {})
     message = str(error.value)
     assert f"{USER}/m-results" in message and f"HTTP {status}" in message and words in message
-    assert "--publish-only" in message
+    assert "python tools/run.py publish" in message
 
 
 def test_wrong_token_is_refused(hub):
@@ -52,7 +73,12 @@ def test_wrong_token_is_refused(hub):
         hub_workspace("hf_wrong", None)
 
 
-def test_hub_down_is_a_clear_error():
-    # Nothing listens on the session's HF_ENDPOINT outside the `hub` fixture.
-    with pytest.raises(PublishError, match="could not be reached"):
+def test_hub_down_is_a_clear_error(monkeypatch):
+    from huggingface_hub import constants
+
+    with socket.socket() as sock:  # a loopback port that nothing listens on once the socket closes
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    monkeypatch.setattr(constants, "ENDPOINT", dead)
+    with pytest.raises(PublishError, match=f"{dead} could not be reached"):
         push_results(judged_rows(), f"{USER}/m-results", TOKEN, "test", {})

@@ -1,8 +1,6 @@
 """Agreement with labels, end to end through the CLI, with the real bundled model as generator and judge."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 import yaml
@@ -23,7 +21,7 @@ def constructed_labels() -> list[dict]:
     return tiers.constructed_labels(rows[col.ID], rows[col.REFERENCE], "accuracy")
 
 
-def test_labels_given_to_evaluate_are_judged_and_their_agreement_reported(repo_root, tmp_path):
+def test_labels_given_to_evaluate_are_judged_and_their_agreement_reported(run_cli, tmp_path):
     from zenml.client import Client
 
     labels = tmp_path / "labels.jsonl"
@@ -32,9 +30,8 @@ def test_labels_given_to_evaluate_are_judged_and_their_agreement_reported(repo_r
     config.write_text(yaml.safe_dump({"parameters": {
         "sampling": {"max_tokens": 24}, "judge": {"max_tokens": 200}, "judge_check": {"rows": 2},
     }}))
-    result = subprocess.run([sys.executable, "tools/run.py", "evaluate", "--config", str(config), "--limit", str(ROWS),
-                             "--labels", str(labels)], cwd=repo_root, capture_output=True, text=True, timeout=1800)
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = run_cli("evaluate", "--config", config, "--limit", ROWS, "--labels", labels)
+    assert result.exit_code == 0, result.output[-3000:]
     report_path = next(line for line in result.stdout.splitlines() if line.startswith("JSON report:")).split(":", 1)[1]
     report = json.loads(open(report_path.strip()).read())
 
@@ -47,7 +44,6 @@ def test_labels_given_to_evaluate_are_judged_and_their_agreement_reported(repo_r
     details = agreement["details"]
     assert [d["human"] for d in details] == [3, 2, 1] * ROWS
     assert all(d["judge"] in (1, 2, 3) for d in details if d["error"] is None)
-    assert accuracy["judge"]["failed"] == sum(d["judge"] is None for d in details)
     # Each score is given four times: the majority rule gives every answer the lowest, 1, and is right on 4 of 12.
     assert (accuracy["majority"]["exact"], accuracy["majority"]["kappa"]) == (0.3333, 0.0)
     for rater in ("judge", "majority", "length"):
@@ -57,7 +53,6 @@ def test_labels_given_to_evaluate_are_judged_and_their_agreement_reported(repo_r
     assert accuracy["length"]["failed"] == 0 and accuracy["length"]["exact_ci"] is not None
     # Expected scores from the judge's logprobs, rounded, or the reason there are none.
     assert (accuracy["judge_expected"] is None) == (accuracy["expected_problem"] is not None)
-    assert accuracy["valid"] is (accuracy["judge"]["exact_ci"][0] > accuracy["length"]["exact"])
     assert accuracy["verdict"].startswith("valid on these labels" if accuracy["valid"] else "not shown valid")
 
     # The CLI says it in words; the run's own artifact and metadata hold the same report.

@@ -1,6 +1,9 @@
 """The OpenAI-compatible judge against real HTTP on 127.0.0.1, through the real `openai` client."""
 
+from types import SimpleNamespace
+
 import pytest
+import tenacity
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
@@ -29,7 +32,7 @@ def stub():
 
 def judge(stub, **options):
     config = JudgeConfig(backend="openai", model="stub-judge", base_url=stub.base_url, rubric="handbook",
-                         max_backoff_s=5, timeout_s=10, **options)
+                         **{"max_backoff_s": 5, "timeout_s": 10, **options})
     return OpenAIJudge(config, api_key="test-key")
 
 
@@ -125,3 +128,41 @@ def test_pairwise_and_judge_check_calls_go_through_the_same_retries_and_cache(st
     compare_answers(answers(2), other, judge(stub), HANDBOOK, cache)
     run_judge_check(rows, judge(stub), HANDBOOK, cache, rows=3, threshold=0.7)
     assert len(stub.state.requests) == requests  # both answered from the cache
+
+
+def test_response_format_none_sends_no_format_and_still_parses_the_verdict(stub):
+    evaluations = score_answers(answers(2), [judge(stub, response_format="none")], HANDBOOK)
+    assert [("response_format" in r["body"]) for r in stub.state.requests] == [False, False]
+    assert evaluations[col.JUDGE_ERROR] == [None, None]
+    assert evaluations[col.score("accuracy")] == [3, 3] and evaluations[col.score("style")] == [2, 2]
+
+
+def test_retry_after_longer_than_max_backoff_is_capped(stub, monkeypatch):
+    waits = []  # what tenacity was asked to sleep; recorded instead of slept, so no cap means no hang
+    monkeypatch.setattr(tenacity.nap, "time", SimpleNamespace(sleep=waits.append))
+    stub.state.script = [("429", 120), "ok"]
+    evaluations = score_answers(answers(1), [judge(stub, max_backoff_s=0.2)], HANDBOOK)
+    assert [r["action"] for r in stub.state.requests] == [("429", 120), "ok"]
+    assert evaluations[0][col.JUDGE_ERROR] is None and evaluations[0][col.score("accuracy")] == 3
+    assert len(waits) == 1 and 0 < waits[0] <= 0.2
+
+
+def test_request_options_reach_the_server_in_every_request(stub):
+    from llm_engineering.evaluation.pairwise import compare_answers
+
+    # top_p is an OpenAI parameter; top_k and chat_template_kwargs are vLLM's, unknown to the openai client.
+    options = {"top_p": 0.5, "top_k": 20, "chat_template_kwargs": {"enable_thinking": False}}
+    scored = score_answers(answers(2), [judge(stub, request_options=options)], HANDBOOK)
+    other = Dataset.from_dict({**answers(2).to_dict(), col.MODEL_ID: ["n"] * 2})
+    compared = compare_answers(answers(2), other, judge(stub, request_options=options), HANDBOOK, None)
+    assert scored[col.JUDGE_ERROR] == [None, None] and compared.failed.count == 0
+    bodies = [r["body"] for r in stub.state.requests]
+    assert len(bodies) == 2 + 4  # 2 scores, 2 pairs in both orders
+    assert all({key: body.get(key) for key in options} == options for body in bodies)
+
+
+def test_max_concurrency_bounds_the_requests_in_flight_and_is_reached(stub):
+    stub.state.delay = 0.2  # each reply takes long enough for the client's requests to overlap
+    evaluations = score_answers(answers(8), [judge(stub, max_concurrency=2)], HANDBOOK)
+    assert evaluations[col.JUDGE_ERROR] == [None] * 8 and len(stub.state.requests) == 8
+    assert stub.state.max_in_flight == 2

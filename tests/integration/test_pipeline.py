@@ -1,12 +1,10 @@
 """The real pipeline: real vLLM (CPU build) with the bundled SmolLM2, on ZenML's local stack.
 
-One engine serves the whole session (generation and judge use the same model and engine
-config), so only the rescore test, which frees it on purpose, pays for a second start.
+One engine serves the whole session (generation and judge use the same model and engine config,
+and CLI runs go through `run_cli`, in this process). Every test reads its own runs' artifacts.
 """
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,7 @@ from datasets import load_dataset
 from llm_engineering.evaluation import columns as col
 from llm_engineering.infrastructure.vllm_engine import VLLMEngine
 from llm_engineering.run_config import EvaluationConfig
-from llm_engineering.infrastructure.zenml_runs import latest_generations, step_output
+from llm_engineering.infrastructure.zenml_runs import finished_outputs, step_output
 from steps.evaluating.engine_pool import ENGINE_POOL
 from llm_engineering.evaluation.rubric import load_rubric
 
@@ -39,14 +37,31 @@ def _status(run, step):
     return str(run.steps[step].status.value).lower()
 
 
+def _generations_of(run):
+    """A run's generations as rescoring arguments: artifact ids and loaded generation stats."""
+    answers = finished_outputs(run, "generate_answers", col.GENERATIONS)
+    stats = [a.load() for a in finished_outputs(run, "generate_answers", col.GENERATION_STATS)]
+    return answers, stats
+
+
+# What first_run published in the local results repo, read right after it ran: later runs of the same
+# model (other tests, any order) publish to the same folder.
+FIRST_RUN_PUBLISHED = {}
+
+
 @pytest.fixture(scope="session")
 def first_run():
     from zenml.client import Client
 
     from pipelines.evaluating import evaluating
 
-    run = evaluating.with_options(enable_cache=False)(config=_config())
-    return Client().get_pipeline_run(run.id)
+    run = Client().get_pipeline_run(evaluating.with_options(enable_cache=False)(config=_config()).id)
+    for name, step in run.steps.items():
+        if name.startswith("publish_results"):
+            receipt = step.outputs[col.PUBLISH_RECEIPT][0].load()
+            FIRST_RUN_PUBLISHED[receipt.stage] = (load_dataset(receipt.local_path, split="test"),
+                                                  (Path(receipt.local_path) / "README.md").read_text())
+    return run
 
 
 def test_pipeline_generates_aligned_answers_and_judges_every_row(first_run):
@@ -82,16 +97,16 @@ def test_pipeline_generates_aligned_answers_and_judges_every_row(first_run):
 def test_run_lists_the_four_named_artifacts(first_run):
     from zenml.client import Client
 
-    produced = {name for step in first_run.steps.values() for name in step.outputs}
-    assert {col.TEST_SPLIT, col.GENERATIONS, col.EVALUATIONS, col.EVALUATION_SUMMARY} <= produced
+    outputs = {name: artifacts[0] for step in first_run.steps.values() for name, artifacts in step.outputs.items()}
     for name in (col.TEST_SPLIT, col.GENERATIONS, col.EVALUATIONS, col.EVALUATION_SUMMARY):
-        assert Client().get_artifact_version(name).id is not None
+        # Tracked under its name: this run's version is found by name and version in the store.
+        assert Client().get_artifact_version(name, version=outputs[name].version).id == outputs[name].id
 
 
 def test_published_results_repo_loads_with_datasets(first_run):
     receipt = step_output(first_run, "publish_results", col.PUBLISH_RECEIPT)
     assert receipt.local_path.endswith("/local/SmolLM2-135M-Instruct-results") and receipt.hub_error is None
-    published = load_dataset(receipt.local_path, split="test")
+    published, _ = FIRST_RUN_PUBLISHED["generations"]
     generations = step_output(first_run, "generate_answers", col.GENERATIONS)
     assert published[col.ID] == generations[col.ID]
     assert published[col.ANSWER] == generations[col.ANSWER]
@@ -163,10 +178,9 @@ def test_several_models_get_one_generations_artifact_each_a_comparison_and_a_pai
     (pairwise,) = step_output(run, "compare_pairwise", col.PAIRWISE_COMPARISONS).comparisons
     assert (pairwise.model_a, pairwise.model_b, pairwise.pairs) == (models[1], models[0], 2)
     assert [row.id for row in pairwise.details] == generations[0][col.ID]
-    assert pairwise.wins.count + pairwise.ties.count + pairwise.losses.count + pairwise.failed.count == 2
     judged = [row for row in pairwise.details if row.points is not None]
-    assert all(row.in_order and row.swapped for row in judged)
-    assert pairwise.win_rate == (sum(row.points for row in judged) / len(judged) if judged else None)
+    assert judged, [row.problem for row in pairwise.details]  # the in-process judge compares real answers
+    assert all(row.in_order and row.swapped for row in judged)  # each pair asked in both orders
     assert summary.pairwise == [pairwise]
     assert any(line.startswith(f"Pairwise {models[1]} vs {models[0]}") for line in trust_lines(summary))
     receipts = [run.steps[name].outputs[col.PUBLISH_RECEIPT][0].load() for name in sorted(run.steps)
@@ -181,9 +195,13 @@ def test_first_run_checks_its_judge_and_reports_how_far_to_trust_it(first_run):
     summary = step_output(first_run, "summarize", col.EVALUATION_SUMMARY)
     check = summary.judge_check
     assert check == checks.judge and check.pairs == ROWS  # min(20 rows asked, the run's 3)
-    outcomes = (check.reference_higher, check.ties, check.reversals, check.failed)
-    assert sum(r.count for r in outcomes) == ROWS and all(r.total == ROWS for r in outcomes)
-    assert check.no_signal == ((check.reference_higher_expected or check.reference_higher).rate < 0.7)
+    test_split = step_output(first_run, "load_test_split", col.TEST_SPLIT)
+    assert sorted(p.id for p in check.details) == sorted(test_split[col.ID])
+    assert all(p.mismatched_id in test_split[col.ID] and p.mismatched_id != p.id for p in check.details)
+    # The real engine's logprobs reach the check: integer ties are broken by expected scores.
+    assert check.failed.count == 0 and check.expected_problem is None
+    assert all(1.0 <= p.reference_expected <= 3.0 and 1.0 <= p.mismatched_expected <= 3.0 for p in check.details)
+    assert check.reference_higher_expected is not None
     assert summary.similarity_check.rows == ROWS
     evaluations = step_output(first_run, "evaluate_answers", col.EVALUATIONS)
     similarities = [v for v in evaluations[col.REFERENCE_SIMILARITY] if v is not None]
@@ -191,43 +209,10 @@ def test_first_run_checks_its_judge_and_reports_how_far_to_trust_it(first_run):
     assert summary.models[0].similarity_mean == pytest.approx(sum(similarities) / len(similarities), abs=1e-3)
     metadata = first_run.steps["summarize"].run_metadata
     assert metadata["judge_check"]["no_signal"] == check.no_signal
-    receipt = [first_run.steps[n].outputs[col.PUBLISH_RECEIPT][0].load() for n in first_run.steps
-               if n.startswith("publish_results")]
-    card = next((Path(r.local_path) / "README.md").read_text() for r in receipt if r.stage == "evaluations")
+    _, card = FIRST_RUN_PUBLISHED["evaluations"]
     assert check.verdict in card and "reference similarity" in card
     # The default judge is the model under evaluation: the summary and the card say so.
     assert any("Self-preference" in w for w in summary.warnings) and "Self-preference" in card
-
-
-def test_judge_check_on_the_embedded_split_follows_the_threshold():
-    from llm_engineering.evaluation.config import DatasetConfig, EngineConfig, JudgeConfig
-    from llm_engineering.evaluation.dataset import read_test_split
-    from llm_engineering.evaluation.judge_check import run_judge_check, judge_check_from_pairs
-    from llm_engineering.infrastructure.judge_backends import build_judge, open_cache
-    from llm_engineering.settings import get_settings
-
-    settings = get_settings()
-    judge_config = JudgeConfig.model_validate(SMALL["judge"])
-    split = read_test_split(DatasetConfig())
-    judge = build_judge(judge_config, EngineConfig(), settings, ENGINE_POOL)  # the session's engine: same model and config
-    with open_cache(judge_config, settings) as cache:
-        check = run_judge_check(split, judge, judge_config.resolved_rubric(), cache, rows=20, threshold=0.7)
-        outcomes = (check.reference_higher, check.ties, check.reversals, check.failed)
-        assert check.pairs == 20 and sum(r.count for r in outcomes) == 20
-        assert all(r.ci[0] <= r.rate <= r.ci[1] for r in outcomes)
-        assert len({p.id for p in check.details}) == 20 and all(p.id != p.mismatched_id for p in check.details)
-        # The judge gives logprobs, so integer ties are broken by expected scores, and that figure decides.
-        assert check.reference_higher_expected is not None and check.expected_problem is None
-        assert check.reference_higher_expected.count >= check.reference_higher.count
-        measured = check.reference_higher_expected.rate
-        assert check.no_signal == (measured < 0.7)
-        print(f"embedded judge on the embedded split: {check.verdict}")  # figures for the notes (-s)
-        # The flag follows the threshold on these very figures (no judge call: the verdicts are in hand).
-        for threshold in sorted({0.0, measured, min(1.0, measured + 0.01)}):
-            again = judge_check_from_pairs(judge.judge_id, check.details, threshold)
-            assert again.reference_higher_expected == check.reference_higher_expected
-            assert again.no_signal is (measured < threshold)
-            assert again.verdict.startswith("NO SIGNAL") is again.no_signal
 
 
 def test_a_score_first_judge_check_asking_for_scores_alone_gets_the_scores_of_whole_verdicts():
@@ -288,24 +273,22 @@ def test_rescore_reuses_generations_without_inference(first_run):
 
     from pipelines.evaluating import rescoring
 
-    ENGINE_POOL.release()  # so any engine the rescore needs must be built, and shows in `builds`
-    builds_before = len(ENGINE_POOL.builds)
-    generations, stats, source = latest_generations()
-    # Judge cache off: with it, every valid verdict would be reused and no engine built at all.
+    generations, stats = _generations_of(first_run)
+    # Judge cache off: the rows are judged again, not read back.
     run = rescoring.with_options(enable_cache=False)(
         config=_config(cache=False), answers_ids=[str(a.id) for a in generations], generation_stats=stats
     )
     run = Client().get_pipeline_run(run.id)
     assert not [name for name in run.steps if name.startswith(("generate_answers", "load_test_split"))]
-    assert len(ENGINE_POOL.builds) == builds_before + 1  # the judge's engine only
     stored = generations[0].load()
     rescored = step_output(run, "evaluate_answers", col.EVALUATIONS)
     assert rescored[col.ID] == stored[col.ID]
     assert rescored[col.ANSWER] == stored[col.ANSWER]
-    assert [m.rows for m in step_output(run, "summarize", col.EVALUATION_SUMMARY).models] == [len(stored)] * len(generations)
+    assert rescored[col.JUDGE_CACHED] == [False] * len(stored)
+    assert [m.rows for m in step_output(run, "summarize", col.EVALUATION_SUMMARY).models] == [len(stored)]
 
 
-def test_cli_runs_a_local_jsonl_with_output_column_and_limit(repo_root, tmp_path, session_dir):
+def test_cli_runs_a_local_jsonl_with_output_column_and_limit(run_cli, tmp_path):
     rows = [{"instruction": f"In one sentence, what is {t}?", "output": f"{t} is a technique."}
             for t in ["RAG", "LoRA", "QLoRA", "DPO", "vLLM", "PagedAttention", "a KV cache",
                       "ZenML", "quantization", "an LLM judge", "a vector database", "SFT"]]
@@ -316,12 +299,8 @@ def test_cli_runs_a_local_jsonl_with_output_column_and_limit(repo_root, tmp_path
         "parameters:\n  prompt: {template: chat}\n  sampling: {max_tokens: 24}\n"
         "  judge: {max_tokens: 200, max_analysis_chars: 100}\n"
     )
-    result = subprocess.run(
-        [sys.executable, "tools/run.py", "--run-evaluation", "--config", str(config),
-         "--dataset", str(data), "--limit", "10"],
-        cwd=repo_root, capture_output=True, text=True, timeout=900,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    result = run_cli("--run-evaluation", "--config", config, "--dataset", data, "--limit", 10)
+    assert result.exit_code == 0, result.output[-3000:]
     assert "smollm2-135m" in result.stdout and "Evaluation summary" in result.stdout
     report_line = next(line for line in result.stdout.splitlines() if line.startswith("JSON report:"))
     report = json.loads(open(report_line.split(":", 1)[1].strip()).read())
@@ -330,7 +309,8 @@ def test_cli_runs_a_local_jsonl_with_output_column_and_limit(repo_root, tmp_path
     # The chat template was rendered by the model's own tokenizer, not the Alpaca template.
     from zenml.client import Client
 
-    generations = Client().get_artifact_version(col.GENERATIONS).load()
+    generations = step_output(Client().get_pipeline_run(report["run"]), "generate_answers", col.GENERATIONS)
+    assert generations[col.ID][:2] == ["0", "1"]  # ids given to rows without one, in file order
     assert generations[0][col.PROMPT].startswith("<|im_start|>")
     assert "In one sentence, what is RAG?" in generations[0][col.PROMPT]
 
@@ -338,11 +318,10 @@ def test_cli_runs_a_local_jsonl_with_output_column_and_limit(repo_root, tmp_path
 def test_rescore_only_failed_through_the_pipeline_fills_exactly_the_failed_rows(first_run):
     from zenml.client import Client
 
-    from llm_engineering.infrastructure.zenml_runs import latest_evaluations
     from pipelines.evaluating import rescoring
     from tests.integration.openai_stub import OpenAIStub
 
-    generations, stats, _ = latest_generations()
+    generations, stats = _generations_of(first_run)
     rows = len(generations[0].load())
     with OpenAIStub() as stub:
         judge = {"backend": "openai", "model": "stub-judge", "base_url": stub.base_url,
@@ -352,11 +331,12 @@ def test_rescore_only_failed_through_the_pipeline_fills_exactly_the_failed_rows(
         stub.state.script, stub.state.default = ["ok"], "500"  # first row judged, the rest fail
         run = rescoring.with_options(enable_cache=False)(
             config=config, answers_ids=[str(a.id) for a in generations], generation_stats=stats)
-        partial = step_output(Client().get_pipeline_run(run.id), "evaluate_answers", col.EVALUATIONS)
+        partial_run = Client().get_pipeline_run(run.id)
+        partial = step_output(partial_run, "evaluate_answers", col.EVALUATIONS)
         assert [e is None for e in partial[col.JUDGE_ERROR]] == [True] + [False] * (rows - 1)
 
         stub.state.requests, stub.state.default = [], "ok"
-        evaluations, _ = latest_evaluations()
+        evaluations = finished_outputs(partial_run, "evaluate_answers", col.EVALUATIONS)
         run = rescoring.with_options(enable_cache=False)(
             config=config, answers_ids=[str(a.id) for a in evaluations], generation_stats=stats, only_failed=True)
         merged = step_output(Client().get_pipeline_run(run.id), "evaluate_answers", col.EVALUATIONS)
@@ -369,7 +349,7 @@ def test_failed_hub_push_loses_nothing_and_publish_only_pushes_later(first_run, 
     from zenml.client import Client
 
     from llm_engineering.evaluation.publishing import trust_info
-    from llm_engineering.infrastructure.zenml_runs import latest_results_to_publish
+    from llm_engineering.infrastructure.zenml_runs import results_to_publish
     from llm_engineering.settings import get_settings
     from pipelines.evaluating import publishing, rescoring
     from tests.integration.hub_stub import TOKEN, USER
@@ -379,7 +359,7 @@ def test_failed_hub_push_loses_nothing_and_publish_only_pushes_later(first_run, 
     get_settings.cache_clear()
     try:
         config = EvaluationConfig.model_validate({**SMALL, "publish": {"target": "hub"}})
-        stored_ids, _ = latest_results_to_publish()  # what --publish-only sends to the pipeline
+        stored_ids = results_to_publish(first_run)  # what `publish` sends to the pipeline for this run
         (results_id,) = stored_ids["results_ids"]
         stored = Client().get_artifact_version(results_id).load()
         hub.state.fail_status = 500

@@ -1,65 +1,86 @@
-"""The `ray` engine for real: Ray Data LLM on a local Ray cluster, two replicas of one CPU each,
-the bundled model, against the in-process engine on the same rows.
+"""The `ray` engine for real, through the CLI, the config and the generate_answers step: Ray Data LLM on a
+local Ray cluster, two replicas of one CPU each, the bundled model; resuming from a checkpoint.
 
-One short run (engine start dominates: about a minute per replica here). The in-process side
-reuses the session's shared engine when the pipeline tests have built it, and frees it after.
+In a CLI subprocess, so the test session's in-process engine stays as it is (the ray backend frees
+the pooled engine before its replicas start). The judge is the OpenAI-compatible stub: what is under
+test is generation. One short run: replica engine starts dominate (about a minute here).
 """
 
+import json
+import subprocess
+import sys
+
+import psutil
 import pytest
+import yaml
+from transformers import AutoTokenizer
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.config import DatasetConfig, EngineConfig, PromptConfig, RayConfig, SamplingConfig
+from llm_engineering.evaluation.checkpoint import AnswerCheckpoint, AnswerRecord, row_key
 from llm_engineering.evaluation.dataset import read_test_split, with_prompts
-from llm_engineering.evaluation.generation import answer_test_split
 from llm_engineering.evaluation.models import resolve_model
-from llm_engineering.infrastructure.engines import open_engine
-from llm_engineering.infrastructure.ray_engine import RayEngine
+from llm_engineering.infrastructure.vllm_engine import resolved_dtype
+from llm_engineering.infrastructure.zenml_runs import step_output
+from llm_engineering.run_config import load_run_config
 from llm_engineering.settings import get_settings
-from steps.evaluating.engine_pool import ENGINE_POOL
+from tests.integration.openai_stub import OpenAIStub
 
 pytestmark = pytest.mark.slow
 
 ROWS = 4
+SEEDED = 2  # rows answered by an earlier, interrupted run
+
+
+def _ray_daemons():
+    return {p.pid for p in psutil.process_iter(["cmdline"]) if any(
+        part.endswith(("raylet", "gcs_server")) for part in (p.info["cmdline"] or [])[:1])}
 
 
 @pytest.mark.timeout(900)
-def test_ray_engine_gives_the_in_process_answers_in_the_same_artifact_shape():
-    import ray
+def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(repo_root, tmp_path):
+    from zenml.client import Client
 
-    split = with_prompts(read_test_split(DatasetConfig(limit=ROWS)), PromptConfig())
-    path = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR).path
-    sampling = SamplingConfig(temperature=0.0, max_tokens=32)
-    # float32: in bfloat16 (what `dtype: auto` picks on CPUs with fast bf16) the in-process engine's 2 threads
-    # and a replica's 1 sum in other orders, and greedy answers part after a few tokens (seen on a Zen 4).
-    with open_engine(path, EngineConfig(dtype="float32"), ENGINE_POOL) as in_process_engine:
-        in_process, _ = answer_test_split(in_process_engine, split, "smollm2-135m", sampling, PromptConfig(), 2048)
+    shipped = yaml.safe_load((repo_root / "configs" / "evaluating_ray.yaml").read_text())
+    engine = {**shipped["parameters"]["engine"], "cpu_kvcache_space_gib": 1}
+    engine["ray"] = {**engine["ray"], "batch_size": 1, "max_concurrent_batches": 1}
+    with OpenAIStub() as judge:
+        config = tmp_path / "ray.yaml"
+        config.write_text(yaml.safe_dump({"enable_cache": False, "parameters": {
+            "dataset": {"limit": ROWS}, "sampling": {"max_tokens": 24}, "engine": engine,
+            "judge": {"backend": "openai", "model": "stub-judge", "base_url": judge.base_url, "cache": False},
+            "judge_check": {"rows": 0}, "similarity": {"enabled": False},
+        }}))
+        evaluation = load_run_config(config).evaluation
+        model = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR)
+        split = with_prompts(read_test_split(evaluation.dataset), evaluation.prompt)
+        # An interrupted run's checkpoint: the first rows' answers, marked so the run's output shows them.
+        engine = evaluation.engine.model_copy(update={"dtype": resolved_dtype(evaluation.engine)[0]})  # as the step keys it
+        checkpoint = AnswerCheckpoint(get_settings().CHECKPOINT_DIR, "smollm2-135m", model.path, evaluation.sampling, engine)
+        checkpoint.reset()
+        with checkpoint.writer() as writer:
+            for row in split.select(range(SEEDED)):
+                writer.append(row_key(row[col.ID], row[col.PROMPT]), row[col.ID],
+                              AnswerRecord(answer=f"saved answer {row[col.ID]}", finish_reason="stop",
+                                           prompt_tokens=1, completion_tokens=3))
+        daemons = _ray_daemons()
+        result = subprocess.run([sys.executable, "tools/run.py", "evaluate", "--config", str(config)],
+                                cwd=repo_root, capture_output=True, text=True, timeout=840)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    report = next(line for line in result.stdout.splitlines() if line.startswith("JSON report:")).split(":", 1)[1]
+    run = Client().get_pipeline_run(json.loads(open(report.strip()).read())["run"])
+    generations = step_output(run, "generate_answers", col.GENERATIONS)
+    (stats,) = [a.load() for a in run.steps["generate_answers"].outputs[col.GENERATION_STATS]]
 
-    addresses = set()
-
-    class ObservedRayEngine(RayEngine):
-        """The real Ray engine, noting where the cluster listens while rows stream back."""
-
-        def generate_rows(self, rows, sampling):
-            for row in super().generate_rows(rows, sampling):
-                addresses.update(node["NodeManagerAddress"] for node in ray.nodes())
-                addresses.add(ray.get_runtime_context().gcs_address.rsplit(":", 1)[0])
-                yield row
-
-    # Two replicas plus an idle in-process engine outgrow a small CI machine; Ray's memory monitor
-    # would then kill and restart replicas for ever. No later test needs this engine.
-    ENGINE_POOL.release()
-    ray_config = RayConfig(replicas=2, cpus_per_replica=1, batch_size=2, max_concurrent_batches=1)
-    engine = ObservedRayEngine(path, EngineConfig(backend="ray", dtype="float32", cpu_kvcache_space_gib=1, ray=ray_config))
-    on_ray, stats = answer_test_split(engine, split, "smollm2-135m", sampling, PromptConfig(), 2048)
-
-    assert on_ray.features == in_process.features  # same columns, same types: same artifact
-    assert on_ray[col.ID] == split[col.ID]  # every input id exactly once, in input order
-    assert all(answer.strip() for answer in on_ray[col.ANSWER])
-    assert set(on_ray[col.FINISH_REASON]) <= {"stop", "length"}
-    assert stats.rows == ROWS and stats.completion_tokens == sum(on_ray[col.COMPLETION_TOKENS]) > 0
-    # Greedy decoding on the same weights and engine settings: the same answers, token for token.
-    for column in (col.ANSWER, col.FINISH_REASON, col.PROMPT_TOKENS, col.COMPLETION_TOKENS):
-        assert on_ray[column] == in_process[column], column
-    # The local cluster listened on loopback only, and is gone once generation ends.
-    assert addresses == {"127.0.0.1"}
-    assert not ray.is_initialized()
+    assert generations[col.ID] == split[col.ID]  # every input id exactly once, in input order
+    assert (stats.resumed, stats.generated) == (SEEDED, ROWS - SEEDED)
+    assert generations[col.ANSWER][:SEEDED] == [f"saved answer {i}" for i in split[col.ID][:SEEDED]]
+    fresh = generations.select(range(SEEDED, ROWS))
+    assert all(answer.strip() and not answer.startswith("saved answer") for answer in fresh[col.ANSWER])
+    assert set(fresh[col.FINISH_REASON]) <= {"stop", "length"} and 0 < max(fresh[col.COMPLETION_TOKENS]) <= 24
+    # Rows came back from the replicas mapped to their own prompts: each one's prompt token count is its prompt's.
+    tokenizer = AutoTokenizer.from_pretrained(model.path)
+    assert fresh[col.PROMPT_TOKENS] == [len(tokenizer(prompt)["input_ids"]) for prompt in fresh[col.PROMPT]]
+    assert len(set(fresh[col.PROMPT_TOKENS])) == len(fresh)  # distinct lengths, so a mix-up would show
+    assert len(checkpoint.load()) == ROWS  # the new answers were saved as they came
+    # The local cluster's daemons ended with the run.
+    assert _ray_daemons() <= daemons

@@ -104,10 +104,10 @@ def _group_gone(pgid, timeout=60):
     return False
 
 
-def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, tmp_path):
+def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, tmp_path, run_cli):
     from zenml.client import Client
 
-    from llm_engineering.infrastructure.zenml_runs import latest_generations
+    from llm_engineering.infrastructure.zenml_runs import step_output
     from tests.integration.openai_stub import OpenAIStub
 
     with OpenAIStub() as judge:
@@ -140,16 +140,20 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
         kept = _saved(checkpoint)
         assert after_interrupt + 2 <= len(kept) < ROWS
 
-        # 3. The same command again: only the missing rows are generated, and the run completes.
-        with open(tmp_path / "final.log", "w") as log:
-            third = _start(repo_root, config, log)
-            assert third.wait(timeout=900) == 0, (tmp_path / "final.log").read_text()[-3000:]
+        # 3. The command again, in this process (`run_cli`) with the session's engine: the config without
+        # `max_num_seqs`, a scheduling knob the checkpoint's key leaves out, so the same checkpoint is found.
+        # Only the missing rows are generated, and the run completes.
+        config.write_text(CONFIG.format(rows=ROWS, base_url=judge.base_url).replace("  engine: {max_num_seqs: 4}\n", ""))
+        assert "max_num_seqs" not in config.read_text()
+        result = run_cli("--run-evaluation", "--config", config)
+        assert result.exit_code == 0, result.output[-3000:]
 
-    generations, stats, run_name = latest_generations()
-    answers = generations[0].load()
-    (run_stats,) = stats
+    report = next(line for line in result.stdout.splitlines() if line.startswith("JSON report:")).split(":", 1)[1]
+    run = Client().get_pipeline_run(json.loads(open(report.strip()).read())["run"])
+    answers = step_output(run, "generate_answers", col.GENERATIONS)
+    run_stats = step_output(run, "generate_answers", col.GENERATION_STATS)
     assert (run_stats.resumed, run_stats.generated) == (len(kept), ROWS - len(kept))
-    test_split = Client().get_pipeline_run(run_name).steps["load_test_split"].outputs[col.TEST_SPLIT][0].load()
+    test_split = step_output(run, "load_test_split", col.TEST_SPLIT)
     assert answers[col.ID] == test_split[col.ID]  # every row, once, in order
     assert all(answer.strip() for answer in answers[col.ANSWER])
     by_id = dict(zip(answers[col.ID], answers[col.ANSWER]))

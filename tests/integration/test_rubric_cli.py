@@ -1,8 +1,6 @@
 """A custom rubric file, end to end through the CLI, with the real bundled model as generator and judge."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 import yaml
@@ -25,7 +23,7 @@ RUBRIC = {
 }
 
 
-def test_a_custom_rubric_file_scores_through_the_cli_with_expected_scores_from_real_logprobs(repo_root, tmp_path):
+def test_a_custom_rubric_file_scores_through_the_cli_with_expected_scores_from_real_logprobs(run_cli, tmp_path):
     from zenml.client import Client
 
     rubric = tmp_path / "tutor.yaml"
@@ -36,11 +34,10 @@ def test_a_custom_rubric_file_scores_through_the_cli_with_expected_scores_from_r
         "judge": {"rubric": str(rubric), "max_tokens": 200, "max_analysis_chars": 80},
         "judge_check": {"rows": 3},
     }}))
-    command = [sys.executable, "tools/run.py", "evaluate", "--config", str(config), "--limit", "3"]
+    command = ["evaluate", "--config", config, "--limit", "3"]
     # CI gates: clarity tops out at 4, so 4.5 cannot be met; focus starts at 0, so 0 always is.
-    result = subprocess.run([*command, "--fail-under", "clarity=4.5", "--fail-under", "focus=0"],
-                            cwd=repo_root, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 3, result.stderr[-3000:]  # the run passed and is stored; a gate failed
+    result = run_cli(*command, "--fail-under", "clarity=4.5", "--fail-under", "focus=0")
+    assert result.exit_code == 3, result.output[-3000:]  # the run passed and is stored; a gate failed
     gate_lines = [line for line in result.stderr.splitlines() if line.startswith("GATE FAILED")]
     assert len(gate_lines) == 1 and gate_lines[0].startswith("GATE FAILED clarity=4.5: smollm2-135m has clarity ")
     assert "rubric tutor" in result.stdout and "clarity (95% CI)" in result.stdout
@@ -54,8 +51,8 @@ def test_a_custom_rubric_file_scores_through_the_cli_with_expected_scores_from_r
     assert not any(f"{attr}={quote}http" in page for attr in ("src", "href") for quote in "'\"")
 
     # The same run again (every step cached) with a gate it meets: exit 0.
-    again = subprocess.run([*command, "--fail-under", "focus=0"], cwd=repo_root, capture_output=True, text=True, timeout=900)
-    assert again.returncode == 0 and "Gates passed: focus=0" in again.stdout, again.stderr[-3000:]
+    again = run_cli(*command, "--fail-under", "focus=0")
+    assert again.exit_code == 0 and "Gates passed: focus=0" in again.stdout, again.output[-3000:]
 
     evaluations = step_output(Client().get_pipeline_run(report["run"]), "evaluate_answers", col.EVALUATIONS)
     assert {col.score("clarity"), col.analysis("focus"), col.expected("focus"), col.probabilities("clarity")} <= set(

@@ -26,15 +26,37 @@ HANDBOOK = load_rubric("handbook")
 pytestmark = pytest.mark.slow
 
 
+class ModuleServer:
+    """The module's `vllm serve`. The test that kills it starts it again on the same port (`restart`), so
+    the tests after it, in whatever order, find it there; every server started ends with the module."""
+
+    def __init__(self, log_dir):
+        self.model_path = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR).path
+        self.log_dir, self.stack, self.starts = log_dir, contextlib.ExitStack(), 0
+        self.url = self._start()
+
+    def _start(self, port=None):
+        self.starts += 1
+        try:
+            return self.stack.enter_context(
+                serve(self.model_path, "smollm2-135m", self.log_dir / f"server-{self.starts}.log", port=port))
+        except ServerError as error:
+            pytest.fail(str(error))
+
+    def restart(self) -> str:
+        return self._start(port=urlparse(self.url).port)
+
+
 @pytest.fixture(scope="module")
-def vllm_server(tmp_path_factory):
-    model = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR)
-    log = tmp_path_factory.mktemp("vllm-serve") / "server.log"
-    try:
-        with serve(model.path, "smollm2-135m", log) as base_url:
-            yield base_url
-    except ServerError as error:
-        pytest.fail(str(error))
+def module_server(tmp_path_factory):
+    server = ModuleServer(tmp_path_factory.mktemp("vllm-serve"))
+    with server.stack:
+        yield server
+
+
+@pytest.fixture
+def vllm_server(module_server):
+    return module_server.url
 
 
 def test_vllm_serve_judge_stores_valid_verdicts(vllm_server):
@@ -123,8 +145,9 @@ def _kill_after(server: psutil.Process, cache, verdicts, timeout=600):
             process.send_signal(signal.SIGKILL)
 
 
-def test_judge_server_killed_mid_run_loses_no_row_and_a_rerun_asks_only_the_rest(vllm_server, tmp_path):
-    """Runs last in this module: it kills the module's server, then restarts one on the same port."""
+def test_judge_server_killed_mid_run_loses_no_row_and_a_rerun_asks_only_the_rest(module_server, tmp_path):
+    """Kills the module's server, then starts it again on the same port."""
+    vllm_server = module_server.url
     rows = _answers(8)
     cache = JudgeCache(tmp_path / "judge-cache")
     config = JudgeConfig(backend="openai", model="smollm2-135m", base_url=vllm_server, max_tokens=256,
@@ -139,10 +162,8 @@ def test_judge_server_killed_mid_run_loses_no_row_and_a_rerun_asks_only_the_rest
     assert all("Connection" in error for error in first[col.JUDGE_ERROR] if error is not None)
 
     # The server comes back at the same address; the same scoring again asks only for the missing verdicts.
-    model = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR)
-    with serve(model.path, "smollm2-135m", tmp_path / "restarted.log", port=urlparse(vllm_server).port) as url:
-        assert url == vllm_server
-        second = score_answers(rows, [OpenAIJudge(config, api_key=None)], HANDBOOK, cache)
+    assert module_server.restart() == vllm_server
+    second = score_answers(rows, [OpenAIJudge(config, api_key=None)], HANDBOOK, cache)
     assert second[col.ID] == rows[col.ID]
     assert second[col.JUDGE_ERROR] == [None] * len(rows)
     assert second[col.JUDGE_CACHED] == judged  # verdicts given before the crash were kept, not asked again

@@ -1,0 +1,122 @@
+"""The CLI's commands and flags end to end, in this process (`run_cli`): the session's engine generates
+(two generation settings of the bundled model), the OpenAI-compatible stub judges with scripted
+failures, the Hub stub takes the pushes. Each step reads the runs the step itself made."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from llm_engineering.evaluation import columns as col
+from llm_engineering.infrastructure.zenml_runs import step_output
+from tests.integration.hub_stub import TOKEN
+from tests.integration.openai_stub import OpenAIStub
+
+ROWS = 2
+WORKSPACE = "cli-commands"
+MODELS = ["smollm2-135m", "smollm2-135m@temperature=0.9"]
+
+
+def _run(result):
+    """The pipeline run a CLI call reported (its JSON report names it)."""
+    from zenml.client import Client
+
+    line = next(line for line in result.stdout.splitlines() if line.startswith("JSON report:"))
+    report = json.loads(open(line.split(":", 1)[1].strip()).read())
+    return Client().get_pipeline_run(report["run"]), report
+
+
+def _status(run, prefix):
+    return {str(step.status.value).lower() for name, step in run.steps.items() if name.startswith(prefix)}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_evaluate_two_models_publish_after_a_failed_push_rescore_only_failed_from_hub_and_no_cache(
+        run_cli, hub, tmp_path, monkeypatch):
+    monkeypatch.setenv("HUGGINGFACE_ACCESS_TOKEN", TOKEN)
+    with OpenAIStub() as judge:
+        config = tmp_path / "run.yaml"
+        config.write_text(yaml.safe_dump({"parameters": {
+            "dataset": {"limit": ROWS}, "sampling": {"max_tokens": 16},
+            "judge": {"backend": "openai", "model": "stub-judge", "base_url": judge.base_url, "cache": False,
+                      "max_attempts": 1, "max_concurrency": 1},
+            "judge_check": {"rows": 0}, "similarity": {"enabled": False}, "pairwise": {"enabled": False},
+            # Repos of its own: other tests push the same model's results under the token owner's name.
+            "publish": {"target": "hub", "workspace": WORKSPACE},
+        }}))
+        models = [arg for model in MODELS for arg in ("--model", model)]
+
+        # 1. Two models (repeated --model), the Hub down, one verdict failing: the run is stored, the CLI
+        # exits 1 naming the failed push.
+        judge.state.script, judge.state.default = ["ok"] * (2 * ROWS - 1), "500"
+        hub.state.fail_status = 500
+        result = run_cli("evaluate", "--config", config, *models)
+        assert result.exit_code == 1 and "HTTP 500" in result.stderr, result.output[-3000:]
+        evaluated, report = _run(result)
+        assert sorted(m["model_id"] for m in report["models"]) == sorted(MODELS)
+        assert sorted(m["scored"] for m in report["models"]) == [ROWS - 1, ROWS]
+        # pairwise.enabled and similarity.enabled false: no comparison step, no similarity anywhere.
+        assert not [name for name in evaluated.steps if name.startswith("compare_pairwise")]
+        assert report["similarity_check"] is None and all(m["similarity_mean"] is None for m in report["models"])
+        evaluations = [step_output(evaluated, name, col.EVALUATIONS) for name in sorted(evaluated.steps)
+                       if name.startswith("evaluate_answers")]
+        assert evaluations and all(col.REFERENCE_SIMILARITY not in e.column_names for e in evaluations)
+
+        # 2. `publish` once the Hub is back: that run's results pushed, nothing else run.
+        hub.state.fail_status = None
+        result = run_cli("publish", "--config", config)
+        assert result.exit_code == 0, result.output[-3000:]
+        assert f"Publishing {len(MODELS)} stored artifact(s) of run {evaluated.name}" in result.stdout
+        repos = sorted(hub.state.repos)
+        assert len(repos) == len(MODELS) and all(repo.startswith(f"{WORKSPACE}/SmolLM2-135M-Instruct") for repo in repos)
+        assert not judge.state.requests[2 * ROWS:]  # publishing judged nothing
+
+        # 3. `rescore --only-failed`: the one failed row asked again, merged into full evaluations.
+        judge.state.requests, judge.state.default = [], "ok"
+        result = run_cli("rescore", "--config", config, "--only-failed")
+        assert result.exit_code == 0, result.output[-3000:]
+        assert f"of run {evaluated.name}" in result.stdout and len(judge.state.requests) == 1
+        rescored, report = _run(result)
+        assert [m["scored"] for m in report["models"]] == [ROWS, ROWS]
+        assert not _status(rescored, "generate_answers")  # no generation in a rescore
+
+        # 4. `rescore --from-hub REPO`: the answers published in one repo, judged without any stored artifact.
+        judge.state.requests = []
+        result = run_cli("rescore", "--config", config, "--from-hub", repos[0])
+        assert result.exit_code == 0 and f"Scoring answers published in {repos[0]}" in result.stdout, result.output[-3000:]
+        assert len(judge.state.requests) == ROWS
+        _, report = _run(result)
+        assert [(m["rows"], m["scored"]) for m in report["models"]] == [(ROWS, ROWS)]
+
+        # 5. The same evaluation again: generation cached, publishing to the Hub not (it pushes these
+        # results, not a replay of the failed first push). With --no-cache: generated again, ignoring the
+        # answers saved in the checkpoint.
+        pushes = len(hub.state.commits)
+        result = run_cli("evaluate", "--config", config, *models)
+        assert result.exit_code == 0, result.output[-3000:]
+        cached, _ = _run(result)
+        assert _status(cached, "generate_answers") == {"cached"} and _status(cached, "publish_results") == {"completed"}
+        assert len(hub.state.commits) == pushes + 2 * len(MODELS)  # answers, then answers with verdicts
+        fresh, _ = _run(run_cli("evaluate", "--config", config, *models, "--no-cache"))
+        assert _status(fresh, "generate_answers") == {"completed"}
+        stats = [step.outputs[col.GENERATION_STATS][0].load() for name, step in fresh.steps.items()
+                 if name.startswith("generate_answers")]
+        assert [(s.resumed, s.generated) for s in stats] == [(0, ROWS)] * len(MODELS)
+
+
+@pytest.mark.parametrize("command, flags", [("rescore", []), ("rescore", ["--only-failed"]), ("publish", [])])
+def test_with_nothing_stored_yet_rescore_and_publish_say_to_evaluate_first(repo_root, tmp_path, command, flags):
+    """A new ZenML store (its own ZENML_CONFIG_PATH), used from outside the repository (so the repository's
+    `.zen`, which names the session store's stack, is not read): nothing to rescore or publish."""
+    from tools.execution import ensure_zenml_repository
+
+    ensure_zenml_repository()  # exists already, so the CLI below does not write the new store's ids into it
+    env = {**os.environ, "ZENML_CONFIG_PATH": str(tmp_path / "zenml")}
+    result = subprocess.run([sys.executable, str(repo_root / "tools" / "run.py"), command, *flags], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=240)
+    assert result.returncode == 1, result.stderr[-2000:]
+    assert "run `python tools/run.py --run-evaluation` first" in result.stderr
