@@ -100,16 +100,19 @@ def run_cli(repo_root, monkeypatch):
     Result (exit_code, stdout, stderr); the CLI's changes to the environment are undone afterwards."""
     from click.testing import CliRunner
 
+    from llm_engineering.settings import get_settings
     from tools.run import main
 
     monkeypatch.chdir(repo_root)
 
     def run(*args: object):
         saved = dict(os.environ)
+        get_settings.cache_clear()  # settings read afresh, as a new process would
         try:
             return CliRunner().invoke(main, [str(arg) for arg in args], catch_exceptions=False)
         finally:
             os.environ.clear()
             os.environ.update(saved)
+            get_settings.cache_clear()
 
     return run

@@ -8,9 +8,6 @@ class, and ZenML's own compiler decides which step keeps which step operator and
 No step runs and no cloud is called.
 """
 
-import os
-import subprocess
-import sys
 import uuid
 
 import pytest
@@ -56,8 +53,9 @@ def active_stack(remote_stacks, monkeypatch):
     return activate
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def settings_secret():
+    """The `settings` secret, there for this test whatever an earlier one deleted."""
     from zenml.client import Client
 
     if not Client().list_secrets(name="settings"):
@@ -151,11 +149,16 @@ def test_compiled_run_puts_only_generation_steps_on_the_gpu_step_operator(
     assert {"load_test_split", "evaluate_answers", "summarize"} <= set(steps)
 
 
-def _cli(repo_root, *args, env=None):
-    environment = {k: v for k, v in os.environ.items() if k not in {"OPENAI_API_KEY", "HUGGINGFACE_ACCESS_TOKEN"}}
-    environment.update(env or {})
-    return subprocess.run([sys.executable, "tools/run.py", *args], cwd=repo_root, capture_output=True, text=True,
-                          timeout=300, env=environment)
+@pytest.fixture
+def cli(run_cli, monkeypatch):
+    """The CLI in this process (`run_cli`), with `env` set for that one call."""
+    def call(*args, env=None):
+        with monkeypatch.context() as scoped:
+            for name, value in (env or {}).items():
+                scoped.setenv(name, value)
+            return run_cli(*args)
+
+    return call
 
 
 def _config(tmp_path, repo_root, source, **generation_step):
@@ -166,62 +169,62 @@ def _config(tmp_path, repo_root, source, **generation_step):
     return path
 
 
-def test_missing_step_operator_stops_before_any_work_with_the_commands_to_add_it(repo_root, active_stack):
+def test_missing_step_operator_stops_before_any_work_with_the_commands_to_add_it(cli, repo_root, active_stack):
     active_stack("default")
-    result = _cli(repo_root, "--run-evaluation", "--config", "configs/evaluating_vertex.yaml")
-    assert result.returncode == 1, result.stderr[-2000:]
+    result = cli("--run-evaluation", "--config", "configs/evaluating_vertex.yaml")
+    assert result.exit_code == 1, result.stderr[-2000:]
     assert "step operator 'vertex-gpu', but the active stack 'default' lacks it" in result.stderr
     assert "zenml step-operator register vertex-gpu --flavor=vertex" in result.stderr
     assert "zenml stack update default --step_operator vertex-gpu" in result.stderr
     assert "Traceback" not in result.stderr
 
 
-def test_settings_for_another_flavor_stop_before_zenml_drops_them(repo_root, tmp_path, active_stack):
+def test_settings_for_another_flavor_stop_before_zenml_drops_them(cli, repo_root, tmp_path, active_stack):
     active_stack("sagemaker-stack")
     config = _config(tmp_path, repo_root, "configs/evaluating_vertex.yaml", step_operator="sagemaker-gpu")
-    result = _cli(repo_root, "--run-evaluation", "--config", str(config))
-    assert result.returncode == 1, result.stderr[-2000:]
+    result = cli("--run-evaluation", "--config", str(config))
+    assert result.exit_code == 1, result.stderr[-2000:]
     assert "step_operator.vertex settings, but step operator 'sagemaker-gpu' is of flavor 'sagemaker'" in result.stderr
 
 
-def test_misspelt_step_operator_setting_stops_before_any_work(repo_root, tmp_path, active_stack):
+def test_misspelt_step_operator_setting_stops_before_any_work(cli, repo_root, tmp_path, active_stack):
     active_stack("vertex-stack")
     config = _config(tmp_path, repo_root, "configs/evaluating_vertex.yaml",
                      settings={"step_operator.vertex": {"accelerator_typ": "NVIDIA_L4"}})
-    result = _cli(repo_root, "--run-evaluation", "--config", str(config))
-    assert result.returncode == 1, result.stderr[-2000:]
+    result = cli("--run-evaluation", "--config", str(config))
+    assert result.exit_code == 1, result.stderr[-2000:]
     assert "settings.step_operator.vertex: unknown field(s) ['accelerator_typ']" in result.stderr
 
 
-def test_remote_run_without_the_settings_secret_or_its_token_stops_early(repo_root, active_stack):
+def test_remote_run_without_the_settings_secret_or_its_token_stops_early(cli, repo_root, active_stack):
     from zenml.client import Client
 
     active_stack("sagemaker-stack")
     for secret in Client().list_secrets(name="settings"):
         Client().delete_secret(secret.id)
-    result = _cli(repo_root, "--run-evaluation", "--config", "configs/evaluating_sagemaker.yaml")
-    assert result.returncode == 1, result.stderr[-2000:]
+    result = cli("--run-evaluation", "--config", "configs/evaluating_sagemaker.yaml")
+    assert result.exit_code == 1, result.stderr[-2000:]
     assert "no secret of that name" in result.stderr and "--export-settings" in result.stderr
 
     # A token in the local environment is no help to a remote step: the secret must hold it.
-    exported = _cli(repo_root, "--export-settings", env={"OPENAI_API_KEY": "sk-only-the-judge-key"})
-    assert exported.returncode == 0, exported.stderr[-2000:]
-    result = _cli(repo_root, "--run-evaluation", "--config", "configs/evaluating_sagemaker.yaml",
+    exported = cli("--export-settings", env={"OPENAI_API_KEY": "sk-only-the-judge-key"})
+    assert exported.exit_code == 0, exported.stderr[-2000:]
+    result = cli("--run-evaluation", "--config", "configs/evaluating_sagemaker.yaml",
                   env={"HUGGINGFACE_ACCESS_TOKEN": "hf_local_only"})
-    assert result.returncode == 1, result.stderr[-2000:]
+    assert result.exit_code == 1, result.stderr[-2000:]
     assert "HUGGINGFACE_ACCESS_TOKEN is not set" in result.stderr
     assert "read their settings from the ZenML secret(s) ['settings']" in result.stderr
 
 
-def test_create_snapshot_stores_the_configured_evaluation_for_dashboard_reruns(repo_root, tmp_path, active_stack):
+def test_create_snapshot_stores_the_configured_evaluation_for_dashboard_reruns(cli, repo_root, tmp_path, active_stack):
     from zenml.client import Client
 
     active_stack("default")
     config = tmp_path / "run.yaml"
     config.write_text("parameters:\n  models: [org/model-a]\n  dataset: {limit: 3}\n"
                       "  judge: {backend: openai, model: m, base_url: 'http://127.0.0.1:9/v1'}\n")
-    result = _cli(repo_root, "--create-snapshot", "evaluating-test", "--config", str(config))
-    assert result.returncode == 0, result.stderr[-2000:]
+    result = cli("--create-snapshot", "evaluating-test", "--config", str(config))
+    assert result.exit_code == 0, result.stderr[-2000:]
     assert "Created snapshot 'evaluating-test'" in result.stdout
     snapshot = Client().get_snapshot("evaluating-test")
     assert snapshot.pipeline.name == "evaluating"

@@ -1,5 +1,4 @@
 import importlib.util
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -8,16 +7,9 @@ import pytest
 from click.testing import CliRunner
 
 
-def run_cli(repo_root, *args):
-    env = {k: v for k, v in os.environ.items() if k not in {"OPENAI_API_KEY", "HUGGINGFACE_ACCESS_TOKEN"}}
-    return subprocess.run(
-        [sys.executable, str(repo_root / "tools" / "run.py"), *args],
-        capture_output=True, text=True, cwd=repo_root, timeout=120, env=env,
-    )
-
-
 def test_help_shows_examples_without_importing_heavy_libraries(repo_root):
-    result = run_cli(repo_root, "--help")
+    result = subprocess.run([sys.executable, str(repo_root / "tools" / "run.py"), "--help"],
+                            capture_output=True, text=True, cwd=repo_root, timeout=120)
     assert result.returncode == 0
     assert "--run-evaluation" in result.stdout and "--rescore" in result.stdout
     assert "Examples:" in result.stdout
@@ -33,9 +25,9 @@ def test_help_shows_examples_without_importing_heavy_libraries(repo_root):
     assert imported.stdout.strip().splitlines()[-1] == "[]"
 
 
-def test_without_run_evaluation_nothing_runs(repo_root):
-    result = run_cli(repo_root, "--limit", "2")
-    assert result.returncode == 2
+def test_without_run_evaluation_nothing_runs(run_cli):
+    result = run_cli("--limit", "2")
+    assert result.exit_code == 2
     assert "pass --run-evaluation" in result.stderr
 
 
@@ -48,11 +40,11 @@ def test_without_run_evaluation_nothing_runs(repo_root):
     ],
     ids=["misspelt-key", "hub-without-token", "openai-without-key"],
 )
-def test_bad_settings_stop_before_any_work(repo_root, tmp_path, parameters, message):
+def test_bad_settings_stop_before_any_work(run_cli, tmp_path, parameters, message):
     config = tmp_path / "run.yaml"
     config.write_text(f"parameters:\n  {parameters}\n")
-    result = run_cli(repo_root, "--run-evaluation", "--config", str(config))
-    assert result.returncode == 1
+    result = run_cli("--run-evaluation", "--config", config)
+    assert result.exit_code == 1
     assert message in result.stderr
     assert "Traceback" not in result.stderr
 
@@ -63,28 +55,28 @@ def test_bad_settings_stop_before_any_work(repo_root, tmp_path, parameters, mess
     ('{"id": "q001", "answer": "a", "criterion": "helpfulness", "score": 2}\n',
      "line 1: the labels score 'helpfulness', which rubric 'handbook-score-first' lacks (its criteria: accuracy, style)"),
 ], ids=["bad-line", "criterion-not-in-rubric"])
-def test_bad_labels_stop_before_any_work_with_the_file_and_the_line(repo_root, tmp_path, text, message):
+def test_bad_labels_stop_before_any_work_with_the_file_and_the_line(run_cli, tmp_path, text, message):
     labels = tmp_path / "labels.jsonl"
     labels.write_text(text)
-    result = run_cli(repo_root, "evaluate", "--labels", str(labels), "--limit", "2")
-    assert result.returncode == 1
+    result = run_cli("evaluate", "--labels", labels, "--limit", "2")
+    assert result.exit_code == 1
     assert f"{labels}, {message}" in result.stderr
     assert "Traceback" not in result.stderr and "Initiating a new run" not in result.stdout + result.stderr
 
 
-def test_unknown_model_stops_before_any_work(repo_root):
-    result = run_cli(repo_root, "--run-evaluation", "--model", "no such model")
-    assert result.returncode == 1
+def test_unknown_model_stops_before_any_work(run_cli):
+    result = run_cli("--run-evaluation", "--model", "no such model")
+    assert result.exit_code == 1
     assert "Unknown model 'no such model'" in result.stderr
 
 
 
-def test_bad_dataset_rows_fail_before_generation_with_the_rows_named(repo_root, tmp_path):
+def test_bad_dataset_rows_fail_before_generation_with_the_rows_named(run_cli, tmp_path):
     data = tmp_path / "rows.jsonl"
     data.write_text('{"id": "a", "instruction": "What is RAG?", "output": "Retrieval."}\n'
                     '{"id": "b", "instruction": "", "output": "x"}\n')
-    result = run_cli(repo_root, "--run-evaluation", "--dataset", str(data))
-    assert result.returncode == 1
+    result = run_cli("--run-evaluation", "--dataset", data)
+    assert result.exit_code == 1
     assert "Step load_test_split failed: The test split has 1 bad row(s)" in result.stderr
     assert "row 1 (id b): empty or non-text 'instruction'" in result.stderr
     assert "Traceback" not in result.stderr.split("Error:")[-1]

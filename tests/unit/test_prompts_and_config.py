@@ -21,6 +21,22 @@ def test_chat_prompts_use_the_tokenizer_template_with_optional_system_turn():
     assert chat_messages("Hi") == [{"role": "user", "content": "Hi"}]
 
 
+def test_the_bundled_models_own_chat_template_adds_its_default_system_turn():
+    """The real SmolLM2 tokenizer (not a stand-in): its template puts in a system turn of its own when none is given."""
+    from transformers import AutoTokenizer
+
+    from llm_engineering.evaluation.models import resolve_model
+    from llm_engineering.settings import get_settings
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR).path)
+    (plain,) = format_prompts(["What is RAG?"], "chat", tokenizer)
+    assert plain.startswith("<|im_start|>system\n") and "<|im_start|>user\nWhat is RAG?<|im_end|>" in plain
+    assert plain.endswith("<|im_start|>assistant\n")  # the generation prompt: the model answers next
+    (briefed,) = format_prompts(["What is RAG?"], "chat", tokenizer, system_prompt="Answer in one sentence.")
+    assert briefed.startswith("<|im_start|>system\nAnswer in one sentence.<|im_end|>")
+    assert plain.split("<|im_end|>")[0] != briefed.split("<|im_end|>")[0]  # the default turn is replaced, not kept
+
+
 def test_chat_prompts_need_a_tokenizer_with_a_template():
     with pytest.raises(ValueError, match="tokenizer"):
         format_prompts(["Hi"], "chat")
