@@ -108,7 +108,7 @@ def test_evaluate_two_models_publish_after_a_failed_push_rescore_only_failed_fro
         assert [(s.resumed, s.generated) for s in stats] == [(0, ROWS)] * len(MODELS)
 
 
-@pytest.mark.parametrize("command, flags", [("rescore", []), ("rescore", ["--only-failed"]), ("publish", [])])
+@pytest.mark.parametrize("command, flags", [("rescore", ["--only-failed"]), ("publish", [])])
 def test_with_nothing_stored_yet_rescore_and_publish_say_to_evaluate_first(repo_root, tmp_path, command, flags):
     """A new ZenML store (its own ZENML_CONFIG_PATH), used from outside the repository (so the repository's
     `.zen`, which names the session store's stack, is not read): nothing to rescore or publish."""

@@ -1,5 +1,6 @@
 """The `ray` engine for real, through the CLI, the config and the generate_answers step: Ray Data LLM on a
-local Ray cluster, two replicas of one CPU each, the bundled model; resuming from a checkpoint.
+local Ray cluster (the shipped config's engine block, one replica here), the bundled model; resuming from a
+checkpoint.
 
 In a CLI subprocess, so the test session's in-process engine stays as it is (the ray backend frees
 the pooled engine before its replicas start). The judge is the OpenAI-compatible stub: what is under
@@ -42,7 +43,9 @@ def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(r
 
     shipped = yaml.safe_load((repo_root / "configs" / "evaluating_ray.yaml").read_text())
     engine = {**shipped["parameters"]["engine"], "cpu_kvcache_space_gib": 1}
-    engine["ray"] = {**engine["ray"], "batch_size": 1, "max_concurrent_batches": 1}
+    # One replica on both cores: two of one core each start their engines side by side on this 2-core machine,
+    # twice as slowly (the two-replica split is the shipped config's; row routing is unit-tested).
+    engine["ray"] = {**engine["ray"], "replicas": 1, "cpus_per_replica": 2, "batch_size": 1, "max_concurrent_batches": 2}
     with OpenAIStub() as judge:
         config = tmp_path / "ray.yaml"
         config.write_text(yaml.safe_dump({"enable_cache": False, "parameters": {

@@ -28,7 +28,7 @@ ROWS = 16
 CONFIG = """
 parameters:
   dataset: {{limit: {rows}}}
-  sampling: {{max_tokens: 80, temperature: 0.7, seed: 11}}
+  sampling: {{max_tokens: 48, temperature: 0.7, seed: 11}}
   engine: {{max_num_seqs: 4}}
   judge: {{backend: openai, model: stub-judge, base_url: "{base_url}", cache: false}}
 """
