@@ -52,9 +52,14 @@ def latest_generations() -> tuple[list[Any], list[Any], str]:
 
     A run counts once all its generation steps finished, even if a later step failed.
     """
-    generations, run = _newest(["evaluating"], "generate_answers", col.GENERATIONS)
+    _, run = _newest(["evaluating"], "generate_answers", col.GENERATIONS)
+    return (*generations_of(run), run.name)
+
+
+def generations_of(run: Any) -> tuple[list[Any], list[Any]]:
+    """A run's finished generations: (artifact versions, loaded generation stats)."""
     stats = finished_outputs(run, "generate_answers", col.GENERATION_STATS) or []
-    return generations, [artifact.load() for artifact in stats], run.name
+    return finished_outputs(run, "generate_answers", col.GENERATIONS) or [], [artifact.load() for artifact in stats]
 
 
 def latest_evaluations() -> tuple[list[Any], str]:

@@ -2,7 +2,6 @@
 (two generation settings of the bundled model), the OpenAI-compatible stub judges with scripted
 failures, the Hub stub takes the pushes. Each step reads the runs the step itself made."""
 
-import json
 import os
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.infrastructure.zenml_runs import step_output
 from tests.integration.hub_stub import TOKEN
 from tests.integration.openai_stub import OpenAIStub
+from tests.support.cli_output import json_report
 
 ROWS = 2
 WORKSPACE = "cli-commands"
@@ -24,8 +24,7 @@ def _run(result):
     """The pipeline run a CLI call reported (its JSON report names it)."""
     from zenml.client import Client
 
-    line = next(line for line in result.stdout.splitlines() if line.startswith("JSON report:"))
-    report = json.loads(open(line.split(":", 1)[1].strip()).read())
+    report = json_report(result.stdout)
     return Client().get_pipeline_run(report["run"]), report
 
 

@@ -10,6 +10,7 @@ from llm_engineering.evaluation import check_tiers as tiers
 from llm_engineering.evaluation.config import DatasetConfig
 from llm_engineering.evaluation.dataset import read_test_split
 from llm_engineering.infrastructure.zenml_runs import step_output
+from tests.support.cli_output import json_report
 
 pytestmark = pytest.mark.slow
 ROWS = 4
@@ -32,8 +33,7 @@ def test_labels_given_to_evaluate_are_judged_and_their_agreement_reported(run_cl
     }}))
     result = run_cli("evaluate", "--config", config, "--limit", ROWS, "--labels", labels)
     assert result.exit_code == 0, result.output[-3000:]
-    report_path = next(line for line in result.stdout.splitlines() if line.startswith("JSON report:")).split(":", 1)[1]
-    report = json.loads(open(report_path.strip()).read())
+    report = json_report(result.stdout)
 
     agreement = report["labels"]
     assert (agreement["kind"], agreement["rows"], agreement["rubric"]) == ("pointwise", 12, "handbook-score-first")

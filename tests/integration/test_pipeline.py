@@ -13,9 +13,10 @@ from datasets import load_dataset
 from llm_engineering.evaluation import columns as col
 from llm_engineering.infrastructure.vllm_engine import VLLMEngine
 from llm_engineering.run_config import EvaluationConfig
-from llm_engineering.infrastructure.zenml_runs import finished_outputs, step_output
+from llm_engineering.infrastructure.zenml_runs import finished_outputs, generations_of, step_output
 from steps.evaluating.engine_pool import ENGINE_POOL
 from llm_engineering.evaluation.rubric import load_rubric
+from tests.support.cli_output import json_report
 
 pytestmark = pytest.mark.slow
 
@@ -36,12 +37,6 @@ def _config(**judge):
 def _status(run, step):
     return str(run.steps[step].status.value).lower()
 
-
-def _generations_of(run):
-    """A run's generations as rescoring arguments: artifact ids and loaded generation stats."""
-    answers = finished_outputs(run, "generate_answers", col.GENERATIONS)
-    stats = [a.load() for a in finished_outputs(run, "generate_answers", col.GENERATION_STATS)]
-    return answers, stats
 
 
 # What first_run published in the local results repo, read right after it ran: later runs of the same
@@ -273,7 +268,7 @@ def test_rescore_reuses_generations_without_inference(first_run):
 
     from pipelines.evaluating import rescoring
 
-    generations, stats = _generations_of(first_run)
+    generations, stats = generations_of(first_run)
     # Judge cache off: the rows are judged again, not read back.
     run = rescoring.with_options(enable_cache=False)(
         config=_config(cache=False), answers_ids=[str(a.id) for a in generations], generation_stats=stats
@@ -302,8 +297,7 @@ def test_cli_runs_a_local_jsonl_with_output_column_and_limit(run_cli, tmp_path):
     result = run_cli("--run-evaluation", "--config", config, "--dataset", data, "--limit", 10)
     assert result.exit_code == 0, result.output[-3000:]
     assert "smollm2-135m" in result.stdout and "Evaluation summary" in result.stdout
-    report_line = next(line for line in result.stdout.splitlines() if line.startswith("JSON report:"))
-    report = json.loads(open(report_line.split(":", 1)[1].strip()).read())
+    report = json_report(result.stdout)
     assert report["models"][0]["rows"] == 10
     assert report["models"][0]["scored"] >= 9, report["models"][0]  # the judge works through the CLI too
     # The chat template was rendered by the model's own tokenizer, not the Alpaca template.
@@ -321,7 +315,7 @@ def test_rescore_only_failed_through_the_pipeline_fills_exactly_the_failed_rows(
     from pipelines.evaluating import rescoring
     from tests.integration.openai_stub import OpenAIStub
 
-    generations, stats = _generations_of(first_run)
+    generations, stats = generations_of(first_run)
     rows = len(generations[0].load())
     with OpenAIStub() as stub:
         judge = {"backend": "openai", "model": "stub-judge", "base_url": stub.base_url,

@@ -7,7 +7,6 @@ the pooled engine before its replicas start). The judge is the OpenAI-compatible
 test is generation. One short run: replica engine starts dominate (about a minute here).
 """
 
-import json
 import subprocess
 import sys
 
@@ -25,6 +24,7 @@ from llm_engineering.infrastructure.zenml_runs import step_output
 from llm_engineering.run_config import load_run_config
 from llm_engineering.settings import get_settings
 from tests.integration.openai_stub import OpenAIStub
+from tests.support.cli_output import json_report
 
 pytestmark = pytest.mark.slow
 
@@ -69,8 +69,7 @@ def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(r
         result = subprocess.run([sys.executable, "tools/run.py", "evaluate", "--config", str(config)],
                                 cwd=repo_root, capture_output=True, text=True, timeout=840)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
-    report = next(line for line in result.stdout.splitlines() if line.startswith("JSON report:")).split(":", 1)[1]
-    run = Client().get_pipeline_run(json.loads(open(report.strip()).read())["run"])
+    run = Client().get_pipeline_run(json_report(result.stdout)["run"])
     generations = step_output(run, "generate_answers", col.GENERATIONS)
     (stats,) = [a.load() for a in run.steps["generate_answers"].outputs[col.GENERATION_STATS]]
 

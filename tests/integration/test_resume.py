@@ -20,6 +20,7 @@ from llm_engineering.run_config import load_run_config
 from llm_engineering.evaluation.models import resolve_model
 from llm_engineering.infrastructure.vllm_engine import resolved_dtype
 from llm_engineering.settings import get_settings
+from tests.support.cli_output import json_report
 
 pytestmark = pytest.mark.slow
 
@@ -148,8 +149,7 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
         result = run_cli("--run-evaluation", "--config", config)
         assert result.exit_code == 0, result.output[-3000:]
 
-    report = next(line for line in result.stdout.splitlines() if line.startswith("JSON report:")).split(":", 1)[1]
-    run = Client().get_pipeline_run(json.loads(open(report.strip()).read())["run"])
+    run = Client().get_pipeline_run(json_report(result.stdout)["run"])
     answers = step_output(run, "generate_answers", col.GENERATIONS)
     run_stats = step_output(run, "generate_answers", col.GENERATION_STATS)
     assert (run_stats.resumed, run_stats.generated) == (len(kept), ROWS - len(kept))

@@ -1,12 +1,12 @@
 """A custom rubric file, end to end through the CLI, with the real bundled model as generator and judge."""
 
-import json
 
 import pytest
 import yaml
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.infrastructure.zenml_runs import step_output
+from tests.support.cli_output import json_report
 
 pytestmark = pytest.mark.slow
 
@@ -41,8 +41,7 @@ def test_a_custom_rubric_file_scores_through_the_cli_with_expected_scores_from_r
     gate_lines = [line for line in result.stderr.splitlines() if line.startswith("GATE FAILED")]
     assert len(gate_lines) == 1 and gate_lines[0].startswith("GATE FAILED clarity=4.5: smollm2-135m has clarity ")
     assert "rubric tutor" in result.stdout and "clarity (95% CI)" in result.stdout
-    report_path = next(line for line in result.stdout.splitlines() if line.startswith("JSON report:")).split(":", 1)[1]
-    report = json.loads(open(report_path.strip()).read())
+    report = json_report(result.stdout)
     assert report["rubric"] == "tutor" and report["criteria"] == ["clarity", "focus"]
     page_path = next(line for line in result.stdout.splitlines() if line.startswith("HTML report:")).split(":", 1)[1]
     page = open(page_path.strip(), encoding="utf-8").read()
