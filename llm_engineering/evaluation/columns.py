@@ -28,6 +28,8 @@ JUDGE_RAW = "judge_raw"
 JUDGE_PROMPT_TOKENS = "judge_prompt_tokens"
 JUDGE_COMPLETION_TOKENS = "judge_completion_tokens"
 JUDGE_CACHED = "judge_cached"
+# the verdict's share of the judge's wall time (JudgeReply.seconds), summed over a jury's judges; 0 when cached
+JUDGE_SECONDS = "judge_seconds"
 REFERENCE_SIMILARITY = "reference_similarity"
 EXPECTED_PROBLEM = "expected_score_problem"  # why a verdict has no expected scores (no logprobs, ...)
 

@@ -80,6 +80,8 @@ class JudgeCheck(BaseModel):
     tiers: list["JudgeCheck"] = Field(default_factory=list, description="the report card's harder tiers")
     judge_calls: Optional[int] = Field(None, description="verdicts the check asked for (all tiers), cached ones included")
     judge_tokens: Optional[int] = Field(None, description="prompt + completion tokens of the calls not served by the cache")
+    judge_seconds_per_verdict: Optional[float] = Field(None, description="the judge's wall time over the calls not "
+                                                       "served by the cache")
 
     def metadata(self) -> dict[str, Any]:
         """The figures as ZenML metadata (logged by the check step and by the summary)."""
@@ -94,6 +96,7 @@ class JudgeCheck(BaseModel):
                                if t.reference_higher_expected else None, "pairs": t.pairs, "no_signal": t.no_signal}
                       for t in self.tiers},
             "judge_calls": self.judge_calls, "judge_tokens": self.judge_tokens,
+            "judge_seconds_per_verdict": self.judge_seconds_per_verdict,
         }
 
 
@@ -252,6 +255,7 @@ def run_judge_check(
     check = check.model_copy(update={
         "tiers": list(checks.values()), "judge_calls": len(replies),
         "judge_tokens": sum(r.prompt_tokens + r.completion_tokens for r in fresh),
+        "judge_seconds_per_verdict": sum(r.seconds for r in fresh) / len(fresh) if fresh else None,
     })
     logger.info("Judge check: %s", check.verdict)
     for tier in check.tiers:

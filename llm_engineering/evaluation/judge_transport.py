@@ -7,7 +7,8 @@ share the backends' retries, the cache and the bookkeeping of replies.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Optional, Protocol
 
 from pydantic import BaseModel
@@ -31,6 +32,9 @@ class JudgeReply:
     # the backend gave none, so that a missing expected score is always explained.
     logprobs: Optional[list[TokenChoices]] = None
     logprobs_problem: Optional[str] = None
+    # This reply's share of the judge's wall time: the seconds the judge took for the prompts asked together,
+    # over their number (a batching engine answers them at once); 0 for a reply from the cache.
+    seconds: float = 0.0
 
 
 OnReply = Callable[[int, JudgeReply], None]
@@ -130,5 +134,10 @@ def ask_judge(
             })
 
     if misses:
+        started = time.perf_counter()
         judge.complete([conversations[i] for i in misses], on_reply, reply_schema)
+        share = (time.perf_counter() - started) / len(misses)
+        for i in misses:
+            if i in replies:
+                replies[i] = replace(replies[i], seconds=share)
     return [replies.get(i, JudgeReply(None, "no reply received")) for i in range(len(conversations))]

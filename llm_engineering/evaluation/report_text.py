@@ -24,7 +24,7 @@ from llm_engineering.evaluation.trust_text import (
 def table_header(summary: EvaluationSummary) -> list[str]:
     """One column per criterion (integer mean, and expected mean where the judge gave logprobs)."""
     return (["model"] + [f"{name} (95% CI)" for name in summary.criteria]
-            + ["similarity (95% CI)", "scored", "failed", "output tok/s", "judge calls", "judge cost $"])
+            + ["similarity (95% CI)", "scored", "failed", "output tok/s", "judge calls", "judge s/verdict", "judge cost $"])
 
 
 COMPARISON_HEADER = ["difference", "criterion", "mean (95% CI)", "paired rows"]
@@ -64,6 +64,7 @@ def table_rows(summary: EvaluationSummary) -> list[list[str]]:
             str(s.failed),
             fmt(s.tokens_per_second, 1),
             f"{s.judge_usage.calls} (+{s.judge_usage.cached} cached)",
+            fmt(s.judge_usage.seconds_per_verdict, 2),
             fmt(s.judge_usage.estimated_cost_usd, 4),
         ]
         for s in (by_id[model_id] for model_id in summary.ranking)
@@ -171,7 +172,9 @@ def trust_lines(summary: EvaluationSummary) -> list[str]:
         lines.append(f"  {judge_check_figures(s)}")
         lines += [f"  {tier.verdict}" for tier in s.tiers]
         if s.judge_calls is not None:
-            lines.append(f"  the check asked for {s.judge_calls} verdicts ({s.judge_tokens} tokens not from the cache)")
+            per_verdict = f", {s.judge_seconds_per_verdict:.2f} s per verdict" if s.judge_seconds_per_verdict else ""
+            lines.append(f"  the check asked for {s.judge_calls} verdicts ({s.judge_tokens} tokens not from the cache"
+                         f"{per_verdict})")
     lines += _label_lines(summary)
     if summary.similarity_check:
         c = summary.similarity_check

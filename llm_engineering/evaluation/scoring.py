@@ -36,6 +36,7 @@ def judge_columns(rubric: Rubric, jury: bool = False) -> dict[str, Any]:
     return columns | {
         col.JUDGE_ERROR: Value("string"), col.EXPECTED_PROBLEM: Value("string"), col.JUDGE_RAW: Value("string"),
         col.JUDGE_PROMPT_TOKENS: Value("int32"), col.JUDGE_COMPLETION_TOKENS: Value("int32"), col.JUDGE_CACHED: Value("bool"),
+        col.JUDGE_SECONDS: Value("float64"),
     }
 
 
@@ -81,7 +82,7 @@ def _single_row(rubric: Rubric, judge_id: str, reading: Reading) -> dict[str, An
     return row | {
         col.JUDGE_ERROR: reading.verdict.error, col.EXPECTED_PROBLEM: reading.expected_problem, col.JUDGE_RAW: reply.text,
         col.JUDGE_PROMPT_TOKENS: reply.prompt_tokens, col.JUDGE_COMPLETION_TOKENS: reply.completion_tokens,
-        col.JUDGE_CACHED: reply.cached,
+        col.JUDGE_CACHED: reply.cached, col.JUDGE_SECONDS: round(reply.seconds, 4),
     }
 
 
@@ -118,6 +119,7 @@ def _jury_row(
         col.JUDGE_PROMPT_TOKENS: sum(r.reply.prompt_tokens for r in readings),
         col.JUDGE_COMPLETION_TOKENS: sum(r.reply.completion_tokens for r in readings),
         col.JUDGE_CACHED: all(r.reply.cached for r in readings),
+        col.JUDGE_SECONDS: round(sum(r.reply.seconds for r in readings), 4),
     }
 
 

@@ -34,6 +34,9 @@ class JudgeUsage(BaseModel):
     prompt_tokens: int
     completion_tokens: int
     estimated_cost_usd: Optional[float] = None
+    seconds: Optional[float] = Field(None, description="the judge's wall time for the new calls (None: scored before "
+                                     "it was recorded)")
+    seconds_per_verdict: Optional[float] = Field(None, description="seconds over new calls: what one more verdict costs")
 
 
 class JudgeScores(BaseModel):
@@ -138,8 +141,12 @@ def judge_usage(rows: list[dict], prices: Optional[tuple[float, float]] = None) 
     fresh = [r for r in rows if r.get(col.JUDGE_RAW) is not None and not r.get(col.JUDGE_CACHED)]
     prompt = sum(r.get(col.JUDGE_PROMPT_TOKENS) or 0 for r in fresh)
     completion = sum(r.get(col.JUDGE_COMPLETION_TOKENS) or 0 for r in fresh)
+    timed = [r[col.JUDGE_SECONDS] for r in fresh if r.get(col.JUDGE_SECONDS) is not None]
+    seconds = round(sum(timed), 3) if fresh and len(timed) == len(fresh) else None
     return JudgeUsage(
         calls=len(fresh),
+        seconds=seconds,
+        seconds_per_verdict=round(seconds / len(fresh), 3) if seconds is not None else None,
         cached=sum(bool(r.get(col.JUDGE_CACHED)) for r in rows),
         prompt_tokens=prompt,
         completion_tokens=completion,

@@ -52,6 +52,7 @@ def summarize(
                              "similarity_mean": s.similarity_mean, "similarity_ci": s.similarity_ci,
                              "tokens_per_second": s.tokens_per_second,
                              "judge_calls": s.judge_usage.calls,
+                             "judge_seconds_per_verdict": s.judge_usage.seconds_per_verdict,
                              "judge_cost_usd": s.judge_usage.estimated_cost_usd}
                 for s in summary.models
             },

@@ -280,7 +280,9 @@ def test_rescore_reuses_generations_without_inference(first_run):
     assert rescored[col.ID] == stored[col.ID]
     assert rescored[col.ANSWER] == stored[col.ANSWER]
     assert rescored[col.JUDGE_CACHED] == [False] * len(stored)
-    assert [m.rows for m in step_output(run, "summarize", col.EVALUATION_SUMMARY).models] == [len(stored)]
+    (scores,) = step_output(run, "summarize", col.EVALUATION_SUMMARY).models
+    assert scores.rows == len(stored)
+    assert scores.judge_usage.calls == len(stored) and scores.judge_usage.seconds_per_verdict > 0  # the judge's time
 
 
 def test_cli_runs_a_local_jsonl_with_output_column_and_limit(run_cli, tmp_path):

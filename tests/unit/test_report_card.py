@@ -87,6 +87,7 @@ def test_every_tier_is_scored_and_reported_with_its_own_verdict():
     assert sorted((p.id, p.mismatched_id) for p in same_topic.details) == [
         ("q0", "q1"), ("q1", "q0"), ("q2", "q3"), ("q3", "q2")]
     assert check.judge_calls == judge.asked == 4 + 4 * 4 and check.judge_tokens == 7 * 20  # references + 4 tiers
+    assert check.judge_seconds_per_verdict > 0 and check.metadata()["judge_seconds_per_verdict"] > 0
     assert "truncated: the reference scored above the reference cut to its first third in 4 of 4" in check.tiers[1].verdict
     rows = judge_check_rows(_summary_with(check))
     assert [r[1] for r in rows] == ["mismatch", "same_topic", "truncated", "corrupted"]

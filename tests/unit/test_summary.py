@@ -142,3 +142,27 @@ def test_a_summary_stored_before_rubrics_loads_with_its_scores_as_criteria():
     assert [c.name for c in scores.criteria] == ["accuracy", "style"]
     assert (scores.criterion("accuracy").mean, scores.criterion("accuracy").ci) == (2.5, [2.0, 3.0])
     assert scores.criterion("style").counts == {"1": 1, "2": 1, "3": 0}
+
+
+def test_the_judges_seconds_per_verdict_are_its_wall_time_over_new_calls_and_unknown_for_old_rows(tmp_path, monkeypatch):
+    from llm_engineering.evaluation import judge_transport
+    from llm_engineering.evaluation.judge_cache import JudgeCache
+    from llm_engineering.evaluation.scoring import score_answers
+    from tests.unit.test_trust_checks import KeyedJudge, verdict
+
+    rows = Dataset.from_dict({col.ID: ["a", "b", "c"], col.MODEL_ID: ["m"] * 3, col.INSTRUCTION: ["q1", "q2", "q3"],
+                              col.ANSWER: ["x", "y", "z"]})
+    handbook = load_rubric("handbook")
+    cache = JudgeCache(tmp_path / "cache")
+    score_answers(rows.select([0]), [KeyedJudge(lambda prompt: verdict(2))], handbook, cache)  # row a: cached next
+    clock = iter([100.0, 106.0])  # the judge's call starts at 100 s and ends at 106 s
+    monkeypatch.setattr(judge_transport.time, "perf_counter", lambda: next(clock))
+    scored = score_answers(rows, [KeyedJudge(lambda prompt: verdict(3))], handbook, cache)
+    assert scored[col.JUDGE_CACHED] == [True, False, False]
+    assert scored[col.JUDGE_SECONDS] == [0.0, 3.0, 3.0]  # the 6 s are the two new verdicts'; a cached one costs none
+    usage = model_scores(scored, rubric=handbook).judge_usage
+    assert (usage.calls, usage.seconds, usage.seconds_per_verdict) == (2, 6.0, 3.0)
+    assert "3.00" in table_rows(build_summary([scored], rubric=handbook, judge_models=["keyed"]))[0]
+    # Rows scored before the judge's time was recorded: unknown, not zero.
+    old = model_scores(scored.remove_columns(col.JUDGE_SECONDS), rubric=handbook).judge_usage
+    assert (old.calls, old.seconds, old.seconds_per_verdict) == (2, None, None)

@@ -138,7 +138,9 @@ def test_check_judge_pairs_each_reference_with_another_rows_and_uses_the_cache(t
     assert {p.mismatched_id for p in check.details} == {p.id for p in check.details}  # a derangement of the sample
     assert check.reference_higher.rate == 1.0 and not check.no_signal
     again = matching_judge()
-    assert run_judge_check(split(30), again, HANDBOOK, cache, rows=10, threshold=0.7, seed=1) == check
+    rerun = run_judge_check(split(30), again, HANDBOOK, cache, rows=10, threshold=0.7, seed=1)
+    assert rerun.judge_seconds_per_verdict is None and check.judge_seconds_per_verdict is not None  # no new calls
+    assert rerun == check.model_copy(update={"judge_seconds_per_verdict": None})
     assert again.asked == []  # every verdict came from the cache
 
 
