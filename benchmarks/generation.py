@@ -269,7 +269,8 @@ def main(count: int, max_tokens: int, sequential_subset: int, batch_size: int, e
 
     if roofline:
         print(f"\nRoofline ({roofline['batch']} rows per matmul, {roofline['flops_per_token'] / 1e6:.0f} MFLOP per token): "
-              + ", ".join(f"{d} matmuls {g} GFLOP/s" for d, g in roofline["matmul_gflops"].items())
+              + ", ".join(f"{d} matmuls {g} GFLOP/s ({roofline.get('matmul_kernel', {}).get(d, 'torch')})"
+                          for d, g in roofline["matmul_gflops"].items())
               + f", memory copy {roofline['bandwidth_gb_s']} GB/s")
         for name, r in results.items():
             if "fraction_of_roofline" in r:

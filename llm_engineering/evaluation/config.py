@@ -141,6 +141,10 @@ class EngineConfig(_Strict):
         True, description="CPU: preload tcmalloc and Intel OpenMP in the engine processes, as vLLM's CPU guide "
         "recommends (where installed; `make install` installs both)."
     )
+    cpu_fast_top_p: bool = Field(
+        True, description="CPU: top-p over the logits min_p left finite instead of a sort of the whole vocabulary "
+        "at every step (the same tokens kept; `infrastructure/cpu_sampler.py`)."
+    )
     max_num_seqs: Optional[PositiveInt] = None
     enable_prefix_caching: Optional[bool] = None
     enable_chunked_prefill: Optional[bool] = None

@@ -23,6 +23,7 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.checkpoint import AnswerRecord
 from llm_engineering.evaluation.config import ConfigError, EngineConfig, RayConfig, SamplingConfig
 from llm_engineering.evaluation.engine import Answers, Tokenizer
+from llm_engineering.infrastructure.cpu_sampler import FAST_TOP_P
 from llm_engineering.infrastructure.vllm_engine import engine_kwargs, preloaded_libraries
 
 logger = logging.getLogger(__name__)
@@ -114,13 +115,15 @@ def processor_config(model_path: str, engine: EngineConfig, ray_config: RayConfi
 
 def replica_cpu_environment(engine: EngineConfig, ray_config: RayConfig) -> dict[str, str]:
     """vLLM's CPU variables for one replica: its own thread count, no pinning (replicas share a node), and the
-    libraries the in-process engine preloads (`engine.cpu_preload`), so both compute alike."""
+    libraries the in-process engine preloads (`engine.cpu_preload`) and its sampler (`engine.cpu_fast_top_p`), so
+    both compute alike."""
     threads = max(1, int(ray_config.cpus_per_replica or 1))
     preload = preloaded_libraries() if engine.cpu_preload else ""
     return {
         "VLLM_CPU_KVCACHE_SPACE": str(engine.cpu_kvcache_space_gib),
         "VLLM_CPU_OMP_THREADS_BIND": engine.cpu_threads or "nobind",
         "OMP_NUM_THREADS": str(threads),
+        FAST_TOP_P: "1" if engine.cpu_fast_top_p else "0",
         **({"LD_PRELOAD": preload} if preload else {}),
     }
 

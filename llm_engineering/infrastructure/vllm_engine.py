@@ -28,6 +28,7 @@ from tqdm.auto import tqdm
 from llm_engineering.evaluation.checkpoint import AnswerRecord
 from llm_engineering.evaluation.config import EngineConfig, SamplingConfig
 from llm_engineering.evaluation.engine import Answers, Tokenizer
+from llm_engineering.infrastructure.cpu_sampler import FAST_TOP_P
 from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT
 
 if TYPE_CHECKING:
@@ -156,6 +157,8 @@ def _engine_process_environment(engine: EngineConfig, on_cpu: bool) -> Iterator[
     values = {}
     if on_cpu and engine.cpu_preload:
         values["LD_PRELOAD"] = preloaded_libraries(os.environ.get("LD_PRELOAD", ""))
+    if on_cpu:
+        values[FAST_TOP_P] = "1" if engine.cpu_fast_top_p else "0"
     # The kernel's parent-death signal follows the thread that starts a process: only the main thread lives
     # as long as the process.
     if threading.current_thread() is threading.main_thread():

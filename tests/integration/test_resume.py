@@ -18,6 +18,7 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.checkpoint import AnswerCheckpoint
 from llm_engineering.run_config import load_run_config
 from llm_engineering.evaluation.models import resolve_model
+from llm_engineering.infrastructure.cpu_sampler import INSTALLED
 from llm_engineering.infrastructure.vllm_engine import resolved_dtype
 from llm_engineering.settings import get_settings
 from tests.support.cli_output import json_report
@@ -39,6 +40,7 @@ def _start(repo_root, config, log):
     return subprocess.Popen(
         [sys.executable, "tools/run.py", "--run-evaluation", "--config", str(config)],
         cwd=repo_root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        env={**os.environ, "VLLM_LOGGING_LEVEL": "INFO"},  # the CLI's default is WARNING
     )
 
 
@@ -125,7 +127,9 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
             first = _start(repo_root, config, log)
             assert _stop_after(first, checkpoint, 3, signal.SIGINT)[0] == 130
         assert _group_gone(first.pid), "processes of the interrupted run are still alive"
-        assert "Interrupted. Every answer generated so far is saved" in (tmp_path / "interrupted.log").read_text()
+        log = (tmp_path / "interrupted.log").read_text()
+        assert "Interrupted. Every answer generated so far is saved" in log
+        assert INSTALLED in log  # the engine processes loaded the project's vLLM plugins (the CPU top-p)
         after_interrupt = len(_saved(checkpoint))
         assert 3 <= after_interrupt < ROWS
 
