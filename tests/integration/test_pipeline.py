@@ -87,6 +87,8 @@ def test_pipeline_generates_aligned_answers_and_judges_every_row(first_run):
     (scores,) = summary.models
     assert (scores.rows, scores.scored) == (ROWS, len(valid))
     assert scores.tokens_per_second > 0
+    (stats,) = generations_of(first_run)[1]
+    assert stats.dtype in {"float32", "bfloat16"} and stats.dtype_reason  # what `dtype: auto` chose here, and why
 
 
 def test_run_lists_the_four_named_artifacts(first_run):

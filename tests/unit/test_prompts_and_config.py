@@ -50,6 +50,21 @@ def test_shipped_config_is_valid_and_equals_the_defaults(repo_root):
     config = load_run_config(repo_root / "configs" / "evaluating.yaml")
     assert config.evaluation == EvaluationConfig()
     assert config.zenml_options == {"enable_cache": True}
+    # The defaults the README promises for generation: the handbook's sampling.
+    sampling = config.evaluation.sampling
+    assert (sampling.temperature, sampling.top_p, sampling.min_p, sampling.max_tokens, sampling.seed) == (0.8, 0.95, 0.05, 256, 42)
+
+
+def test_the_readmes_example_configs_load_as_they_say(repo_root):
+    jury = load_run_config(repo_root / "configs" / "jury.yaml").evaluation
+    assert [(j.backend, j.model, j.temperature) for j in jury.judges] == [("vllm", "smollm2-135m", 0.0),
+                                                                          ("vllm", "smollm2-135m", 1.0)]
+    assert jury.jury.aggregate == "mean"
+    qwen = load_run_config(repo_root / "configs" / "judge-qwen.yaml").evaluation
+    assert (qwen.judge.model, qwen.judge.resolved_rubric().name) == ("qwen2.5-coder-1.5b", "handbook-score-first")
+    rubric_file = repo_root / "configs" / "rubrics" / "concise-technical.yaml"
+    rubric = EvaluationConfig.model_validate({"judge": {"rubric": str(rubric_file)}}).judge.resolved_rubric()
+    assert rubric.name == "concise-technical" and rubric.names == ["correctness", "concision"] and rubric.reference_guided
 
 
 @pytest.mark.parametrize(

@@ -65,6 +65,7 @@ def test_cpu_replicas_get_cpu_bundles_and_their_own_threads(monkeypatch):
     assert config["placement_group_config"] == {"bundle_per_worker": {"CPU": 1}}
     assert config["runtime_env"]["env_vars"]["VLLM_CPU_OMP_THREADS_BIND"] == "nobind"
     assert config["runtime_env"]["env_vars"]["OMP_NUM_THREADS"] == "1"
+    assert config["runtime_env"]["env_vars"]["LLM_EVAL_CPU_FAST_TOP_P"] == "1"  # the sampler the in-process engine runs
     assert config["concurrency"] == (2, 2)  # a fixed pool, not an autoscaling 1..2
     assert config["engine_kwargs"]["dtype"] == "float32" and config["engine_kwargs"]["enforce_eager"] is True
     assert "model" not in config["engine_kwargs"] and config["model_source"] == "/models/m"
@@ -158,6 +159,28 @@ class _HeldEngine:
     """Stands for a built `vllm.LLM` in the pool (it has no engine process to shut down)."""
 
 
+def test_another_model_frees_the_held_engine_before_its_own_is_built(monkeypatch):
+    """Several `--model`s with other weights: one engine at a time in memory, never two."""
+    import vllm
+
+    events = []
+
+    class Engine:  # stands for vllm.LLM: records when it is built and when its engine process is shut down
+        def __init__(self, model, **kwargs):
+            core = type("EngineCore", (), {"shutdown": staticmethod(lambda: events.append(("shutdown", model)))})
+            self.llm_engine = type("LLMEngine", (), {"engine_core": core})
+            events.append(("build", model))
+
+    monkeypatch.setattr(vllm, "LLM", Engine)
+    pool, engine = EnginePool(), EngineConfig(dtype="float32")
+    first = pool.get("model-a", engine)
+    assert pool.get("model-a", engine) is first  # the same weights and settings: the held engine
+    pool.get("model-b", engine)
+    pool.release()
+    assert events == [("build", "model-a"), ("shutdown", "model-a"), ("build", "model-b"), ("shutdown", "model-b")]
+    assert [model for model, _ in pool.builds] == ["model-a", "model-b"]
+
+
 @pytest.mark.parametrize(("requested", "on_cpu", "flags", "speedup", "dtype"), [
     ("auto", True, ["avx512_bf16"], 2.8, "bfloat16"),  # AVX-512 BF16 that pays (AMD Zen 4 measured 2.8x)
     ("auto", True, ["amx_bf16"], 4.0, "bfloat16"),  # AMX (Sapphire Rapids)
@@ -206,18 +229,23 @@ def test_the_engine_preload_adds_tcmalloc_and_intel_openmp_once_after_what_is_th
 
 def test_the_engine_variables_reach_only_the_engine_processes_started_inside_the_block(monkeypatch):
     from llm_engineering.infrastructure import vllm_engine
+    from llm_engineering.infrastructure.cpu_sampler import FAST_TOP_P
     from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT
 
     monkeypatch.setattr(vllm_engine, "preloaded_libraries", lambda existing: f"{existing}:libtcmalloc_minimal.so.4")
     monkeypatch.setenv("LD_PRELOAD", "/opt/libx.so")
     monkeypatch.delenv(DIE_WITH_PARENT, raising=False)
+    monkeypatch.delenv(FAST_TOP_P, raising=False)
     with vllm_engine._engine_process_environment(EngineConfig(), on_cpu=True):
         assert os.environ["LD_PRELOAD"] == "/opt/libx.so:libtcmalloc_minimal.so.4"
         assert os.environ[DIE_WITH_PARENT] == str(os.getpid())
-    # Taken back: a Ray cluster or a server started later inherits neither.
-    assert os.environ["LD_PRELOAD"] == "/opt/libx.so" and DIE_WITH_PARENT not in os.environ
-    with vllm_engine._engine_process_environment(EngineConfig(cpu_preload=False), on_cpu=True):
-        assert os.environ["LD_PRELOAD"] == "/opt/libx.so"
+        assert os.environ[FAST_TOP_P] == "1"
+    # Taken back: a Ray cluster or a server started later inherits none of them.
+    assert os.environ["LD_PRELOAD"] == "/opt/libx.so" and DIE_WITH_PARENT not in os.environ and FAST_TOP_P not in os.environ
+    with vllm_engine._engine_process_environment(EngineConfig(cpu_preload=False, cpu_fast_top_p=False), on_cpu=True):
+        assert os.environ["LD_PRELOAD"] == "/opt/libx.so" and os.environ[FAST_TOP_P] == "0"
+    with vllm_engine._engine_process_environment(EngineConfig(), on_cpu=False):  # GPU: vLLM's own sampler
+        assert FAST_TOP_P not in os.environ
     # Built from another thread, whose end would kill the engine: no parent-death tie.
     seen = []
     thread = threading.Thread(target=lambda: seen.append(_tie_inside()))
