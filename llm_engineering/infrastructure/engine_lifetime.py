@@ -22,9 +22,14 @@ logger = logging.getLogger(__name__)
 
 # Set by whoever starts an engine for this project (`EnginePool` to its own pid while it builds one from the main
 # thread, the tests' `vllm serve` to 1): inherited by the engine's processes; without it the plugin does nothing.
-# Not for Ray replicas: an actor may build its engine in a thread that ends before the actor, and the kernel's
-# parent-death signal follows the thread that started the process.
+# Not for a Ray replica's engine core: an actor may build its engine in a thread that ends before the actor, and
+# the kernel's parent-death signal follows the thread that started the process (`ENGINE_CORE_CHILDREN`).
 DIE_WITH_PARENT = "LLM_EVAL_ENGINE_DIES_WITH_PARENT"
+# Its value in Ray replicas: only the processes an engine core starts (its workers) are tied to it. The engine
+# core runs its executor in its main thread; left alone, a worker whose engine core was ended with its actor can
+# hang in vLLM's shutdown (blocked sending to the gone engine core) and keep its memory.
+ENGINE_CORE_CHILDREN = "engine-core-children"
+_ENGINE_CORE = "VLLM::EngineCor"  # the process name vLLM gives its engine core, as the kernel keeps it (15 chars)
 _PR_SET_PDEATHSIG = 1
 
 
@@ -36,6 +41,8 @@ def die_with_parent() -> None:
     parent = multiprocessing.parent_process()
     if parent is None:  # a program's own process (the CLI, a test, `vllm serve`), not one of its engine's
         return
+    if starter == ENGINE_CORE_CHILDREN and _name(parent.pid) != _ENGINE_CORE:
+        return  # a Ray replica's engine core itself: its actor may have started it from a passing thread
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
         logger.warning("Could not tie engine process %d to its parent (prctl errno %d): if the parent is killed, "
@@ -43,3 +50,11 @@ def die_with_parent() -> None:
         return
     if os.getppid() != parent.pid:  # the parent ended before the kernel was asked
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _name(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as comm:
+            return comm.read().strip()
+    except OSError:
+        return ""

@@ -24,6 +24,7 @@ from llm_engineering.evaluation.checkpoint import AnswerRecord
 from llm_engineering.evaluation.config import ConfigError, EngineConfig, RayConfig, SamplingConfig
 from llm_engineering.evaluation.engine import Answers, Tokenizer
 from llm_engineering.infrastructure.cpu_sampler import FAST_TOP_P
+from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT, ENGINE_CORE_CHILDREN
 from llm_engineering.infrastructure.vllm_engine import engine_kwargs, preloaded_libraries
 
 logger = logging.getLogger(__name__)
@@ -124,6 +125,7 @@ def replica_cpu_environment(engine: EngineConfig, ray_config: RayConfig) -> dict
         "VLLM_CPU_OMP_THREADS_BIND": engine.cpu_threads or "nobind",
         "OMP_NUM_THREADS": str(threads),
         FAST_TOP_P: "1" if engine.cpu_fast_top_p else "0",
+        DIE_WITH_PARENT: ENGINE_CORE_CHILDREN,  # each replica's engine workers end with its engine core
         **({"LD_PRELOAD": preload} if preload else {}),
     }
 

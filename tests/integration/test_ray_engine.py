@@ -7,8 +7,11 @@ the pooled engine before its replicas start). The judge is the OpenAI-compatible
 test is generation. One short run: replica engine starts dominate (about a minute here).
 """
 
+import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -30,6 +33,25 @@ pytestmark = pytest.mark.slow
 
 ROWS = 4
 SEEDED = 2  # rows answered by an earlier, interrupted run
+
+
+def _orphaned_engine_processes(timeout):
+    """vLLM processes of this test session (its ZenML store in their environment) whose parent is gone, after
+    up to `timeout` seconds for them to end."""
+    marker = f"ZENML_CONFIG_PATH={os.environ['ZENML_CONFIG_PATH']}".encode()
+    deadline = time.monotonic() + timeout
+    while True:
+        found = []
+        for process in psutil.process_iter(["name", "ppid"]):
+            try:
+                if (process.info["name"] or "").startswith("VLLM::") and process.info["ppid"] == 1 and \
+                        marker in Path(f"/proc/{process.pid}/environ").read_bytes().split(b"\0"):
+                    found.append((process.pid, process.info["name"]))
+            except (OSError, psutil.Error):
+                pass
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
 
 
 def _ray_daemons():
@@ -84,5 +106,6 @@ def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(r
     assert fresh[col.PROMPT_TOKENS] == [len(tokenizer(prompt)["input_ids"]) for prompt in fresh[col.PROMPT]]
     assert len(set(fresh[col.PROMPT_TOKENS])) == len(fresh)  # distinct lengths, so a mix-up would show
     assert len(checkpoint.load()) == ROWS  # the new answers were saved as they came
-    # The local cluster's daemons ended with the run.
+    # The local cluster's daemons ended with the run, and no replica's engine process outlived it.
     assert _ray_daemons() <= daemons
+    assert not _orphaned_engine_processes(timeout=10)

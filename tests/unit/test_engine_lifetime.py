@@ -9,7 +9,7 @@ import time
 import psutil
 import pytest
 
-from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT
+from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT, ENGINE_CORE_CHILDREN
 
 # A parent that starts a child the way vLLM starts its engine core (multiprocessing, spawn), and whose
 # child runs the plugin as vLLM runs it at start-up, then works on forever.
@@ -24,6 +24,9 @@ def engine():
         time.sleep(0.1)
 
 if __name__ == "__main__":
+    if len(sys.argv) > 1:  # the name vLLM gives the process (an engine core): PR_SET_NAME
+        import ctypes
+        ctypes.CDLL(None).prctl(15, sys.argv[1].encode(), 0, 0, 0)
     child = multiprocessing.get_context("spawn").Process(target=engine)
     child.start()
     print(child.pid, flush=True)
@@ -31,14 +34,14 @@ if __name__ == "__main__":
 """
 
 
-def _start_parent(repo_root, tmp_path, tied: bool):
+def _start_parent(repo_root, tmp_path, tied: bool, value: str = "1", name: str = ""):
     env = {k: v for k, v in os.environ.items() if k != DIE_WITH_PARENT}
     if tied:
-        env[DIE_WITH_PARENT] = "1"
+        env[DIE_WITH_PARENT] = value
     script = tmp_path / "parent.py"  # a file: spawn re-imports the parent's main module in the child
     script.write_text(PARENT)
-    parent = subprocess.Popen([sys.executable, str(script)], cwd=repo_root, env={**env, "PYTHONPATH": str(repo_root)},
-                              stdout=subprocess.PIPE, text=True)
+    parent = subprocess.Popen([sys.executable, str(script), *([name] if name else [])], cwd=repo_root,
+                              env={**env, "PYTHONPATH": str(repo_root)}, stdout=subprocess.PIPE, text=True)
     child = int(parent.stdout.readline())
     assert parent.stdout.readline().strip() == "ready"  # the plugin has run in the child
     return parent, child
@@ -75,3 +78,18 @@ def test_without_the_variable_the_plugin_leaves_the_process_alone(repo_root, tmp
         assert not _gone(child, timeout=2)
     finally:
         os.kill(child, signal.SIGKILL)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("parent_name", "tied"), [("VLLM::EngineCore", True), ("ray::Replica", False)])
+def test_in_ray_replicas_only_an_engine_cores_workers_die_with_it(repo_root, tmp_path, parent_name, tied):
+    """A Ray replica's engine core may have been started from a passing thread of its actor, so it is left alone;
+    the workers it starts itself end with it (else one can hang in vLLM's shutdown and keep its memory)."""
+    parent, child = _start_parent(repo_root, tmp_path, tied=True, value=ENGINE_CORE_CHILDREN, name=parent_name)
+    parent.kill()
+    parent.wait()
+    try:
+        assert _gone(child, timeout=5 if tied else 2) == tied
+    finally:
+        if not tied:
+            os.kill(child, signal.SIGKILL)
