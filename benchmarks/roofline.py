@@ -39,7 +39,7 @@ def flops_per_token(config: dict) -> int:
     return sum(2 * i * o for i, o in linear_shapes(config))
 
 
-def _kernels(dtype: str) -> dict[str, Callable]:
+def _kernels() -> dict[str, Callable]:
     """Ways to run `x @ W.T` for weights laid out as nn.Linear's (out, in): torch's, and the oneDNN kernel that
     vLLM's CPU build runs its linear layers with (prepacked weights), where it has one."""
     import torch
@@ -72,7 +72,7 @@ def matmul_gflops(config: dict, batch: int, dtype: str, seconds: float = 3.0) ->
     step_flops = sum(2 * batch * i * o for i, o in shapes)
     rates = {}
     with torch.inference_mode():
-        for name, make in _kernels(dtype).items():
+        for name, make in _kernels().items():
             run = {s: make(torch.randn(s[1], s[0], dtype=kind)) for s in distinct}
             for s in distinct:  # warm-up: oneDNN picks its kernels on first use
                 run[s](inputs[s[0]])

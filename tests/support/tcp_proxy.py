@@ -44,14 +44,11 @@ class TcpProxy:
     def restore(self) -> None:
         self._listen(self.port)
 
-    def close(self) -> None:
-        self.cut()
-
     def __enter__(self) -> "TcpProxy":
         return self
 
     def __exit__(self, *exc) -> None:
-        self.close()
+        self.cut()
 
     def _listen(self, port: int) -> int:
         listener = socket.socket()
@@ -72,7 +69,8 @@ class TcpProxy:
             upstream = socket.create_connection((self.host, self.upstream_port))
             with self._lock:
                 if self._listener is not listener:  # cut meanwhile
-                    client.close(), upstream.close()
+                    client.close()
+                    upstream.close()
                     return
                 self._connections += [client, upstream]
             for source, target in ((client, upstream), (upstream, client)):
