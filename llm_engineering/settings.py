@@ -54,6 +54,11 @@ class Settings(BaseSettings):
     def reports_dir(self) -> Path:
         return self.OUTPUT_DIR / "reports"
 
+    @property
+    def logs_dir(self) -> Path:
+        """Library warnings and engine output of each CLI command: `<OUTPUT_DIR>/logs/<run>.log`."""
+        return self.OUTPUT_DIR / "logs"
+
 
 SETTINGS_SECRET = "settings"
 # Paths of this machine mean nothing on another one: they stay out of the secret.

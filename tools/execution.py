@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Optional
@@ -17,6 +18,7 @@ import click
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = ROOT / "configs" / "evaluating.yaml"
+_PROCESS_EXIT = ExitStack()  # what a CLI process keeps open until it ends
 
 
 @dataclass(frozen=True)
@@ -36,6 +38,9 @@ class Request:
     from_hub: tuple[str, ...] = ()
     snapshot: Optional[str] = None
     fail_under: tuple[str, ...] = ()
+    compare_to: Optional[str] = None
+    fail_on_regression: bool = False
+    verbose: bool = False
 
 
 def prepare_environment() -> None:
@@ -54,14 +59,57 @@ def ensure_zenml_repository() -> None:
         Client.initialize(root=ROOT)
 
 
+def _is_process_stdout() -> bool:
+    """Whether this command writes to the process's own stdout (a real CLI process, not click's test runner)."""
+    try:
+        return sys.stdout.fileno() == 1
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def _release_engines() -> None:
+    """Shut down the engine the steps of this process held (cleanly, with the engine's log still captured)."""
+    pool = sys.modules.get("steps.evaluating.engine_pool")
+    if pool is not None:
+        pool.ENGINE_POOL.release()
+
+
 def execute(request: Request) -> None:
-    """Load and check the config, run the pipeline the request names, report; errors become CLI messages."""
+    """Run the request; in a CLI process, with library output in `outputs/logs/<run>.log` unless `verbose`,
+    and the engine shut down before the process ends."""
+    standalone = _is_process_stdout()
+    if standalone and not request.verbose:
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "INFO")  # the log file has room for what vLLM says
     prepare_environment()
+    if not standalone:  # click's test runner: the caller's process and engines go on after this
+        _execute(request)
+        return
+    if request.verbose:
+        try:
+            _execute(request)
+        finally:
+            _release_engines()
+        return
+    from llm_engineering.settings import get_settings
+    from tools.console import quiet_console
+
+    # Never closed (and held, or collecting it would close it): output at exit (the engine's shutdown,
+    # multiprocessing's resource tracker) goes to the log too.
+    run_log = _PROCESS_EXIT.enter_context(quiet_console(get_settings().logs_dir))
+    try:
+        _execute(request, run_log)
+    finally:
+        _release_engines()
+        click.echo(f"Log (library warnings, engine output): {run_log.path.resolve()}", err=True)
+
+
+def _execute(request: Request, run_log: Any = None) -> None:
+    """Load and check the config, run the pipeline the request names, report; errors become CLI messages."""
     from llm_engineering.evaluation.config import ConfigError
     from llm_engineering.evaluation.dataset import DatasetError
     from llm_engineering.evaluation.models import ModelError
     from llm_engineering.evaluation.similarity import SimilarityError
-    from llm_engineering.infrastructure.zenml_runs import NoStoredResults, failed_steps_message
+    from llm_engineering.infrastructure.zenml_runs import NoStoredResults, failed_steps_message, run_to_compare
     from llm_engineering.preflight import check_run
     from llm_engineering.run_config import apply_overrides, load_run_config
 
@@ -74,6 +122,9 @@ def execute(request: Request) -> None:
         check_run(config, run_config.zenml_options.get("secrets") or [],
                   generate=request.mode in ("evaluate", "snapshot"), judge=request.mode != "publish")
         options = run_config.pipeline_options(no_cache=request.no_cache)
+        earlier = run_to_compare(request.compare_to) if request.compare_to else None  # before this run exists
+        if request.compare_to and earlier is None:
+            click.echo("--compare-to previous: no earlier run with evaluations yet; nothing to compare with.", err=True)
         if request.mode == "snapshot":
             from pipelines.evaluating import evaluating
 
@@ -84,6 +135,8 @@ def execute(request: Request) -> None:
                        f"dashboard or with `zenml pipeline snapshot run {stored.id}` (needs a remote stack).")
             return
         run = launch(config, options, request)
+        if run_log is not None:
+            run_log.name_after(run.name)
     except (ConfigError, DatasetError, ModelError, NoStoredResults, SimilarityError) as error:
         raise click.ClickException(str(error)) from None
     except RuntimeError as error:
@@ -100,25 +153,29 @@ def execute(request: Request) -> None:
             "only the missing ones (without --no-cache, which starts afresh).", err=True,
         )
         sys.exit(130)
-    summary = report_run(run.id)
-    check_gates(summary, request.fail_under)
+    summary, comparison = report_run(run.id, earlier.id if earlier is not None else None)
+    check_gates(summary, request.fail_under, comparison if request.fail_on_regression else None)
 
 
-def check_gates(summary: Any, gates: tuple[str, ...]) -> None:
-    """Exit with `GATE_FAILED_EXIT_CODE` and one line per failed `--fail-under` gate (the run is stored already)."""
+def check_gates(summary: Any, gates: tuple[str, ...], comparison: Any = None) -> None:
+    """Exit with `GATE_FAILED_EXIT_CODE` and one line per failed gate: a `--fail-under` threshold, or (given
+    the `--compare-to` comparison of `--fail-on-regression`) a regressed metric. The run is stored already."""
     from llm_engineering.evaluation.gates import GATE_FAILED_EXIT_CODE, failed_gates, parse_gate
+    from llm_engineering.evaluation.run_comparison_text import regression_lines
 
-    if not gates:
+    if not gates and comparison is None:
         return
     if summary is None:
         click.echo("Gates not checked: this run stored no evaluation summary.", err=True)
         sys.exit(GATE_FAILED_EXIT_CODE)
     failures = failed_gates(summary, [parse_gate(g) for g in gates])
+    failures += regression_lines(comparison) if comparison is not None else []
     for line in failures:
         click.echo(f"GATE FAILED {line}", err=True)
     if failures:
         sys.exit(GATE_FAILED_EXIT_CODE)
-    click.echo(f"Gates passed: {', '.join(gates)}")
+    passed = [*gates] + ([f"no regression against run {comparison.previous_run}"] if comparison is not None else [])
+    click.echo(f"Gates passed: {', '.join(passed)}")
 
 
 def launch(config: Any, options: dict[str, Any], request: Request) -> Any:
@@ -154,43 +211,78 @@ def export_settings() -> None:
     click.echo(f"Run configs that list `secrets: [{SETTINGS_SECRET}]` give their steps these values.")
 
 
-def report_run(run_id: Any) -> Any:
-    """Print the summary table, write the JSON and HTML reports, say where results were published; the summary."""
+def write_reports(summary: Any, run_name: str, directory: Path, comparison: Any = None) -> tuple[Path, Path]:
+    """`<run>.json` and `<run>.html` in `directory` (the HTML: the dashboard's page, readable without it)."""
     from llm_engineering.evaluation.report_html import render_html
+
+    directory.mkdir(parents=True, exist_ok=True)
+    report = directory / f"{run_name}.json"
+    compared = {"comparison": comparison.model_dump()} if comparison is not None else {}
+    report.write_text(json.dumps({"run": run_name, **summary.model_dump(), **compared}, indent=2))
+    page = report.with_suffix(".html")
+    page.write_text(render_html(summary, comparison), encoding="utf-8")
+    return report.resolve(), page.resolve()
+
+
+def compare_with(run_id: Any, earlier_id: Any, summary: Any) -> Any:
+    """This run's evaluations against those of the run `earlier_id`."""
+    from llm_engineering.evaluation.run_comparison import compare_runs
+    from llm_engineering.infrastructure.zenml_runs import evaluations_of
+
+    current, _ = evaluations_of(run_id)
+    earlier, earlier_name = evaluations_of(earlier_id)
+    return compare_runs(current, earlier, summary.criteria, earlier_name)
+
+
+def report_run(run_id: Any, earlier_id: Any = None) -> tuple[Any, Any]:
+    """Print the summary table (and the comparison with run `earlier_id`), write the JSON and HTML reports, say
+    where results were published; the summary and the comparison."""
     from llm_engineering.infrastructure.zenml_runs import run_results
     from llm_engineering.settings import get_settings
 
     run_name, summary, receipts = run_results(run_id)
+    comparison = None
     if summary is not None:
-        report = get_settings().reports_dir / f"{run_name}.json"
-        report.parent.mkdir(parents=True, exist_ok=True)
-        report.write_text(json.dumps({"run": run_name, **summary.model_dump()}, indent=2))
-        page = report.with_suffix(".html")
-        page.write_text(render_html(summary), encoding="utf-8")  # the dashboard's page, readable without it
-        print_summary(summary, run_name, report.resolve())
-        click.echo(f"HTML report: {page.resolve()}")
+        comparison = compare_with(run_id, earlier_id, summary) if earlier_id is not None else None
+        report, page = write_reports(summary, run_name, get_settings().reports_dir, comparison)
+        print_summary(summary, run_name, comparison)
+        click.echo(f"JSON report: {report}")
+        click.echo(f"HTML report: {page}")
     for receipt in receipts:
         click.echo(f"Published {receipt.stage} of {receipt.repo}: {receipt.hub_url or receipt.local_path}")
     failed = sorted({r.hub_error for r in receipts if r.hub_error})
     if failed:
         raise click.ClickException("\n".join(failed))
-    return summary
+    return summary, comparison
 
 
-def print_summary(summary: Any, run_name: str, report: Path) -> None:
+def _print_table(title: str, header: list[str], rows: list[list[str]]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    # report_text holds every sentence the CLI, HTML report and cards share.
-    from llm_engineering.evaluation.report_text import table_header, table_rows, trust_lines
-
-    table = Table(title=f"Evaluation summary · run {run_name} · judge {summary.judge_model} · rubric {summary.rubric}")
-    for name in table_header(summary):
+    table = Table(title=title)
+    for name in header:
         table.add_column(name)
-    for row in table_rows(summary):
+    for row in rows:
         table.add_row(*row)
     # Wide enough for the table when output goes to a log rather than a terminal.
     Console(width=None if sys.stdout.isatty() else 160).print(table)
+
+
+def print_summary(summary: Any, run_name: str, comparison: Any = None) -> None:
+    # report_text and run_comparison_text hold every sentence the CLI, HTML report and cards share.
+    from llm_engineering.evaluation import run_comparison_text as compared
+    from llm_engineering.evaluation.report_text import table_header, table_rows, trust_lines
+
+    _print_table(f"Evaluation summary · run {run_name} · judge {summary.judge_model} · rubric {summary.rubric}",
+                 table_header(summary), table_rows(summary))
     for line in trust_lines(summary):
         click.echo(line)
-    click.echo(f"JSON report: {report}")
+    if comparison is not None:
+        for line in compared.notes(comparison):
+            click.echo(line)
+        if comparison.metrics:
+            _print_table(compared.title(comparison), compared.METRICS_HEADER, compared.metric_rows(comparison))
+        if comparison.changed_rows:
+            _print_table("Rows whose scores changed most", compared.ROWS_HEADER, compared.changed_rows(comparison))
+        click.echo(compared.METHOD)

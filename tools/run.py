@@ -88,6 +88,37 @@ def _gate_option() -> Callable:
                              "judge_check, judge_check_expected.")
 
 
+def _compare_options() -> Callable:
+    """--compare-to, --fail-on-regression: this run against an earlier one."""
+    options = [
+        click.option("--compare-to", "compare_to", metavar="RUN",
+                     help="Compare with an earlier run (a run name or id, or `previous`): per model and metric, the "
+                          "difference on the rows both runs scored, with a paired bootstrap 95% interval, and the "
+                          "rows that changed most (console, JSON and HTML report)."),
+        click.option("--fail-on-regression", is_flag=True,
+                     help="CI gate (with --compare-to): exit with code 3 if a metric's whole interval against the "
+                          "earlier run lies below zero."),
+    ]
+
+    def decorate(command: Callable) -> Callable:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
+
+
+def _verbose_option(hidden: bool = False) -> Callable:
+    return click.option("--verbose", is_flag=True, hidden=hidden,
+                        help="Show library warnings and engine logs on the console (by default they go to "
+                             "outputs/logs/<run>.log, whose path is printed).")
+
+
+def _check_regression_gate(options: dict[str, Any]) -> None:
+    if options.get("fail_on_regression") and not options.get("compare_to"):
+        raise click.UsageError("--fail-on-regression needs --compare-to RUN (a run name or id, or `previous`).")
+
+
 def _selection_options(hidden: bool = False) -> Callable:
     """--model, --dataset, --limit, --dummy: what is evaluated."""
     options = [
@@ -114,6 +145,7 @@ def _selection_options(hidden: bool = False) -> Callable:
 @_rubric_option(hidden=True)
 @_labels_option(hidden=True)
 @_cache_option(hidden=True)
+@_verbose_option(hidden=True)
 @click.option("--rescore", is_flag=True, hidden=True)
 @click.option("--only-failed", is_flag=True, hidden=True)
 @click.option("--from-hub", "from_hub", multiple=True, metavar="REPO", hidden=True)
@@ -157,15 +189,19 @@ Examples:
   python tools/run.py evaluate --rubric reference-guided
   python tools/run.py evaluate --labels my-labels.jsonl   # how far the judge agrees with your labels
   python tools/run.py evaluate --fail-under accuracy=2.0 --fail-under judge_check=0.7   # exit code 3 if not met
+  python tools/run.py evaluate --compare-to previous --fail-on-regression               # exit code 3 if worse
 """)
 @_config_option()
 @_selection_options()
 @_rubric_option()
 @_labels_option()
 @_gate_option()
+@_compare_options()
 @_cache_option()
+@_verbose_option()
 def evaluate(**options: Any) -> None:
     """Generate answers with each model, publish them, judge them, summarize."""
+    _check_regression_gate(options)
     _execute(Request("evaluate", **options))
 
 
@@ -177,11 +213,14 @@ Examples:
   python tools/run.py rescore --from-hub me/SmolLM2-135M-Instruct-results --from-hub me/other-results
   python tools/run.py rescore --rubric my-rubric.yaml   # the same answers, judged on your rubric
   python tools/run.py rescore --labels my-labels.csv    # the judge against your labels, no generation
+  python tools/run.py rescore --rubric my-rubric.yaml --compare-to previous   # what the new rubric changed
 """)
 @_config_option()
 @_rubric_option()
 @_labels_option()
 @_gate_option()
+@_compare_options()
+@_verbose_option()
 @click.option("--only-failed", is_flag=True,
               help="Judge only the rows of the latest evaluations without a valid verdict, and merge.")
 @click.option("--from-hub", "from_hub", multiple=True, metavar="REPO",
@@ -192,6 +231,7 @@ def rescore(**options: Any) -> None:
     if options["only_failed"] and options["from_hub"]:
         raise click.UsageError("--only-failed judges the latest stored evaluations again, --from-hub published "
                                "answers: pass one of them.")
+    _check_regression_gate(options)
     _execute(Request("rescore", **options))
 
 
@@ -203,6 +243,7 @@ Examples:
 """)
 @_config_option()
 @_cache_option(generates=False)
+@_verbose_option()
 def publish(**options: Any) -> None:
     """Publish the latest stored results again (after a failed push); run nothing else."""
     _execute(Request("publish", **options))
@@ -231,6 +272,7 @@ Examples:
 @_selection_options()
 @_rubric_option()
 @_cache_option()
+@_verbose_option()
 def snapshot(name: str, **options: Any) -> None:
     """Store the configured evaluation as the ZenML snapshot NAME instead of running it.
 

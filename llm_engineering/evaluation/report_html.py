@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import base64
 import html
+from typing import Optional
 
 from llm_engineering.evaluation.report_plots import distribution_png, trust_png
+from llm_engineering.evaluation.report_rows import row_browser_html
+from llm_engineering.evaluation.run_comparison import RunComparison
+from llm_engineering.evaluation import run_comparison_text as compared
 from llm_engineering.evaluation.report_text import (
     COMPARISON_HEADER,
     JUDGE_CHECK_HEADER,
@@ -103,8 +107,20 @@ def _trust_html(summary: EvaluationSummary) -> str:
     return "".join(parts)
 
 
-def render_html(summary: EvaluationSummary) -> str:
-    """A self-contained HTML report: scores table, comparisons, trust checks and plots."""
+def _run_comparison_html(comparison: Optional[RunComparison]) -> str:
+    if comparison is None:
+        return ""
+    changed = (_html_table(compared.ROWS_HEADER, compared.changed_rows(comparison)) if comparison.changed_rows
+               else "<p>No row's scores changed.</p>")
+    return (f"<h3>{_text(compared.title(comparison))}</h3>"
+            + "".join(f"<p>{_text(line)}</p>" for line in compared.notes(comparison))
+            + _html_table(compared.METRICS_HEADER, compared.metric_rows(comparison))
+            + f"<p>{_text(compared.METHOD)}</p><h4>Rows whose scores changed most</h4>" + changed)
+
+
+def render_html(summary: EvaluationSummary, comparison: Optional[RunComparison] = None) -> str:
+    """A self-contained HTML report: scores table, comparisons (between models; with `comparison`, with an
+    earlier run), trust checks, plots and the row browser."""
     comparisons = (
         "<h3>Model comparisons (paired on rows both scored)</h3>"
         + _html_table(COMPARISON_HEADER, comparison_rows(summary))
@@ -119,7 +135,9 @@ def render_html(summary: EvaluationSummary) -> str:
         + _html_table(table_header(summary), table_rows(summary))
         + f"<p>{_text(SCORES_METHOD)}</p>"
         + comparisons
+        + _run_comparison_html(comparison)
         + _trust_html(summary)
         + "<h3>Score distributions</h3>" + _png_img("score distributions", distribution_png(summary))
+        + row_browser_html(summary)
         + "</body></html>"
     )

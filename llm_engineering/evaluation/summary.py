@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field, model_validator
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.agreement import JuryAgreement, LengthCorrelation, jury_agreement, length_correlation
 from llm_engineering.evaluation.generation import GenerationStats
+from llm_engineering.evaluation.items import ItemView, item_views
 from llm_engineering.evaluation.label_agreement import LabelAgreement
 from llm_engineering.evaluation.pairwise import PairwiseComparison, PairwiseReport
 from llm_engineering.evaluation.rates import bootstrap_ci
@@ -129,6 +130,8 @@ class EvaluationSummary(BaseModel):
     labels: Optional[LabelAgreement] = Field(None, description="the first judge's agreement with human labels (--labels)")
     warnings: list[str] = Field(default_factory=list, description="biases the reader must know (self-preference)")
     notes: list[str] = Field(default_factory=list, description="checks that were skipped, and why")
+    items: list[ItemView] = Field(default_factory=list, description="the rows a person reads (the report's row browser)")
+    items_total: int = Field(0, description="test items in the run (more than `items` when only the worst are kept)")
 
 
 def _mean(values: list[float]) -> Optional[float]:
@@ -270,6 +273,7 @@ def build_summary(
     ranking = sorted(scores, key=lambda s: (
         [-(c.mean or 0.0) for c in s.criteria], [-(c.expected_mean or 0.0) for c in s.criteria], s.model_id))
     judge_check = checks.judge if checks else None
+    items, items_total = item_views(evaluations, rubric.names)
     return EvaluationSummary(
         judge_model=", ".join(judge_ids),
         rubric=rubric.name,
@@ -287,4 +291,6 @@ def build_summary(
         labels=labels,
         warnings=self_preference_warnings(judge_models or [], [s.model_id for s in scores], judge_check),
         notes=(checks.notes if checks else []) + ([REFERENCE_GUIDED_CHECK] if judge_check and rubric.reference_guided else []),
+        items=items,
+        items_total=items_total,
     )

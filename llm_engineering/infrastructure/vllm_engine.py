@@ -175,6 +175,9 @@ def _engine_process_environment(engine: EngineConfig, on_cpu: bool) -> Iterator[
                 os.environ[name] = value
 
 
+ENGINE_SHUTDOWN_SECONDS = 30.0
+
+
 @dataclass
 class EnginePool:
     """Holds at most one `vllm.LLM`; `builds` records every construction (model path, seconds).
@@ -213,7 +216,9 @@ class EnginePool:
             return
         engine_core = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
         if engine_core is not None:
-            engine_core.shutdown()
+            # vLLM's default grace is 5 s, then it force-kills (and says so); an engine core on CPU takes ~6 s
+            # to end after its workers, so it is given the time to end cleanly.
+            engine_core.shutdown(timeout=ENGINE_SHUTDOWN_SECONDS)
         self.llm, self.key = None, None
         gc.collect()
         try:

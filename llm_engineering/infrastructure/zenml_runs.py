@@ -109,6 +109,34 @@ def results_to_publish(run: Any) -> dict[str, Any]:
     return arguments
 
 
+def run_to_compare(reference: str) -> Optional[Any]:
+    """The run `--compare-to` names: a run name or id, or `previous` (the newest run with finished
+    evaluations; None when there is none yet). Resolved before this run starts."""
+    from zenml.client import Client
+
+    if reference == "previous":
+        try:
+            return _newest(["evaluating", "rescoring"], "evaluate_answers", col.EVALUATIONS)[1]
+        except NoStoredResults:
+            return None
+    try:
+        run = Client().get_pipeline_run(reference)
+    except KeyError:
+        raise NoStoredResults(f"--compare-to {reference}: no such run in the ZenML store; give a run name or id "
+                              f"(`zenml pipeline runs list`), or `previous`.") from None
+    if not finished_outputs(run, "evaluate_answers", col.EVALUATIONS):
+        raise NoStoredResults(f"--compare-to {reference}: run {run.name} has no finished evaluations to compare with.")
+    return run
+
+
+def evaluations_of(run_id: Any) -> tuple[list[Any], str]:
+    """A finished run's evaluations, loaded (one dataset per model); and the run's name."""
+    from zenml.client import Client
+
+    run = Client().get_pipeline_run(run_id)
+    return [artifact.load() for artifact in finished_outputs(run, "evaluate_answers", col.EVALUATIONS) or []], run.name
+
+
 def step_output(run: Any, step_name: str, output: str) -> Any:
     """Load one output artifact of a finished run."""
     return run.steps[step_name].outputs[output][0].load()

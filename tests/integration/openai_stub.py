@@ -3,7 +3,8 @@
 Each request pops the next action from `script` (default: answer). Actions:
 "ok", ("429", retry_after_seconds), "500", "drop" (close the connection without a reply),
 and "reject_schema" (HTTP 400 for json_schema response formats, as endpoints without
-structured outputs answer). Each request is held `delay` seconds before its action;
+structured outputs answer). A pointwise verdict is `VERDICT`, or the verdict of the first
+`(text, verdict)` of `verdict_when` whose text the prompt holds. Each request is held `delay` seconds before its action;
 `max_in_flight` records the most requests held at once.
 """
 
@@ -26,6 +27,7 @@ class StubState:
         self.lock = threading.Lock()
         self.script: list[Any] = []
         self.default: Any = "ok"
+        self.verdict_when: list[tuple[str, dict[str, Any]]] = []
         self.requests: list[dict[str, Any]] = []
         self.delay = 0.0
         self.in_flight = 0
@@ -79,11 +81,12 @@ def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
                 self._send(400, {"error": {"message": "response_format json_schema is not supported",
                                            "type": "invalid_request_error"}})
                 return
-            pairwise = "Answer A:" in body["messages"][-1]["content"]
+            prompt = body["messages"][-1]["content"]
+            verdict = next((v for text, v in state.verdict_when if text in prompt), VERDICT)
             self._send(200, {
                 "id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": body["model"],
                 "choices": [{"index": 0, "finish_reason": "stop", "message": {
-                    "role": "assistant", "content": json.dumps(PAIRWISE_VERDICT if pairwise else VERDICT)}}],
+                    "role": "assistant", "content": json.dumps(PAIRWISE_VERDICT if "Answer A:" in prompt else verdict)}}],
                 "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
             })
 

@@ -6,10 +6,12 @@ OpenAI-compatible stub, since what is under test is generation.
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -40,8 +42,18 @@ def _start(repo_root, config, log):
     return subprocess.Popen(
         [sys.executable, "tools/run.py", "--run-evaluation", "--config", str(config)],
         cwd=repo_root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        env={**os.environ, "VLLM_LOGGING_LEVEL": "INFO"},  # the CLI's default is WARNING
+        env={**os.environ, "VLLM_LOGGING_LEVEL": "INFO"},  # as the CLI's default, whatever this process has
     )
+
+
+# What libraries print: vLLM's log lines (`(EngineCore pid=1) WARNING ...`), Python and C++ warnings.
+_LIBRARY_LINE = re.compile(r"^\((EngineCore|Worker|VllmWorker-\d+|MainProcess) pid=\d+\)|Warning: |^\[W\d{4}")
+
+
+def _run_log(console):
+    """The run's log file, whose path the CLI printed last."""
+    line = next(line for line in console.splitlines() if line.startswith("Log (library warnings, engine output): "))
+    return Path(line.split(": ", 1)[1]).read_text()
 
 
 def _saved(checkpoint):
@@ -127,9 +139,14 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
             first = _start(repo_root, config, log)
             assert _stop_after(first, checkpoint, 3, signal.SIGINT)[0] == 130
         assert _group_gone(first.pid), "processes of the interrupted run are still alive"
-        log = (tmp_path / "interrupted.log").read_text()
-        assert "Interrupted. Every answer generated so far is saved" in log
-        assert INSTALLED in log  # the engine processes loaded the project's vLLM plugins (the CPU top-p)
+        console = (tmp_path / "interrupted.log").read_text()
+        assert "Interrupted. Every answer generated so far is saved" in console
+        assert "Step generate_answers has started" in re.sub(r"\x1b\[[0-9;]*m", "", console)  # step progress shown
+        # A quiet console: the libraries' warnings and the engine's log are in the run's log file, not here.
+        assert not [line for line in console.splitlines() if _LIBRARY_LINE.search(line)]
+        run_log = _run_log(console)
+        assert [line for line in run_log.splitlines() if _LIBRARY_LINE.search(line) and "WARNING" in line]
+        assert INSTALLED in run_log  # the engine processes loaded the project's vLLM plugins (the CPU top-p)
         after_interrupt = len(_saved(checkpoint))
         assert 3 <= after_interrupt < ROWS
 

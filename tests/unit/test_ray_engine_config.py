@@ -167,7 +167,7 @@ def test_another_model_frees_the_held_engine_before_its_own_is_built(monkeypatch
 
     class Engine:  # stands for vllm.LLM: records when it is built and when its engine process is shut down
         def __init__(self, model, **kwargs):
-            core = type("EngineCore", (), {"shutdown": staticmethod(lambda: events.append(("shutdown", model)))})
+            core = type("EngineCore", (), {"shutdown": staticmethod(lambda timeout=None: events.append(("shutdown", model)))})
             self.llm_engine = type("LLMEngine", (), {"engine_core": core})
             events.append(("build", model))
 

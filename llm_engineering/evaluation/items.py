@@ -1,0 +1,83 @@
+"""The rows a person reads: one view per test item, each model's answer beside the reference with
+its verdict, for the report's row browser.
+
+Kept in the summary (so the dashboard's visualization and the standalone report are the same page),
+hence bounded: texts are cut at `TEXT_LIMIT` characters and, past `ITEM_LIMIT` items, the worst
+items are the ones kept.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from datasets import Dataset
+from pydantic import BaseModel, Field
+
+from llm_engineering.evaluation import columns as col
+
+ITEM_LIMIT = 2000
+TEXT_LIMIT = 4000
+
+
+class AnswerView(BaseModel):
+    """One model's answer to one item, with the judge's verdict (None: not scored)."""
+
+    model_id: str
+    answer: str
+    scores: dict[str, Optional[int]]
+    expected: dict[str, Optional[float]] = Field(default_factory=dict)
+    analyses: dict[str, str] = Field(default_factory=dict)
+    similarity: Optional[float] = None
+    error: Optional[str] = Field(None, description="why the row has no valid verdict")
+    finish_reason: Optional[str] = None
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None or any(score is None for score in self.scores.values())
+
+
+class ItemView(BaseModel):
+    id: str
+    instruction: str
+    reference: str
+    answers: list[AnswerView]
+
+    def worst(self) -> float:
+        """The lowest total score over the item's answers; a failed answer is the worst of all (-1)."""
+        return min((-1.0 if a.failed else float(sum(a.scores.values())) for a in self.answers), default=-1.0)
+
+
+def _cut(text: Optional[str]) -> str:
+    text = text or ""
+    return text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT] + f"… [{len(text) - TEXT_LIMIT} more characters]"
+
+
+def _answer_view(row: dict, criteria: list[str]) -> AnswerView:
+    error = row.get(col.JUDGE_ERROR)
+    return AnswerView(
+        model_id=row[col.MODEL_ID],
+        answer=_cut(row.get(col.ANSWER)),
+        scores={c: None if error else row.get(col.score(c)) for c in criteria},
+        expected={c: None if error else row.get(col.expected(c)) for c in criteria},
+        analyses={c: _cut(row.get(col.analysis(c))) for c in criteria if row.get(col.analysis(c))},
+        similarity=row.get(col.REFERENCE_SIMILARITY),
+        error=error,
+        finish_reason=row.get(col.FINISH_REASON),
+    )
+
+
+def item_views(evaluations: list[Dataset], criteria: list[str], limit: int = ITEM_LIMIT) -> tuple[list[ItemView], int]:
+    """Every test item with each model's answer (in the models' order), in the test split's order; and
+    how many items there are. Past `limit` items, only the `limit` worst are returned."""
+    items: dict[str, ItemView] = {}
+    for dataset in evaluations:
+        for row in dataset.to_list():
+            item = items.setdefault(str(row[col.ID]), ItemView(
+                id=str(row[col.ID]), instruction=_cut(row.get(col.INSTRUCTION)),
+                reference=_cut(row.get(col.REFERENCE)), answers=[]))
+            item.answers.append(_answer_view(row, criteria))
+    views = list(items.values())
+    if len(views) > limit:
+        kept = {id(v) for v in sorted(views, key=ItemView.worst)[:limit]}
+        views = [v for v in views if id(v) in kept]
+    return views, len(items)

@@ -1,0 +1,148 @@
+"""The report's row browser: every test item with each model's answer, reference, scores, analyses and
+errors; sortable (click a header), filterable (by model, failed only, text), long texts collapsed.
+
+Plain HTML and a few lines of inline script: the report stays one self-contained file (no network).
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Optional
+
+from llm_engineering.evaluation.items import AnswerView, ItemView
+from llm_engineering.evaluation.summary import EvaluationSummary
+
+_PREVIEW_CHARS = 160
+
+# Sorting compares each cell's data-value (numbers as numbers); filters hide a model's cells and the
+# rows without a failed answer among the models shown.
+_SCRIPT = """
+(function () {
+  const table = document.getElementById('rows'), body = table.tBodies[0];
+  const model = document.getElementById('model-filter'), failed = document.getElementById('failed-only');
+  const search = document.getElementById('row-search'), count = document.getElementById('shown-count');
+  function apply() {
+    const m = model.value, q = search.value.toLowerCase();
+    let shown = 0;
+    table.querySelectorAll('[data-model]').forEach(c => { c.hidden = m !== '' && c.dataset.model !== m; });
+    for (const row of body.rows) {
+      const answers = [...row.querySelectorAll('td[data-failed]')].filter(c => !c.hidden);
+      const keep = (!failed.checked || answers.some(c => c.dataset.failed === '1'))
+        && (!q || row.textContent.toLowerCase().includes(q));
+      row.hidden = !keep;
+      if (keep) shown++;
+    }
+    count.textContent = shown + ' of ' + body.rows.length + ' items shown';
+  }
+  function value(row, i) {
+    const text = row.cells[i].dataset.value, number = parseFloat(text);
+    return isNaN(number) ? text : number;
+  }
+  table.querySelectorAll('th[data-col]').forEach(th => th.addEventListener('click', () => {
+    const i = +th.dataset.col, dir = th.dataset.dir === 'asc' ? 'desc' : 'asc';
+    table.querySelectorAll('th[data-col]').forEach(h => { delete h.dataset.dir; });
+    th.dataset.dir = dir;
+    const rows = [...body.rows].sort((a, b) => {
+      const x = value(a, i), y = value(b, i);
+      const order = typeof x === 'number' && typeof y === 'number' ? x - y : String(x).localeCompare(String(y));
+      return dir === 'asc' ? order : -order;
+    });
+    rows.forEach(row => body.appendChild(row));
+  }));
+  [model, failed, search].forEach(e => { e.addEventListener('input', apply); e.addEventListener('change', apply); });
+  apply();
+})();
+"""
+
+_STYLE = (
+    "#rows td{vertical-align:top;max-width:28em}#rows th[data-col]{cursor:pointer;background:#f4f4f4}"
+    "#rows th[data-dir=asc]::after{content:' \\25B2'}#rows th[data-dir=desc]::after{content:' \\25BC'}"
+    "#rows td[data-failed='1']{background:#fdd}.browser-controls{margin:8px 0}.browser-controls>*{margin-right:12px}"
+)
+
+
+def _long_text(text: str) -> str:
+    """Short texts as they are; long ones collapsed behind their first words."""
+    if len(text) <= _PREVIEW_CHARS:
+        return html.escape(text)
+    return (f"<details><summary>{html.escape(text[:_PREVIEW_CHARS])}…</summary>"
+            f"<div style='white-space:pre-wrap'>{html.escape(text)}</div></details>")
+
+
+def _cell(content: str, value: object, model: Optional[str] = None, failed: Optional[bool] = None) -> str:
+    attributes = f" data-value='{html.escape(str(value)[:_PREVIEW_CHARS], quote=True)}'"
+    if model is not None:
+        attributes += f" data-model='{html.escape(model, quote=True)}'"
+    if failed is not None:
+        attributes += f" data-failed='{int(failed)}'"
+    return f"<td{attributes}>{content}</td>"
+
+
+def _answer_cells(answer: Optional[AnswerView], model: str, criteria: list[str], with_similarity: bool) -> str:
+    if answer is None:  # this model has no row for the item
+        return "".join(_cell("", "", model) for _ in range(1 + len(criteria) + with_similarity))
+    body = _long_text(answer.answer)
+    if answer.finish_reason == "length":
+        body += "<br><em>(cut by max_tokens)</em>"
+    if answer.error:
+        body += f"<br><strong>judge error:</strong> {html.escape(answer.error)}"
+    for name, analysis in answer.analyses.items():
+        body += f"<details><summary>{html.escape(name)} analysis</summary>{html.escape(analysis)}</details>"
+    cells = [_cell(body, len(answer.answer), model, answer.failed)]  # an answer column sorts by length
+    for name in criteria:
+        score, expected = answer.scores.get(name), answer.expected.get(name)
+        if score is None:
+            cells.append(_cell("failed", -1, model))
+        else:
+            shown = f"{score}" + (f" <small>({expected:.2f})</small>" if expected is not None else "")
+            cells.append(_cell(shown, expected if expected is not None else score, model))
+    if with_similarity:
+        similarity = answer.similarity
+        cells.append(_cell("" if similarity is None else f"{similarity:.2f}", -1 if similarity is None else similarity, model))
+    return "".join(cells)
+
+
+def _row(item: ItemView, models: list[str], criteria: list[str], with_similarity: bool) -> str:
+    by_model = {a.model_id: a for a in item.answers}
+    worst = item.worst()
+    cells = [
+        _cell(html.escape(item.id), item.id),
+        _cell("failed" if worst < 0 else f"{worst:g}", worst),
+        _cell(_long_text(item.instruction), item.instruction),
+        _cell(_long_text(item.reference), item.reference),
+    ]
+    cells += [_answer_cells(by_model.get(m), m, criteria, with_similarity) for m in models]
+    return "<tr>" + "".join(cells) + "</tr>"
+
+
+def row_browser_html(summary: EvaluationSummary) -> str:
+    """The row browser section of the report ('' when the summary holds no items)."""
+    items = sorted(summary.items, key=ItemView.worst)  # worst first; sorted() keeps the test split's order on ties
+    if not items:
+        return ""
+    models = [m.model_id for m in summary.models]
+    with_similarity = any(a.similarity is not None for item in items for a in item.answers)
+    headers = [("id", None), ("worst total score", None), ("instruction", None), ("reference", None)]
+    for model in models:
+        headers += [(f"{model}: answer (length)", model)] + [(f"{model}: {c}", model) for c in summary.criteria]
+        headers += [(f"{model}: similarity", model)] if with_similarity else []
+    head = "".join(
+        f"<th data-col='{i}'" + (f" data-model='{html.escape(m, quote=True)}'" if m else "") + f">{html.escape(h)}</th>"
+        for i, (h, m) in enumerate(headers))
+    options = "<option value=''>all models</option>" + "".join(
+        f"<option value='{html.escape(m, quote=True)}'>{html.escape(m)}</option>" for m in models)
+    kept = (f"the {len(items)} worst of {summary.items_total} items (the report keeps at most {len(items)})"
+            if summary.items_total > len(items) else f"{len(items)} items")
+    return (
+        f"<style>{_STYLE}</style><h3>Rows</h3>"
+        f"<p>{kept}, worst first: click a header to sort; scores are the judge's integer score with the "
+        f"expected (probability-weighted) score in brackets; a red answer has no valid verdict.</p>"
+        "<div class='browser-controls'>"
+        f"<label>Model <select id='model-filter'>{options}</select></label>"
+        "<label><input type='checkbox' id='failed-only'> failed only</label>"
+        "<label>Search <input type='search' id='row-search' placeholder='text in any cell'></label>"
+        "<span id='shown-count'></span></div>"
+        f"<table id='rows'><thead><tr>{head}</tr></thead><tbody>"
+        + "".join(_row(item, models, summary.criteria, with_similarity) for item in items)
+        + f"</tbody></table><script>{_SCRIPT}</script>"
+    )

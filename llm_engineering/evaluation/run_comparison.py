@@ -1,0 +1,122 @@
+"""This run against an earlier one (`--compare-to`): per model and metric, the mean difference over the
+rows both runs scored, with a paired bootstrap interval, and the rows whose scores changed most.
+
+Paired on row ids: the same test items, so item difficulty cancels out and a small real change shows
+where two independent means would not.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from datasets import Dataset
+from pydantic import BaseModel, Field
+
+from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.rates import bootstrap_ci
+
+CHANGED_ROWS = 10
+
+
+class MetricChange(BaseModel):
+    """One model's metric in this run minus the earlier run, on the rows both have a value for."""
+
+    model_id: str
+    metric: str = Field(description="a criterion (integer scores), <criterion>_expected, or similarity")
+    paired_rows: int
+    current_mean: Optional[float]
+    previous_mean: Optional[float]
+    difference: Optional[float]
+    ci: Optional[list[float]] = Field(None, description="95% paired bootstrap interval of the difference")
+
+    @property
+    def regressed(self) -> bool:
+        """The whole interval lies below zero: this run is worse, beyond the rows' noise."""
+        return self.ci is not None and self.ci[1] < 0
+
+
+class RowChange(BaseModel):
+    """One row whose integer scores changed between the runs."""
+
+    model_id: str
+    id: str
+    instruction: str
+    previous_scores: dict[str, int]
+    current_scores: dict[str, int]
+    change: int = Field(description="sum over criteria of this run's score minus the earlier run's")
+    answer_changed: bool
+
+
+class RunComparison(BaseModel):
+    previous_run: str
+    metrics: list[MetricChange]
+    changed_rows: list[RowChange] = Field(description=f"the {CHANGED_ROWS} rows whose scores changed most")
+    unmatched_models: list[str] = Field(default_factory=list, description="models of this run the earlier one lacks")
+
+    def regressions(self) -> list[MetricChange]:
+        return [m for m in self.metrics if m.regressed]
+
+
+def _values(rows: list[dict], metric: str) -> dict[str, float]:
+    """row id -> the metric's value, for rows with a valid verdict (similarity: rows with a similarity)."""
+    if metric == "similarity":
+        return {r[col.ID]: r[col.REFERENCE_SIMILARITY] for r in rows if r.get(col.REFERENCE_SIMILARITY) is not None}
+    column = col.expected(metric.removesuffix("_expected")) if metric.endswith("_expected") else col.score(metric)
+    return {r[col.ID]: r[column] for r in rows if r.get(col.JUDGE_ERROR) is None and r.get(column) is not None}
+
+
+def _mean(values: list[float]) -> Optional[float]:
+    return round(sum(values) / len(values), 4) if values else None
+
+
+def _metric_change(model_id: str, metric: str, current: list[dict], previous: list[dict]) -> MetricChange:
+    now, before = _values(current, metric), _values(previous, metric)
+    shared = sorted(now.keys() & before.keys())
+    differences = [now[i] - before[i] for i in shared]
+    return MetricChange(
+        model_id=model_id, metric=metric, paired_rows=len(shared),
+        current_mean=_mean([now[i] for i in shared]), previous_mean=_mean([before[i] for i in shared]),
+        difference=_mean(differences), ci=bootstrap_ci(differences),
+    )
+
+
+def _row_changes(model_id: str, criteria: list[str], current: list[dict], previous: list[dict]) -> list[RowChange]:
+    before = {r[col.ID]: r for r in previous}
+    changes = []
+    for row in current:
+        old = before.get(row[col.ID])
+        if old is None or row.get(col.JUDGE_ERROR) or old.get(col.JUDGE_ERROR):
+            continue
+        now_scores = {c: row.get(col.score(c)) for c in criteria}
+        old_scores = {c: old.get(col.score(c)) for c in criteria}
+        if None in now_scores.values() or None in old_scores.values() or now_scores == old_scores:
+            continue
+        changes.append(RowChange(
+            model_id=model_id, id=str(row[col.ID]), instruction=(row.get(col.INSTRUCTION) or "")[:200],
+            previous_scores=old_scores, current_scores=now_scores,
+            change=sum(now_scores[c] - old_scores[c] for c in criteria),
+            answer_changed=row.get(col.ANSWER) != old.get(col.ANSWER),
+        ))
+    return changes
+
+
+def _by_model(evaluations: list[Dataset]) -> dict[str, list[dict]]:
+    return {dataset[0][col.MODEL_ID]: dataset.to_list() for dataset in evaluations if len(dataset)}
+
+
+def compare_runs(current: list[Dataset], previous: list[Dataset], criteria: list[str], previous_run: str) -> RunComparison:
+    """Each model of `current` that `previous` also evaluated, on each criterion (integer and expected
+    scores) and on similarity where both runs measured them."""
+    now, before = _by_model(current), _by_model(previous)
+    metrics, rows = [], []
+    for model_id, current_rows in now.items():
+        if model_id not in before:
+            continue
+        for metric in [*criteria, *(f"{c}_expected" for c in criteria), "similarity"]:
+            change = _metric_change(model_id, metric, current_rows, before[model_id])
+            if change.paired_rows:
+                metrics.append(change)
+        rows += _row_changes(model_id, criteria, current_rows, before[model_id])
+    rows.sort(key=lambda r: (-abs(r.change), r.model_id, r.id))
+    return RunComparison(previous_run=previous_run, metrics=metrics, changed_rows=rows[:CHANGED_ROWS],
+                         unmatched_models=sorted(now.keys() - before.keys()))

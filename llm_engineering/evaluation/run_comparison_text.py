@@ -1,0 +1,60 @@
+"""A run comparison (`--compare-to`) as text: the tables the CLI and the HTML report show, and the
+one-line reasons of the `--fail-on-regression` gate."""
+
+from __future__ import annotations
+
+from llm_engineering.evaluation.run_comparison import MetricChange, RunComparison
+from llm_engineering.evaluation.trust_text import fmt
+
+METRICS_HEADER = ["model", "metric", "this run", "earlier run", "difference (95% CI)", "paired rows", "verdict"]
+ROWS_HEADER = ["model", "id", "instruction", "earlier scores", "scores now", "change", "answer changed"]
+METHOD = ("Differences are this run minus the earlier run, paired on the rows both runs scored; the interval is a "
+          "95% bootstrap over those rows. A metric regressed when its whole interval lies below zero.")
+
+
+def _difference(change: MetricChange) -> str:
+    if change.difference is None:
+        return "n/a"
+    interval = f" [{change.ci[0]:+.2f}, {change.ci[1]:+.2f}]" if change.ci else ""
+    return f"{change.difference:+.3f}{interval}"
+
+
+def _verdict(change: MetricChange) -> str:
+    if change.regressed:
+        return "REGRESSED"
+    if change.ci is not None and change.ci[0] > 0:
+        return "improved"
+    return "no clear change"
+
+
+def metric_rows(comparison: RunComparison) -> list[list[str]]:
+    return [[m.model_id, m.metric, fmt(m.current_mean), fmt(m.previous_mean), _difference(m), str(m.paired_rows),
+             _verdict(m)] for m in comparison.metrics]
+
+
+def _scores(scores: dict[str, int]) -> str:
+    return ", ".join(f"{name} {value}" for name, value in scores.items())
+
+
+def changed_rows(comparison: RunComparison) -> list[list[str]]:
+    return [[r.model_id, r.id, r.instruction[:80], _scores(r.previous_scores), _scores(r.current_scores),
+             f"{r.change:+d}", "yes" if r.answer_changed else "no"] for r in comparison.changed_rows]
+
+
+def title(comparison: RunComparison) -> str:
+    return f"Against run {comparison.previous_run}"
+
+
+def notes(comparison: RunComparison) -> list[str]:
+    lines = []
+    if comparison.unmatched_models:
+        lines.append(f"Not in run {comparison.previous_run}, so not compared: {', '.join(comparison.unmatched_models)}.")
+    if not comparison.metrics:
+        lines.append(f"Run {comparison.previous_run} shares no scored rows of the same models with this run.")
+    return lines
+
+
+def regression_lines(comparison: RunComparison) -> list[str]:
+    """One line per regressed metric, for the `--fail-on-regression` gate."""
+    return [f"regression: {m.model_id} {m.metric} {_difference(m)} against run {comparison.previous_run} "
+            f"({m.paired_rows} paired rows; the whole 95% interval is below zero)" for m in comparison.regressions()]
