@@ -6,6 +6,8 @@ pipeline starts, so a missing token fails in seconds rather than after an hour o
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any, Sequence
 
 from llm_engineering.evaluation.config import ConfigError, JudgeConfig, PublishConfig
@@ -75,6 +77,18 @@ def check_sampled_judges(config: EvaluationConfig) -> None:
                           f"temperature: 0)")
 
 
+def check_context_length(model: str, model_path: str, max_model_len: int) -> None:
+    """`engine.max_model_len` above what a local model folder says it supports fails here, not in vLLM
+    after a minute of engine start (a Hub id's config is not fetched for this)."""
+    config_file = Path(model_path) / "config.json"
+    if not config_file.is_file():
+        return
+    limit = json.loads(config_file.read_text()).get("max_position_embeddings")
+    if isinstance(limit, int) and max_model_len > limit:
+        raise ConfigError(f"engine.max_model_len {max_model_len} is above what {model} supports ({limit}, its "
+                          f"max_position_embeddings): set engine.max_model_len to {limit} or less.")
+
+
 def check_run(config: EvaluationConfig, secrets: Sequence[str], generate: bool, judge: bool) -> None:
     """Stop before any work on a stack, settings or model names that cannot work.
 
@@ -106,7 +120,8 @@ def check_run(config: EvaluationConfig, secrets: Sequence[str], generate: bool, 
     if judge:
         names |= {member.model for member in config.panel if member.backend == "vllm"}
     for name in names:
-        resolve_model(name, local.MODEL_CACHE_DIR)
+        resolved = resolve_model(name, local.MODEL_CACHE_DIR)
+        check_context_length(name, resolved.path, config.engine.max_model_len)
     if judge and config.similarity.enabled:
         from llm_engineering.evaluation.similarity import embedding_model_dir
 

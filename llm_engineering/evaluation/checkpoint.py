@@ -3,7 +3,9 @@
 One file per generation configuration (model, its weights, sampling, dtype, max_model_len);
 inside it each answer is keyed by its row id and the exact prompt text, so a changed dataset
 row or prompt template is generated again while every unchanged row is reused. A process
-killed mid-write leaves at most one torn last line, which is ignored and regenerated.
+killed mid-write leaves at most one torn last line, which is ignored and regenerated (as is any
+damaged line). Two runs with the same configuration take turns: the second waits for the first,
+then reuses its answers.
 """
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
+
+from filelock import FileLock, Timeout
 
 from pydantic import BaseModel
 
@@ -66,8 +71,25 @@ class AnswerCheckpoint:
         name = "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(model_id.rstrip("/")).name)
         self.path = Path(directory).expanduser() / f"{name}-{_digest(config)[:16]}.jsonl"
 
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold this checkpoint for one run's generation. Another run with the same configuration waits here
+        (and says so), then finds the first run's answers saved. The lock ends with its process, even a killed one."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(f"{self.path}.lock")
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            logger.warning("Another run is generating into %s (same model, sampling and engine settings): waiting "
+                           "for it to end, then reusing its answers.", self.path)
+            lock.acquire()
+        try:
+            yield
+        finally:
+            lock.release()
+
     def load(self) -> dict[str, AnswerRecord]:
-        """Every complete answer on disk, by row key (a torn last line is skipped)."""
+        """Every complete answer on disk, by row key (a torn or damaged line is skipped and counted)."""
         if not self.path.is_file():
             return {}
         records: dict[str, AnswerRecord] = {}
@@ -80,7 +102,7 @@ class AnswerCheckpoint:
                 except (ValueError, KeyError, TypeError):
                     torn += 1
         if torn:
-            logger.warning("Skipped %d incomplete line(s) of %s; those rows are generated again.", torn, self.path)
+            logger.warning("Skipped %d incomplete or damaged line(s) of %s; those rows are generated again.", torn, self.path)
         return records
 
     def reset(self) -> None:

@@ -208,6 +208,19 @@ class JudgeConfig(_Strict):
     price_per_million_input: Optional[float] = Field(None, ge=0, description="USD; known OpenAI models default.")
     price_per_million_output: Optional[float] = Field(None, ge=0)
 
+    @field_validator("request_options")
+    @classmethod
+    def _no_field_the_judge_sets(cls, options: dict[str, Any]) -> dict[str, Any]:
+        # These are set from the judge's own settings on every request; here they would be silently overwritten.
+        taken = {"model": "model", "messages": None, "temperature": "temperature", "max_tokens": "max_tokens",
+                 "seed": "seed", "response_format": None, "logprobs": "logprobs", "top_logprobs": "logprobs"}
+        clashes = sorted(taken.keys() & options.keys())
+        if clashes:
+            fixes = [f"judge.{taken[k]}" for k in clashes if taken[k]]
+            raise ValueError(f"request_options may not set {', '.join(clashes)}: the judge sets them on every request"
+                             + (f" (use {', '.join(dict.fromkeys(fixes))} instead)" if fixes else "") + ".")
+        return options
+
     @field_validator("rubric", mode="before")
     @classmethod
     def _read_rubric(cls, rubric: Any) -> Any:

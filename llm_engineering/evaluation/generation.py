@@ -76,16 +76,17 @@ def answer_test_split(
             "%d prompt(s) are longer than max_model_len=%d and are skipped (finish_reason %r on "
             "their rows); raise engine.max_model_len to include them.", len(too_long), max_model_len, col.PROMPT_TOO_LONG,
         )
-    stored = checkpoint.load() if checkpoint else {}
-    resumed = [i for i in range(len(prompts)) if i not in records and keys[i] in stored]
-    records.update({i: stored[keys[i]] for i in resumed})
-    if resumed:
-        logger.info("Resuming: %d of %d answers are in %s; generating the other %d.",
-                    len(resumed), len(prompts), checkpoint.path, len(prompts) - len(records))
-
-    todo = {i: prompts[i] for i in range(len(prompts)) if i not in records}
-    started = time.perf_counter()
     with contextlib.ExitStack() as stack:
+        if checkpoint:  # a run with the same checkpoint generating now: wait for it, then reuse its answers
+            stack.enter_context(checkpoint.exclusive())
+        stored = checkpoint.load() if checkpoint else {}
+        resumed = [i for i in range(len(prompts)) if i not in records and keys[i] in stored]
+        records.update({i: stored[keys[i]] for i in resumed})
+        if resumed:
+            logger.info("Resuming: %d of %d answers are in %s; generating the other %d.",
+                        len(resumed), len(prompts), checkpoint.path, len(prompts) - len(records))
+        todo = {i: prompts[i] for i in range(len(prompts)) if i not in records}
+        started = time.perf_counter()
         writer = stack.enter_context(checkpoint.writer()) if checkpoint else None
         # Everything resumed from the checkpoint: ask the engine for nothing (no Ray replica starts).
         answers = stack.enter_context(contextlib.closing(engine.generate(todo, sampling))) if todo else ()

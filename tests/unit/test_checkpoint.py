@@ -69,3 +69,90 @@ def test_reset_forgets_every_answer(tmp_path):
         writer.append("k", "a", _record("x"))
     checkpoint.reset()
     assert checkpoint.load() == {}
+
+
+def test_damaged_lines_anywhere_are_skipped_counted_and_named_and_every_good_line_kept(tmp_path, caplog):
+    checkpoint = _checkpoint(tmp_path)
+    with checkpoint.writer() as writer:
+        writer.append("k1", "a", _record("first"))
+    with checkpoint.path.open("a") as handle:  # garbage, then a line of the wrong types, in the middle
+        handle.write("\x00\x00 not json at all\n")
+        handle.write(json.dumps({"key": "k2", "id": "b", "answer": 42, "finish_reason": "stop",
+                                 "prompt_tokens": "many", "completion_tokens": 1}) + "\n")
+    with checkpoint.writer() as writer:
+        writer.append("k3", "c", _record("last"))
+    with caplog.at_level("WARNING"):
+        assert list(checkpoint.load()) == ["k1", "k3"]
+    assert f"Skipped 2 incomplete or damaged line(s) of {checkpoint.path}" in caplog.text
+
+
+class _HeldEngine:
+    """A stand-in engine (what is under test is the checkpoint shared by two processes): after its first answer
+    it waits for `release`, counting the prompts it was asked for."""
+
+    def __init__(self, release):
+        self.release, self.asked = release, 0
+
+    def get_tokenizer(self):
+        return lambda prompts, add_special_tokens=False: {"input_ids": [[0] * len(p.split()) for p in prompts]}
+
+    def generate(self, prompts, sampling):
+        for i, text in prompts.items():
+            self.asked += 1
+            yield i, AnswerRecord(answer=f"answer to {text}", finish_reason="stop", prompt_tokens=3, completion_tokens=3)
+            assert self.release.wait(120)
+
+    def close(self):
+        pass
+
+
+def _generate_in_another_process(directory, rows, release, waiting, results):
+    import logging
+
+    from datasets import Dataset
+
+    from llm_engineering.evaluation.config import PromptConfig
+    from llm_engineering.evaluation.generation import answer_test_split
+
+    messages = []
+
+    def emit(record):
+        messages.append(record.getMessage())
+        if "Another run is generating into" in messages[-1]:
+            waiting.set()
+
+    handler = logging.Handler()
+    handler.emit = emit
+    logging.getLogger("llm_engineering").addHandler(handler)
+    logging.getLogger("llm_engineering").setLevel(logging.INFO)
+    split = Dataset.from_dict({"id": [str(i) for i in range(rows)], "instruction": [f"q{i}" for i in range(rows)],
+                               "reference": ["r"] * rows, "prompt": [f"prompt {i}" for i in range(rows)]})
+    engine = _HeldEngine(release)
+    _, stats = answer_test_split(engine, split, "org/model", SamplingConfig(), PromptConfig(), 2048, _checkpoint(directory))
+    results.put((stats.resumed, stats.generated, engine.asked, messages))
+
+
+def test_two_runs_with_one_checkpoint_take_turns_and_the_second_reuses_every_answer(tmp_path):
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    results, release, waiting = context.Queue(), context.Event(), context.Event()
+    first = context.Process(target=_generate_in_another_process, args=(tmp_path, 6, release, waiting, results))
+    second = context.Process(target=_generate_in_another_process, args=(tmp_path, 6, release, waiting, results))
+    first.start()
+    checkpoint = _checkpoint(tmp_path)
+    while not checkpoint.path.exists():  # the first run holds the checkpoint: start the second now
+        assert first.is_alive(), "the first run ended before it wrote anything"
+    second.start()
+    assert waiting.wait(120), "the second run did not wait for the first"
+    release.set()  # the first run may finish now
+    outcomes = [results.get(timeout=120) for _ in range(2)]
+    for process in (first, second):
+        process.join(timeout=60)
+        assert process.exitcode == 0
+    (generated,) = [o for o in outcomes if o[1]]
+    (reused,) = [o for o in outcomes if not o[1]]
+    assert generated[:3] == (0, 6, 6)
+    assert reused[:3] == (6, 0, 0)  # the second asked its engine for nothing
+    lines = [json.loads(line) for line in checkpoint.path.read_text().splitlines()]
+    assert sorted(line["id"] for line in lines) == [str(i) for i in range(6)]  # every row once

@@ -64,6 +64,13 @@ def test_bad_labels_stop_before_any_work_with_the_file_and_the_line(run_cli, tmp
     assert "Traceback" not in result.stderr and "Initiating a new run" not in result.stdout + result.stderr
 
 
+def test_compare_to_an_unknown_run_stops_before_any_work(run_cli):
+    result = run_cli("evaluate", "--compare-to", "no-such-run-anywhere", "--limit", "2")
+    assert result.exit_code == 1
+    assert "--compare-to no-such-run-anywhere: no such run in the ZenML store" in result.stderr
+    assert "Initiating a new run" not in result.stdout + result.stderr
+
+
 def test_unknown_model_stops_before_any_work(run_cli):
     result = run_cli("--run-evaluation", "--model", "no such model")
     assert result.exit_code == 1
@@ -146,6 +153,9 @@ def test_legacy_flags_dispatch_to_the_same_work_as_the_commands(cli, args, expec
         (["rescore", "--labels", "l.csv"], {"mode": "rescore", "labels": "l.csv"}),
         (["publish", "--config", "c.yaml"], {"mode": "publish", "config_path": Path("c.yaml")}),
         (["snapshot", "snap", "--limit", "3"], {"mode": "snapshot", "snapshot": "snap", "limit": 3}),
+        (["evaluate", "--compare-to", "previous", "--fail-on-regression", "--verbose"],
+         {"mode": "evaluate", "compare_to": "previous", "fail_on_regression": True, "verbose": True}),
+        (["rescore", "--compare-to", "run-1"], {"mode": "rescore", "compare_to": "run-1"}),
     ],
 )
 def test_commands_parse_their_options(cli, args, expected):
@@ -185,6 +195,8 @@ def test_legacy_export_settings_before_a_run_exports_then_runs(cli):
         (["rescore", "--limit", "2"], "No such option '--limit'"),
         (["snapshot"], "Missing argument 'NAME'"),
         (["evaluate", "--limit", "0"], "0 is not in the range x>=1"),
+        (["evaluate", "--fail-on-regression"], "--fail-on-regression needs --compare-to RUN"),
+        (["publish", "--compare-to", "previous"], "No such option '--compare-to'"),
     ],
 )
 def test_flag_combinations_that_make_no_sense_are_usage_errors(cli, args, message):

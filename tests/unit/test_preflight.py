@@ -98,3 +98,17 @@ def test_a_seeded_sampled_in_process_judge_is_stopped_on_cpu_before_any_work(mon
     check_sampled_judges(parse_evaluation({"judges": [{}, {"temperature": 1.0, "seed": None}]}))
     monkeypatch.setattr(vllm_engine, "_on_cpu", lambda: False)
     check_sampled_judges(jury)  # CUDA generators take the offset rewind: only CPU engines are stopped
+
+
+def test_max_model_len_above_a_local_models_limit_stops_before_any_engine_starts(tmp_path):
+    import json
+
+    from llm_engineering.evaluation.config import ConfigError
+    from llm_engineering.preflight import check_context_length
+
+    (tmp_path / "config.json").write_text(json.dumps({"max_position_embeddings": 1024}))
+    with pytest.raises(ConfigError, match=r"engine.max_model_len 2048 is above what ./tiny supports \(1024.*set "
+                                          r"engine.max_model_len to 1024 or less"):
+        check_context_length("./tiny", str(tmp_path), 2048)
+    check_context_length("./tiny", str(tmp_path), 1024)  # at the limit: fine
+    check_context_length("org/hub-model", "org/hub-model", 10**6)  # no local config: vLLM's to say

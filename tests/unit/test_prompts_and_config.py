@@ -79,6 +79,9 @@ def test_the_readmes_example_configs_load_as_they_say(repo_root):
         ("paramters:\n  models: [a]\n", "Unknown top-level key(s) ['paramters']"),
         ("parameters: [unclosed\n", "not valid YAML"),
         ("- a\n- b\n", "must hold a mapping"),
+        ("parameters:\n  judge:\n    request_options: {temperature: 0.7, top_p: 0.9}\n",
+         "request_options may not set temperature: the judge sets them on every request (use judge.temperature instead)"),
+        ("parameters:\n  judge:\n    request_options: {seed: 1, messages: []}\n", "may not set messages, seed"),
     ],
 )
 def test_bad_config_files_name_the_key_and_the_fix(tmp_path, text, message):
