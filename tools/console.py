@@ -80,9 +80,11 @@ def quiet_console(directory: Path) -> Iterator[RunLog]:
     sys.stdout, sys.stderr = _terminal(sys.stdout, 1), _terminal(sys.stderr, 2)
     for fd in (1, 2):
         os.dup2(log.fileno(), fd)
-    # vLLM logs to the stream named here in every process: sys.__stdout__ is descriptor 1, the log.
-    saved_stream = os.environ.get("VLLM_LOGGING_STREAM")
-    os.environ["VLLM_LOGGING_STREAM"] = "ext://sys.__stdout__"
+    # vLLM logs to the stream named here in every process: sys.__stdout__ is descriptor 1, the log. Ray's
+    # driver would print its workers' output to the console: it stays in Ray's own session logs.
+    quiet_environment = {"VLLM_LOGGING_STREAM": "ext://sys.__stdout__", "RAY_LOG_TO_DRIVER": "0"}
+    saved_environment = {name: os.environ.get(name) for name in quiet_environment}
+    os.environ.update(quiet_environment)
     import zenml.logger  # noqa: F401  (ZenML's console handler exists from here on: filter it)
 
     console_filter = _ConsoleFilter()
@@ -102,10 +104,11 @@ def quiet_console(directory: Path) -> Iterator[RunLog]:
         logging.root.removeHandler(to_log)
         for handler in handlers:
             handler.removeFilter(console_filter)
-        if saved_stream is None:
-            os.environ.pop("VLLM_LOGGING_STREAM", None)
-        else:
-            os.environ["VLLM_LOGGING_STREAM"] = saved_stream
+        for name, value in saved_environment.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
         for fd, copy in saved.items():
