@@ -107,9 +107,11 @@ def validate_split(dataset: Dataset) -> Dataset:
         raise DatasetError("The test split is empty: point --dataset at a split with rows.")
     instruction = _find_column(dataset, col.INSTRUCTION_ALIASES, "instruction")
     reference = _find_column(dataset, col.REFERENCE_ALIASES, "reference answer")
-    raw_ids = dataset[col.ID] if col.ID in dataset.column_names else list(range(len(dataset)))
+    # Plain lists in one pass: `dataset[name]` is a lazy column that reads a row per item.
+    columns = dataset.select_columns([c for c in (col.ID, instruction, reference) if c in dataset.column_names]).to_dict()
+    raw_ids = columns[col.ID] if col.ID in columns else list(range(len(dataset)))
     ids = [str(value) for value in raw_ids]
-    instructions, references = dataset[instruction], dataset[reference]
+    instructions, references = columns[instruction], columns[reference]
 
     problems = [f"row {row}: no id; give every row an id, or drop the id column to number rows"
                 for row, value in enumerate(raw_ids) if value is None or str(value).strip() == ""]
@@ -151,6 +153,6 @@ def read_test_split(config: DatasetConfig) -> Dataset:
 def with_prompts(split: Dataset, prompt: PromptConfig) -> Dataset:
     """Add the `prompt` column: the Alpaca-formatted instruction, or, for the chat template
     (which depends on each model's tokenizer), the bare instruction that generation renders."""
-    instructions = split[col.INSTRUCTION]
+    instructions = split.select_columns([col.INSTRUCTION]).to_dict()[col.INSTRUCTION]
     prompts = [alpaca_prompt(text) for text in instructions] if prompt.template == "alpaca" else instructions
     return split.add_column(col.PROMPT, prompts)

@@ -13,13 +13,29 @@ Z_95 = 1.959964
 BOOTSTRAP_SAMPLES = 2000
 
 
+_FEW_VALUES = 64  # scores on a small scale: resample the counts of each value, not every row
+_DRAWS_PER_CHUNK = 4_000_000  # rows drawn at once when resampling row by row: bounds memory at ~32 MB
+
+
 def bootstrap_ci(values: Sequence[float], samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> Optional[list[float]]:
-    """95% percentile-bootstrap interval of the mean (None for fewer than two values)."""
+    """95% percentile-bootstrap interval of the mean (None for fewer than two values).
+
+    Time and memory grow linearly with the rows: data with few distinct values (integer scores) is
+    resampled as multinomial counts of each value (the same distribution of resampled means as drawing
+    rows, at a cost independent of the rows); other data row by row, in chunks."""
     if len(values) < 2:
         return None
     rng = np.random.default_rng(seed)
     data = np.asarray(values, dtype=float)
-    means = rng.choice(data, size=(samples, len(data)), replace=True).mean(axis=1)
+    distinct, counts = np.unique(data, return_counts=True)
+    if len(distinct) <= _FEW_VALUES:
+        means = rng.multinomial(len(data), counts / len(data), size=samples) @ distinct / len(data)
+    else:
+        chunk = max(1, _DRAWS_PER_CHUNK // len(data))
+        means = np.concatenate([
+            data[rng.integers(0, len(data), size=(min(chunk, samples - start), len(data)))].mean(axis=1)
+            for start in range(0, samples, chunk)
+        ])
     low, high = np.percentile(means, [2.5, 97.5])
     return [round(float(low), 4), round(float(high), 4)]
 

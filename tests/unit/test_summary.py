@@ -166,3 +166,15 @@ def test_the_judges_seconds_per_verdict_are_its_wall_time_over_new_calls_and_unk
     # Rows scored before the judge's time was recorded: unknown, not zero.
     old = model_scores(scored.remove_columns(col.JUDGE_SECONDS), rubric=handbook).judge_usage
     assert (old.calls, old.seconds, old.seconds_per_verdict) == (2, None, None)
+
+
+def test_bootstrap_of_integer_scores_by_value_counts_matches_resampling_rows():
+    from llm_engineering.evaluation.rates import bootstrap_ci
+
+    scores = [1] * 40 + [2] * 70 + [3] * 90  # three distinct values: resampled as counts
+    jittered = [s + 1e-9 * i for i, s in enumerate(scores)]  # 200 distinct values: resampled row by row
+    by_counts, by_rows = bootstrap_ci(scores), bootstrap_ci(jittered)
+    assert by_counts != by_rows  # the two ways really ran
+    # The same distribution of resampled means: intervals agree to Monte Carlo error (about 0.01 here).
+    assert by_counts[0] == pytest.approx(by_rows[0], abs=0.03) and by_counts[1] == pytest.approx(by_rows[1], abs=0.03)
+    assert by_counts[0] < 2.25 < by_counts[1]  # the mean, 2.25, inside
