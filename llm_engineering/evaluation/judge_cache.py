@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import sqlite3
+import time
 from pathlib import Path
 from typing import Any, Optional
 
 import diskcache
+
+logger = logging.getLogger(__name__)
 
 
 def cache_key(namespace: dict[str, Any], messages: list[dict[str, str]]) -> str:
@@ -24,7 +29,24 @@ class JudgeCache:
     so an interrupted scoring run resumes where it stopped."""
 
     def __init__(self, directory: Path):
-        self._cache = diskcache.Cache(str(directory))
+        try:
+            self._cache = self._open(directory)
+        except sqlite3.DatabaseError as error:  # a damaged file: keep it for a post-mortem, start an empty cache
+            aside = Path(directory).with_name(f"{Path(directory).name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+            Path(directory).rename(aside)
+            logger.warning("The judge cache %s could not be read (%s): moved aside to %s; verdicts are asked again "
+                           "and cached afresh.", directory, error, aside)
+            self._cache = self._open(directory)
+
+    @staticmethod
+    def _open(directory: Path) -> diskcache.Cache:
+        cache = diskcache.Cache(str(directory))
+        try:
+            len(cache)  # reads the database: a damaged one fails here, not mid-run
+        except sqlite3.DatabaseError:
+            cache.close()
+            raise
+        return cache
 
     def get(self, key: str) -> Optional[dict[str, Any]]:
         return self._cache.get(key)

@@ -213,3 +213,19 @@ def test_only_failed_rescoring_keeps_valid_rows_and_fills_the_others():
     assert merged[col.score("accuracy")] == [2, 3, 2, 3]
     assert merged[col.JUDGE_ERROR] == [None] * 4
     assert merged[col.analysis("accuracy")][0] == "ok"
+
+
+def test_a_damaged_judge_cache_is_moved_aside_with_a_warning_and_a_fresh_one_used(tmp_path, caplog):
+    folder = tmp_path / "cache"
+    first = JudgeCache(folder)
+    first.set("k", {"reply": 1})
+    first.close()
+    (folder / "cache.db").write_bytes(b"this is not a database " * 200)  # damaged, as by a full disk or a bad copy
+    with caplog.at_level("WARNING"):
+        cache = JudgeCache(folder)
+    (aside,) = tmp_path.glob("cache.damaged-*")
+    assert f"moved aside to {aside}" in caplog.text and "verdicts are asked again" in caplog.text
+    assert cache.get("k") is None and len(cache) == 0  # nothing is read from the damaged file
+    cache.set("k", {"reply": 2})
+    assert cache.get("k") == {"reply": 2}
+    cache.close()
