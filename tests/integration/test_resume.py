@@ -1,4 +1,4 @@
-"""Generation faults through the real CLI: Ctrl-C, then SIGKILL, midway; then the same command again.
+"""Generation faults through the real CLI: Ctrl-C, SIGTERM, then SIGKILL, midway; then the same command again.
 
 Real vLLM (CPU build) with the bundled model, the real ZenML local stack. The judge is the
 OpenAI-compatible stub, since what is under test is generation.
@@ -150,7 +150,19 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
         after_interrupt = len(_saved(checkpoint))
         assert 3 <= after_interrupt < ROWS
 
-        # 2. SIGKILL of the CLI's pid alone (the out-of-memory killer's way) a few answers later: its vLLM engine
+        # 2. SIGTERM to the CLI's pid alone (an orchestrator's or a scheduler's stop) a few answers later: the step is
+        # interrupted, the engine shut down, every answer kept, nothing left running 10 s later.
+        with open(tmp_path / "terminated.log", "w") as log:
+            terminated = _start(repo_root, config, log)
+            code, descendants = _stop_after(terminated, checkpoint, after_interrupt + 2, signal.SIGTERM, pid_alone=True)
+        console = (tmp_path / "terminated.log").read_text()
+        assert code not in (0, -signal.SIGKILL), console[-3000:]
+        assert any(name.startswith("VLLM::") for _, name in descendants), descendants
+        assert _group_gone(terminated.pid, timeout=10), f"alive 10 s after SIGTERM: {_alive(terminated.pid)}"
+        assert f"Resuming: {after_interrupt} of {ROWS} answers" in console
+        after_interrupt = len(_saved(checkpoint))
+
+        # 3. SIGKILL of the CLI's pid alone (the out-of-memory killer's way) a few answers later: its vLLM engine
         # core and worker are not told, yet must end with it (engine_lifetime), not spin on.
         with open(tmp_path / "killed.log", "w") as log:
             second = _start(repo_root, config, log)
@@ -162,7 +174,7 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
         kept = _saved(checkpoint)
         assert after_interrupt + 2 <= len(kept) < ROWS
 
-        # 3. The command again, in this process (`run_cli`) with the session's engine: the config without
+        # 4. The command again, in this process (`run_cli`) with the session's engine: the config without
         # `max_num_seqs`, a scheduling knob the checkpoint's key leaves out, so the same checkpoint is found.
         # Only the missing rows are generated, and the run completes.
         config.write_text(CONFIG.format(rows=ROWS, base_url=judge.base_url).replace("  engine: {max_num_seqs: 4}\n", ""))
