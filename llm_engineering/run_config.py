@@ -36,12 +36,21 @@ ZENML_KEYS = {"settings", "steps", "enable_cache", "run_name", "extra", "model",
 TOP_LEVEL_KEYS = ZENML_KEYS | {"parameters"}
 
 
+def _base_and_adapter(model: str) -> tuple[str, Optional[str]]:
+    """`BASE+ADAPTER@key=value` -> (BASE, ADAPTER); a model without an adapter -> (model id less its settings, None)."""
+    from llm_engineering.evaluation.models import split_adapter, split_variant
+
+    return split_adapter(split_variant(model)[0])
+
+
 def _check_variant(model: str) -> None:
-    """A variant's sampling settings (`name@temperature=0.2`) must be valid sampling keys and values."""
+    """A variant's sampling settings (`name@temperature=0.2`) must be valid sampling keys and values,
+    and `BASE+ADAPTER` must name both."""
     from llm_engineering.evaluation.models import ModelError, split_variant
 
     try:
         _, overrides = split_variant(model)
+        _base_and_adapter(model)
     except ModelError as error:
         raise ValueError(str(error)) from None
     unknown = sorted(set(overrides) - set(SamplingConfig.model_fields))
@@ -114,6 +123,36 @@ class EvaluationConfig(BaseModel):
                 raise ValueError(f"judges[{k}] scores rubric {rubric.name!r} but judges[0] scores {rubrics[0].name!r}: a jury "
                                  f"scores one rubric; give every judge the same rubric")
         return self
+
+    @model_validator(mode="after")
+    def _adapters_run_in_process(self) -> "EvaluationConfig":
+        adapters = [m for m in self.models if _base_and_adapter(m)[1]]
+        if adapters and self.engine.backend == "ray":
+            from llm_engineering.infrastructure.engines import ray_adapter_problem
+
+            raise ValueError(ray_adapter_problem(_base_and_adapter(adapters[0])[1] or ""))
+        for k, judge in enumerate(self.panel):
+            if judge.backend == "vllm" and _base_and_adapter(judge.model)[1]:
+                where = f"judges[{k}]" if self.judges else "judge"
+                raise ValueError(f"{where}.model {judge.model!r}: an in-process judge runs a base model only, not a LoRA "
+                                 f"adapter; merge the adapter into its base (PeftModel.merge_and_unload) and give the "
+                                 f"merged folder, or serve it with `vllm serve --enable-lora` and use backend: openai")
+        return self
+
+    def engine_for(self, model: str) -> EngineConfig:
+        """The engine config of `model`'s generation: the run's, with LoRA on where the run has an adapter of the
+        same base (the base and all its adapters then share one engine), `max_rank` raised to fit their local
+        adapters. Bases are compared as written: an alias and its folder's path make two engines."""
+        from llm_engineering.evaluation.models import adapter_rank
+
+        base = _base_and_adapter(model)[0]
+        adapters = [adapter for b, adapter in map(_base_and_adapter, self.models) if adapter and b == base]
+        if not adapters:
+            return self.engine
+        lora = self.engine.lora
+        for adapter in adapters:  # a Hub adapter's rank is not read before vLLM downloads it: engine.lora.max_rank
+            lora = lora.covering(adapter_rank(adapter) or 1)
+        return self.engine.model_copy(update={"lora": lora})
 
     @property
     def panel(self) -> list[JudgeConfig]:

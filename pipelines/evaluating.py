@@ -64,8 +64,9 @@ def evaluating(config: EvaluationConfig) -> None:
     generations, stats, published = [], [], []
     samplings = [config.sampling_for(model) for model in config.models]  # a variant has its own
     for model, sampling in zip(config.models, samplings):
+        # A base and its LoRA adapters get one engine config (LoRA on), so they share one engine.
         answers, model_stats = generate(
-            test_split, model=model, sampling=sampling, engine=config.engine, prompt=config.prompt,
+            test_split, model=model, sampling=sampling, engine=config.engine_for(model), prompt=config.prompt,
             resume=config.resume,
         )
         published.append(_publisher(config)(answers, publish=config.publish, dataset=config.dataset, sampling=sampling))

@@ -123,7 +123,8 @@ def _selection_options(hidden: bool = False) -> Callable:
     """--model, --dataset, --limit, --dummy: what is evaluated."""
     options = [
         click.option("--model", "models", multiple=True, hidden=hidden,
-                     help="Model alias, local folder or Hub id; repeat to compare models."),
+                     help="Model alias, local folder or Hub id; BASE+ADAPTER adds a LoRA adapter (PEFT folder or "
+                          "Hub id); repeat to compare models."),
         click.option("--dataset", hidden=hidden,
                      help="Hub dataset id, or a local json/jsonl/parquet/csv file or dataset folder."),
         click.option("--limit", type=click.IntRange(min=1), hidden=hidden, help="Evaluate only the first N rows."),

@@ -22,6 +22,7 @@ from filelock import FileLock, Timeout
 from pydantic import BaseModel
 
 from llm_engineering.evaluation.config import EngineConfig, SamplingConfig
+from llm_engineering.evaluation.models import file_label
 
 logger = logging.getLogger(__name__)
 
@@ -60,15 +61,17 @@ class AnswerCheckpoint:
     """Append-only store of finished answers for one generation configuration."""
 
     def __init__(self, directory: Path, model_id: str, model_path: str,
-                 sampling: SamplingConfig, engine: EngineConfig) -> None:
+                 sampling: SamplingConfig, engine: EngineConfig, adapter: Optional[str] = None) -> None:
         config = {
             **model_fingerprint(model_path),
+            # A LoRA adapter's weights, as the base's: retrained into the same folder, it answers anew.
+            **({"adapter": model_fingerprint(adapter)} if adapter else {}),
             "sampling": sampling.model_dump(),
             # Only what changes the tokens; scheduling knobs (max_num_seqs...) do not.
             "dtype": engine.dtype,
             "max_model_len": engine.max_model_len,
         }
-        name = "".join(c if c.isalnum() or c in "-_." else "_" for c in Path(model_id.rstrip("/")).name)
+        name = "".join(c if c.isalnum() or c in "-_.+" else "_" for c in file_label(model_id))
         self.path = Path(directory).expanduser() / f"{name}-{_digest(config)[:16]}.jsonl"
 
     @contextmanager

@@ -7,7 +7,7 @@ YAML loading, live in `llm_engineering.run_config`.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal, Optional, Union, get_args
 
 from pydantic import (
     BaseModel,
@@ -117,6 +117,36 @@ class RayConfig(_Strict):
         return self.replicas if isinstance(self.replicas, tuple) else (self.replicas, self.replicas)
 
 
+# vLLM's allowed `max_lora_rank` values (vllm.config.lora.MaxLoRARanks in 0.32; evaluation does not import vLLM).
+LoraRank = Literal[1, 8, 16, 32, 64, 128, 256, 320, 512]
+LORA_RANKS: tuple[int, ...] = get_args(LoraRank)
+
+
+class LoraConfig(_Strict):
+    """LoRA adapters served by their base model's engine, unmerged (`--model BASE+ADAPTER`).
+
+    A run turns `enabled` on for the engine of every base that has an adapter among its models (and raises
+    `max_rank` to its local adapters' ranks), so the base and all its adapters share one engine.
+    """
+
+    enabled: bool = Field(False, description="Build engines that serve LoRA adapters beside the base model.")
+    max_rank: LoraRank = Field(
+        16, description="The largest adapter rank the engine accepts; raise it for a Hub adapter of a higher rank "
+        "(a local adapter's rank is read from its adapter_config.json).",
+    )
+
+    def serves(self, wanted: "LoraConfig") -> bool:
+        """An engine built with this config can serve requests that need `wanted` (a LoRA engine serves the base too)."""
+        return not wanted.enabled or (self.enabled and self.max_rank >= wanted.max_rank)
+
+    def covering(self, rank: int) -> "LoraConfig":
+        """Enabled, with `max_rank` raised to the smallest vLLM rank that holds an adapter of `rank`."""
+        fits = [r for r in LORA_RANKS if r >= rank]
+        if not fits:
+            raise ConfigError(f"a LoRA adapter of rank {rank} is above vLLM's largest max_lora_rank {LORA_RANKS[-1]}")
+        return self.model_copy(update={"enabled": True, "max_rank": max(self.max_rank, fits[0])})
+
+
 class EngineConfig(_Strict):
     """How vLLM is built and run. Defaults are the fast ones on a 2-core CPU (see shared FACTS)."""
 
@@ -149,6 +179,7 @@ class EngineConfig(_Strict):
     enable_prefix_caching: Optional[bool] = None
     enable_chunked_prefill: Optional[bool] = None
     ray: RayConfig = RayConfig()
+    lora: LoraConfig = LoraConfig()
 
     @model_validator(mode="after")
     def _data_parallel_runs_on_ray(self) -> "EngineConfig":

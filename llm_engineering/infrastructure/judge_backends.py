@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from llm_engineering.evaluation.config import EngineConfig, JudgeConfig
+from llm_engineering.evaluation.config import ConfigError, EngineConfig, JudgeConfig
 from llm_engineering.evaluation.judge_cache import JudgeCache
 from llm_engineering.evaluation.judge_transport import JudgeBackend
 from llm_engineering.infrastructure.vllm_engine import EnginePool
@@ -27,7 +27,10 @@ def build_judge(config: JudgeConfig, engine: EngineConfig, settings: Settings, p
     from llm_engineering.evaluation.models import resolve_model
     from llm_engineering.infrastructure.vllm_judge import VLLMJudge
 
-    return VLLMJudge(resolve_model(config.model, settings.MODEL_CACHE_DIR).path, config, engine, pool)
+    model = resolve_model(config.model, settings.MODEL_CACHE_DIR)
+    if model.adapter:  # never silently the base alone (a run's config refuses it before any work)
+        raise ConfigError(f"judge.model {config.model!r}: an in-process judge runs a base model only, not a LoRA adapter.")
+    return VLLMJudge(model.path, config, engine, pool)
 
 
 @contextlib.contextmanager

@@ -5,6 +5,7 @@ An `EnginePool` holds at most one engine: a caller that asks for the engine alre
 judge reusing the generation model, a test reusing the session's engine) gets it for free, and
 asking for a different one frees the old one first, so models never share memory. The pool is
 an object the caller owns and passes in (one per process, made by the wiring layer), not a global.
+LoRA adapters are served by their base model's engine (built with LoRA on), never merged into it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT
 
 if TYPE_CHECKING:
     from vllm import LLM, RequestOutput, SamplingParams
+    from vllm.lora.request import LoRARequest
 
 logger = logging.getLogger(__name__)
 
@@ -147,6 +149,9 @@ def engine_kwargs(model_path: str, engine: EngineConfig, on_cpu: bool) -> dict[s
         kwargs["enable_prefix_caching"] = engine.enable_prefix_caching
     if engine.enable_chunked_prefill is not None:
         kwargs["enable_chunked_prefill"] = engine.enable_chunked_prefill
+    if engine.lora.enabled:
+        # One adapter per batch: a model's answers are generated in one call, one model after another.
+        kwargs.update(enable_lora=True, max_lora_rank=engine.lora.max_rank, max_loras=1)
     return kwargs
 
 
@@ -189,10 +194,24 @@ class EnginePool:
     key: Optional[tuple[str, EngineConfig]] = None
     llm: Optional[LLM] = None
     builds: list[tuple[str, float]] = field(default_factory=list)
+    adapter_ids: dict[str, int] = field(default_factory=dict)  # vLLM's id of each LoRA adapter path, stable
+
+    def serves(self, model_path: str, engine: EngineConfig) -> bool:
+        """The held engine serves `model_path` under `engine`: the same weights and settings, where one built
+        with LoRA also serves requests without (the judge of a base whose adapters were just evaluated)."""
+        if self.llm is None or self.key is None:
+            return False
+        held_path, held = self.key
+        return (held_path == model_path and held.lora.serves(engine.lora)
+                and held == engine.model_copy(update={"lora": held.lora}))
+
+    def adapter_id(self, adapter: str) -> int:
+        """vLLM's int id for the adapter at `adapter`: vLLM caches loaded adapters by it, so one per path."""
+        return self.adapter_ids.setdefault(adapter, len(self.adapter_ids) + 1)
 
     def get(self, model_path: str, engine: EngineConfig) -> LLM:
-        """The engine for `model_path` and `engine`: the held one if they match, else a new one (the old freed first)."""
-        if self.key == (model_path, engine) and self.llm is not None:
+        """The engine for `model_path` and `engine`: the held one if it serves them, else a new one (the old freed first)."""
+        if self.serves(model_path, engine):
             return self.llm
         self.release()
         from vllm import LLM
@@ -238,8 +257,9 @@ class VLLMEngine:
     frees it.
     """
 
-    def __init__(self, llm: LLM):
+    def __init__(self, llm: LLM, lora_request: Optional[LoRARequest] = None):
         self._llm: Optional[LLM] = llm
+        self._lora_request = lora_request  # every prompt through this adapter; None: the base model
 
     def _engine(self) -> LLM:
         if self._llm is None:
@@ -251,7 +271,8 @@ class VLLMEngine:
 
     def generate(self, prompts: dict[int, str], sampling: SamplingConfig) -> Answers:
         """`(index, answer)` as each finishes; all prompts share one continuous batch."""
-        with contextlib.closing(stream_generate(self._engine(), prompts, sampling_params(sampling))) as stream:
+        stream = stream_generate(self._engine(), prompts, sampling_params(sampling), self._lora_request)
+        with contextlib.closing(stream):
             for i, output in stream:
                 yield i, answer_record(output)
 
@@ -272,8 +293,11 @@ def sampling_params(config: SamplingConfig) -> SamplingParams:
     )
 
 
-def stream_generate(llm: LLM, prompts: dict[int, str], params: SamplingParams) -> Iterator[tuple[int, RequestOutput]]:
-    """Yield `(index, RequestOutput)` as each request finishes; all requests share one batch.
+def stream_generate(
+    llm: LLM, prompts: dict[int, str], params: SamplingParams, lora_request: Optional[LoRARequest] = None
+) -> Iterator[tuple[int, RequestOutput]]:
+    """Yield `(index, RequestOutput)` as each request finishes; all requests share one batch (through
+    `lora_request`'s adapter when given).
 
     The engine is stepped here instead of inside `LLM.generate`, so each answer can be saved as
     it finishes. On any interruption (Ctrl-C, an error in the consumer) the unfinished requests
@@ -282,7 +306,7 @@ def stream_generate(llm: LLM, prompts: dict[int, str], params: SamplingParams) -
     if not prompts:
         return
     indices = list(prompts)
-    internal_ids = llm.enqueue([prompts[i] for i in indices], params, use_tqdm=False)
+    internal_ids = llm.enqueue([prompts[i] for i in indices], params, lora_request=lora_request, use_tqdm=False)
     # vLLM returns its internal ids ("<request id>-<8 random chars>"); outputs carry the request id.
     pending = {rid.rsplit("-", 1)[0]: (rid, i) for rid, i in zip(internal_ids, indices)}
     engine = llm.llm_engine

@@ -30,18 +30,19 @@ def generate_answers(
     Annotated[Dataset, col.GENERATIONS],
     Annotated[GenerationStats, col.GENERATION_STATS],
 ]:
-    """Generate every answer of one model with vLLM (in-process, or on Ray replicas), saving each as it finishes."""
+    """Generate every answer of one model with vLLM (in-process, or on Ray replicas), saving each as it finishes;
+    a model with a LoRA adapter (`BASE+ADAPTER`) on its base's engine."""
     settings = get_settings()
     resolved = resolve_model(model, settings.MODEL_CACHE_DIR)
     dtype, dtype_reason = resolved_dtype(engine)
     logger.info("%s: engine dtype %s (%s)", model, dtype, dtype_reason)
     # Keyed by the dtype it resolved to: answers of `auto` on a bf16 CPU are not those of an fp32 one.
     checkpoint = AnswerCheckpoint(settings.CHECKPOINT_DIR, model, resolved.path, sampling,
-                                  engine.model_copy(update={"dtype": dtype}))
+                                  engine.model_copy(update={"dtype": dtype}), resolved.adapter)
     if not resume:
         checkpoint.reset()
     # The in-process engine stays in the pool after this step: the judge steps reuse it when they match.
-    with open_engine(resolved.path, engine, ENGINE_POOL) as generation_engine:
+    with open_engine(resolved.path, engine, ENGINE_POOL, resolved.adapter) as generation_engine:
         generations, stats = answer_test_split(
             generation_engine, test_split, model, sampling, prompt, engine.max_model_len, checkpoint
         )
