@@ -153,7 +153,7 @@ class _Engine:
     events: list = []
 
     def __init__(self, model, **kwargs):
-        core = type("EngineCore", (), {"shutdown": staticmethod(lambda: _Engine.events.append(("shutdown", model)))})
+        core = type("EngineCore", (), {"shutdown": staticmethod(lambda timeout=None: _Engine.events.append(("shutdown", model)))})
         self.llm_engine = type("LLMEngine", (), {"engine_core": core})
         _Engine.events.append(("build", model, kwargs.get("enable_lora", False), kwargs.get("max_lora_rank")))
 
