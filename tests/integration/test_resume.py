@@ -119,6 +119,7 @@ def _group_gone(pgid, timeout=60):
     return False
 
 
+@pytest.mark.timeout(600)
 def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, tmp_path, run_cli):
     from zenml.client import Client
 
