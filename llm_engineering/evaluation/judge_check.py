@@ -26,7 +26,7 @@ from llm_engineering.evaluation.judge_cache import JudgeCache
 from llm_engineering.evaluation.judge_transport import JudgeBackend, ReplySchema, ask_judge
 from llm_engineering.evaluation.rubric import Rubric, first_score_schema, judge_messages, verdict_checker
 from llm_engineering.evaluation.scoring import read_reply
-from llm_engineering.evaluation.rates import Rate, rate, sample_rows
+from llm_engineering.evaluation.rates import Rate, mean, rate, sample_rows
 from llm_engineering.evaluation.similarity import SimilarityCheck
 
 logger = logging.getLogger(__name__)
@@ -108,9 +108,6 @@ class TrustChecks(BaseModel):
     notes: list[str] = Field(default_factory=list, description="checks that were skipped, and why")
 
 
-def _mean(values: list[int]) -> Optional[float]:
-    return round(sum(values) / len(values), 4) if values else None
-
 
 WORSE_ANSWER = {
     "mismatch": "a mismatched answer",
@@ -166,8 +163,8 @@ def judge_check_from_pairs(
         ties=rate(len(scored) - higher - lower, total),
         reversals=rate(lower, total),
         failed=rate(total - len(scored), total),
-        reference_accuracy_mean=_mean([p.reference_accuracy for p in scored]),
-        mismatched_accuracy_mean=_mean([p.mismatched_accuracy for p in scored]),
+        reference_accuracy_mean=mean([p.reference_accuracy for p in scored]),
+        mismatched_accuracy_mean=mean([p.mismatched_accuracy for p in scored]),
         threshold=threshold,
         no_signal=no_signal,
         reference_higher_expected=tie_broken,

@@ -17,6 +17,11 @@ _FEW_VALUES = 64  # scores on a small scale: resample the counts of each value, 
 _DRAWS_PER_CHUNK = 4_000_000  # rows drawn at once when resampling row by row: bounds memory at ~32 MB
 
 
+def mean(values: Sequence[float]) -> Optional[float]:
+    """The mean to 4 decimals (None for no values)."""
+    return round(sum(values) / len(values), 4) if values else None
+
+
 def bootstrap_ci(values: Sequence[float], samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> Optional[list[float]]:
     """95% percentile-bootstrap interval of the mean (None for fewer than two values).
 

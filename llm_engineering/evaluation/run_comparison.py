@@ -13,7 +13,7 @@ from datasets import Dataset
 from pydantic import BaseModel, Field
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.rates import bootstrap_ci
+from llm_engineering.evaluation.rates import bootstrap_ci, mean
 
 CHANGED_ROWS = 10
 
@@ -65,9 +65,6 @@ def _values(rows: list[dict], metric: str) -> dict[str, float]:
     return {r[col.ID]: r[column] for r in rows if r.get(col.JUDGE_ERROR) is None and r.get(column) is not None}
 
 
-def _mean(values: list[float]) -> Optional[float]:
-    return round(sum(values) / len(values), 4) if values else None
-
 
 def _metric_change(model_id: str, metric: str, current: list[dict], previous: list[dict]) -> MetricChange:
     now, before = _values(current, metric), _values(previous, metric)
@@ -75,8 +72,8 @@ def _metric_change(model_id: str, metric: str, current: list[dict], previous: li
     differences = [now[i] - before[i] for i in shared]
     return MetricChange(
         model_id=model_id, metric=metric, paired_rows=len(shared),
-        current_mean=_mean([now[i] for i in shared]), previous_mean=_mean([before[i] for i in shared]),
-        difference=_mean(differences), ci=bootstrap_ci(differences),
+        current_mean=mean([now[i] for i in shared]), previous_mean=mean([before[i] for i in shared]),
+        difference=mean(differences), ci=bootstrap_ci(differences),
     )
 
 

@@ -20,7 +20,7 @@ from llm_engineering.evaluation.generation import GenerationStats
 from llm_engineering.evaluation.items import ItemView, item_views
 from llm_engineering.evaluation.label_agreement import LabelAgreement
 from llm_engineering.evaluation.pairwise import PairwiseComparison, PairwiseReport
-from llm_engineering.evaluation.rates import bootstrap_ci
+from llm_engineering.evaluation.rates import bootstrap_ci, mean
 from llm_engineering.evaluation.judge_check import JudgeCheck, TrustChecks
 from llm_engineering.evaluation.rubric import Rubric
 from llm_engineering.evaluation.similarity import SimilarityCheck
@@ -134,9 +134,6 @@ class EvaluationSummary(BaseModel):
     items_total: int = Field(0, description="test items in the run (more than `items` when only the worst are kept)")
 
 
-def _mean(values: list[float]) -> Optional[float]:
-    return round(sum(values) / len(values), 4) if values else None
-
 
 def judge_usage(rows: list[dict], prices: Optional[tuple[float, float]] = None) -> JudgeUsage:
     """Fresh judge calls, cache hits and tokens of these rows; the cost when `prices` (USD per
@@ -173,13 +170,13 @@ def _criterion_scores(name: str, scored: list[dict], values: Optional[list[int]]
         own = [(r[col.jury_scores(name)][k], r[col.jury_expected(name)][k]) for r in scored
                if r.get(col.jury_scores(name)) and r[col.jury_scores(name)][k] is not None]
         own_expected = [e for _, e in own if e is not None]
-        per_judge.append(JudgeScores(judge=judge, scored=len(own), mean=_mean([s for s, _ in own]),
-                                     expected_mean=_mean(own_expected) if len(own_expected) == len(own) else None))
+        per_judge.append(JudgeScores(judge=judge, scored=len(own), mean=mean([s for s, _ in own]),
+                                     expected_mean=mean(own_expected) if len(own_expected) == len(own) else None))
     by_length = with_expected if len(with_expected) == len(scored) else scores
     return CriterionScores(
-        name=name, mean=_mean(scores), ci=bootstrap_ci(scores),
+        name=name, mean=mean(scores), ci=bootstrap_ci(scores),
         counts={str(v): scores.count(v) for v in (values or sorted(set(scores)))},
-        expected_mean=_mean(with_expected), expected_ci=bootstrap_ci(with_expected), expected_rows=len(with_expected),
+        expected_mean=mean(with_expected), expected_ci=bootstrap_ci(with_expected), expected_rows=len(with_expected),
         expected_problem=problems.most_common(1)[0][0] if problems else None,
         judges=per_judge,
         length=length_correlation(by_length, [len(r.get(col.ANSWER) or "") for r in scored]),
@@ -237,7 +234,7 @@ def compare_models(a: Dataset, b: Dataset, criterion: str) -> ModelComparison:
     differences = [scores_a[i] - scores_b[i] for i in common]
     return ModelComparison(
         model_a=a[0][col.MODEL_ID], model_b=b[0][col.MODEL_ID], criterion=criterion,
-        paired_rows=len(common), difference=_mean(differences), ci=bootstrap_ci(differences),
+        paired_rows=len(common), difference=mean(differences), ci=bootstrap_ci(differences),
     )
 
 
