@@ -10,6 +10,7 @@ then reuses its answers.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
@@ -120,6 +121,7 @@ class CheckpointWriter:
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
         self._handle = path.open("a+", encoding="utf-8")
         self._handle.seek(0, 2)
         if self._handle.tell():
@@ -128,8 +130,15 @@ class CheckpointWriter:
                 self._handle.write("\n")
 
     def append(self, key: str, row_id: str, record: AnswerRecord) -> None:
-        self._handle.write(json.dumps({"key": key, "id": row_id, **record.model_dump()}, ensure_ascii=False) + "\n")
-        self._handle.flush()
+        try:
+            self._handle.write(json.dumps({"key": key, "id": row_id, **record.model_dump()}, ensure_ascii=False) + "\n")
+            self._handle.flush()
+        except OSError as error:
+            if error.errno != errno.ENOSPC:
+                raise
+            raise OSError(errno.ENOSPC, f"No space left on the disk of {self.path.parent} to save an answer to the "
+                                        f"checkpoint: free space there (or set CHECKPOINT_DIR to another disk) and run "
+                                        f"the same command again; every answer saved before is kept.") from None
 
     def close(self) -> None:
         self._handle.close()

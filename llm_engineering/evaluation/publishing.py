@@ -7,6 +7,7 @@ The original pushes answers after generation and again, with verdicts, after sco
 
 from __future__ import annotations
 
+import errno
 import logging
 import re
 import shutil
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from datasets import Dataset
+from filelock import FileLock
 from huggingface_hub import DatasetCard, DatasetCardData
 from pydantic import BaseModel
 
@@ -126,9 +128,18 @@ def publish_local(
         path = data_file(split, unique=True)
         results.to_parquet(str(staging / path))
         dataset_card(repo, split, path, info).save(staging / "README.md")
-        if target.exists():
-            shutil.rmtree(target)
-        staging.rename(target)
+        # Two runs publishing to one repo at once: one swap at a time, so neither removes the other's new folder.
+        with FileLock(target.parent / f".{target.name}.lock"):
+            if target.exists():
+                shutil.rmtree(target)
+            staging.rename(target)
+    except OSError as error:
+        shutil.rmtree(staging, ignore_errors=True)
+        if error.errno != errno.ENOSPC:
+            raise
+        raise OSError(errno.ENOSPC, f"No space left on the disk of {target.parent} to publish {repo}: free space "
+                                    f"there (or set OUTPUT_DIR to another disk) and run `python tools/run.py publish`; "
+                                    f"the results are stored as ZenML artifacts, and the repo as it was is kept.") from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

@@ -156,3 +156,22 @@ def test_two_runs_with_one_checkpoint_take_turns_and_the_second_reuses_every_ans
     assert reused[:3] == (6, 0, 0)  # the second asked its engine for nothing
     lines = [json.loads(line) for line in checkpoint.path.read_text().splitlines()]
     assert sorted(line["id"] for line in lines) == [str(i) for i in range(6)]  # every row once
+
+
+def test_a_full_disk_while_saving_an_answer_names_the_folder_and_keeps_what_was_saved(tmp_path):
+    import errno
+
+    checkpoint = _checkpoint(tmp_path)
+    with checkpoint.writer() as writer:
+        writer.append("k1", "a", _record("saved"))
+        real_write = writer._handle.write
+
+        def full(text):  # the disk fills in the middle of the next line
+            real_write(text[:10])
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        writer._handle.write = full
+        with pytest.raises(OSError, match=f"No space left on the disk of {tmp_path} to save an answer"):
+            writer.append("k2", "b", _record("lost"))
+        writer._handle.write = real_write
+    assert list(checkpoint.load()) == ["k1"]  # the torn line is skipped; the rerun generates only row b

@@ -140,3 +140,38 @@ def test_published_repo_loads_back_with_datasets_and_has_a_card(tmp_path):
     # Publishing again replaces the repo content instead of adding a second data file.
     publish_local(rows.select([0]), tmp_path / "hub", "ws/m-results", "test", {})
     assert len(load_dataset(str(folder), split="test")) == 1
+
+
+def test_two_runs_publishing_one_repo_at_once_leave_one_whole_repo(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    hub = tmp_path / "hub"
+    versions = [Dataset.from_dict({"id": [f"{k}-{i}" for i in range(50)], "answer": ["x"] * 50}) for k in range(2)]
+
+    def publish(k):
+        for _ in range(15):  # the swaps of the two publishers overlap many times
+            publish_local(versions[k], hub, "ws/m-results", "test", {"model": f"m{k}"})
+
+    with ThreadPoolExecutor(2) as pool:
+        for future in [pool.submit(publish, k) for k in range(2)]:
+            future.result()  # without the lock: a rename onto the folder the other just made, or an rmtree under it
+    folder = hub / "ws" / "m-results"
+    assert len(list((folder / "data").iterdir())) == 1
+    assert load_dataset(str(folder), split="test").to_list() in [v.to_list() for v in versions]
+    assert sorted(p.name for p in (hub / "ws").iterdir() if not p.name.endswith(".lock")) == ["m-results"]  # no staging left
+
+
+def test_a_full_disk_while_publishing_names_the_folder_and_keeps_the_repo_as_it_was(tmp_path, monkeypatch):
+    import errno
+
+    rows = Dataset.from_dict({"id": ["a"], "answer": ["x"]})
+    folder = publish_local(rows, tmp_path / "hub", "ws/m-results", "test", {"model": "m"})
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Dataset, "to_parquet", full)
+    with pytest.raises(OSError, match=f"No space left on the disk of {tmp_path / 'hub' / 'ws'} to publish ws/m-results"):
+        publish_local(Dataset.from_dict({"id": ["b"], "answer": ["y"]}), tmp_path / "hub", "ws/m-results", "test", {})
+    assert load_dataset(str(folder), split="test").to_list() == rows.to_list()  # the earlier publication, whole
+    assert [p.name for p in (tmp_path / "hub" / "ws").iterdir() if not p.name.endswith(".lock")] == ["m-results"]
