@@ -135,6 +135,23 @@ def join_gguf(chunks: list[Path], target: Path, size: int | None = None, sha256:
     return target
 
 
+CONVERSION_MANIFEST = "conversion.json"  # each converted file's size, written last
+
+
+def conversion_problem(folder: Path) -> Optional[str]:
+    """What is wrong with a converted model folder (a file deleted, cut short), or None when it is whole."""
+    if not (folder / "config.json").is_file():
+        return "no config.json"
+    manifest = folder / CONVERSION_MANIFEST
+    if not manifest.is_file():  # converted before manifests were written: its weights at least
+        return None if any(folder.glob("*.safetensors")) else "no weights (*.safetensors)"
+    for name, size in json.loads(manifest.read_text()).items():
+        found = folder / name
+        if not found.is_file() or found.stat().st_size != size:
+            return f"{name} is {'missing' if not found.is_file() else f'{found.stat().st_size} bytes, not {size}'}"
+    return None
+
+
 def _convert_embedded(model: EmbeddedModel, folder: Path) -> None:
     paths = part_paths(model)
     if len(paths) == 1:
@@ -170,6 +187,8 @@ def convert_gguf(gguf: Path, target: Path, dtype: str = "float32") -> Path:
     try:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
+        sizes = {p.name: p.stat().st_size for p in staging.iterdir() if p.is_file()}
+        (staging / CONVERSION_MANIFEST).write_text(json.dumps(sizes, indent=1))
         if target.exists():  # another process finished first
             shutil.rmtree(staging)
         else:
@@ -294,7 +313,11 @@ def resolve_model(model_id: str, cache_dir: Path) -> ResolvedModel:
     if model_id in EMBEDDED_MODELS:
         embedded = EMBEDDED_MODELS[model_id]
         folder = Path(cache_dir).expanduser() / embedded.name
-        if not (folder / "config.json").is_file():
+        problem = conversion_problem(folder) if folder.exists() else "not converted yet"
+        if problem:
+            if folder.exists():
+                logger.warning("The converted model %s is damaged (%s): converting it again.", folder, problem)
+                shutil.rmtree(folder)
             _convert_embedded(embedded, folder)
         return ResolvedModel(model_id=model_id, path=str(folder), name=embedded.name)
     path = Path(model_id).expanduser()

@@ -1,5 +1,6 @@
 import hashlib
 import json
+from pathlib import Path
 
 import pytest
 from datasets import Dataset, load_dataset
@@ -175,3 +176,29 @@ def test_a_full_disk_while_publishing_names_the_folder_and_keeps_the_repo_as_it_
         publish_local(Dataset.from_dict({"id": ["b"], "answer": ["y"]}), tmp_path / "hub", "ws/m-results", "test", {})
     assert load_dataset(str(folder), split="test").to_list() == rows.to_list()  # the earlier publication, whole
     assert [p.name for p in (tmp_path / "hub" / "ws").iterdir() if not p.name.endswith(".lock")] == ["m-results"]
+
+
+def test_a_damaged_converted_model_is_converted_again_with_a_warning(tmp_path, monkeypatch, caplog):
+    model = _split_model(tmp_path, monkeypatch)
+    monkeypatch.setitem(models.EMBEDDED_MODELS, "fake-1b", model)
+    conversions = []
+
+    def convert(gguf, target, dtype):  # stands in for the transformers conversion, manifest included
+        conversions.append(target)
+        target.mkdir()
+        (target / "config.json").write_text("{}")
+        (target / "model.safetensors").write_bytes(b"w" * 100)
+        (target / models.CONVERSION_MANIFEST).write_text(json.dumps({"config.json": 2, "model.safetensors": 100}))
+
+    monkeypatch.setattr(models, "convert_gguf", convert)
+    folder = Path(resolve_model("fake-1b", tmp_path / "cache").path)
+    resolve_model("fake-1b", tmp_path / "cache")
+    assert len(conversions) == 1  # whole: converted once
+    (folder / "model.safetensors").write_bytes(b"w" * 10)  # cut short (a full disk, a bad copy)
+    with caplog.at_level("WARNING"):
+        resolve_model("fake-1b", tmp_path / "cache")
+    assert len(conversions) == 2 and "model.safetensors is 10 bytes, not 100): converting it again" in caplog.text
+    (folder / "model.safetensors").unlink()
+    resolve_model("fake-1b", tmp_path / "cache")
+    assert len(conversions) == 3 and "model.safetensors is missing" in caplog.text
+    assert (folder / "model.safetensors").stat().st_size == 100
