@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -67,6 +68,12 @@ def _is_process_stdout() -> bool:
         return False
 
 
+def _hang_up(signum: int, frame: Any) -> None:
+    """A closed terminal or SSH session (SIGHUP) stops a run as an orchestrator's SIGTERM does: the step is
+    interrupted, every answer saved, the engine shut down (by default, SIGHUP would end the process at once)."""
+    signal.raise_signal(signal.SIGTERM)
+
+
 def _release_engines() -> None:
     """Shut down the engine the steps of this process held (cleanly, with the engine's log still captured)."""
     pool = sys.modules.get("steps.evaluating.engine_pool")
@@ -84,6 +91,7 @@ def execute(request: Request) -> None:
     if not standalone:  # click's test runner: the caller's process and engines go on after this
         _execute(request)
         return
+    signal.signal(signal.SIGHUP, _hang_up)
     if request.verbose:
         try:
             _execute(request)

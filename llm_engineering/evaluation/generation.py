@@ -50,13 +50,14 @@ def answer_test_split(
     prompt: PromptConfig,
     max_model_len: int,
     checkpoint: Optional[AnswerCheckpoint] = None,
+    fresh: bool = False,
 ) -> tuple[Dataset, GenerationStats]:
     """Generate one answer per row with `engine`, matched to its row by id.
 
-    Answers already in `checkpoint` for the same row id and prompt are reused; new ones are
-    appended to it as they finish. A prompt that leaves no room for the answer in
-    `max_model_len` is not sent: its row keeps an empty answer with finish reason
-    `prompt_too_long`, and the run goes on.
+    Answers already in `checkpoint` for the same row id and prompt are reused (unless `fresh`: then it is
+    emptied first, once no other run generates into it); new ones are appended to it as they finish. A prompt
+    that leaves no room for the answer in `max_model_len` is not sent: its row keeps an empty answer with
+    finish reason `prompt_too_long`, and the run goes on.
     """
     tokenizer = engine.get_tokenizer()
     if prompt.template == "alpaca":
@@ -79,6 +80,8 @@ def answer_test_split(
     with contextlib.ExitStack() as stack:
         if checkpoint:  # a run with the same checkpoint generating now: wait for it, then reuse its answers
             stack.enter_context(checkpoint.exclusive())
+            if fresh:
+                checkpoint.reset()
         stored = checkpoint.load() if checkpoint else {}
         resumed = [i for i in range(len(prompts)) if i not in records and keys[i] in stored]
         records.update({i: stored[keys[i]] for i in resumed})

@@ -39,12 +39,10 @@ def generate_answers(
     # Keyed by the dtype it resolved to: answers of `auto` on a bf16 CPU are not those of an fp32 one.
     checkpoint = AnswerCheckpoint(settings.CHECKPOINT_DIR, model, resolved.path, sampling,
                                   engine.model_copy(update={"dtype": dtype}), resolved.adapter)
-    if not resume:
-        checkpoint.reset()
     # The in-process engine stays in the pool after this step: the judge steps reuse it when they match.
     with open_engine(resolved.path, engine, ENGINE_POOL, resolved.adapter) as generation_engine:
         generations, stats = answer_test_split(
-            generation_engine, test_split, model, sampling, prompt, engine.max_model_len, checkpoint
+            generation_engine, test_split, model, sampling, prompt, engine.max_model_len, checkpoint, fresh=not resume
         )
     stats = stats.model_copy(update={"dtype": dtype, "dtype_reason": dtype_reason})
     log_metadata(metadata={"model": model, "checkpoint": str(checkpoint.path), **stats.model_dump()})

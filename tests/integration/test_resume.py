@@ -1,4 +1,5 @@
-"""Generation faults through the real CLI: Ctrl-C, SIGTERM, then SIGKILL, midway; then the same command again.
+"""Generation faults through the real CLI: Ctrl-C, SIGTERM, SIGHUP, SIGKILL midway, a step that raises with the
+engine up; then the same command again.
 
 Real vLLM (CPU build) with the bundled model, the real ZenML local stack. The judge is the
 OpenAI-compatible stub, since what is under test is generation.
@@ -27,7 +28,7 @@ from tests.support.cli_output import json_report
 
 pytestmark = pytest.mark.slow
 
-ROWS = 16
+ROWS = 24
 # Four sequences at a time, so answers finish in waves and a run can be stopped between them.
 CONFIG = """
 parameters:
@@ -38,11 +39,11 @@ parameters:
 """
 
 
-def _start(repo_root, config, log):
+def _start(repo_root, config, log, **env):
     return subprocess.Popen(
         [sys.executable, "tools/run.py", "--run-evaluation", "--config", str(config)],
         cwd=repo_root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        env={**os.environ, "VLLM_LOGGING_LEVEL": "INFO"},  # as the CLI's default, whatever this process has
+        env={**os.environ, "VLLM_LOGGING_LEVEL": "INFO", **env},  # as the CLI's default, whatever this process has
     )
 
 
@@ -119,7 +120,7 @@ def _group_gone(pgid, timeout=60):
     return False
 
 
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)
 def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, tmp_path, run_cli):
     from zenml.client import Client
 
@@ -163,7 +164,20 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
         assert f"Resuming: {after_interrupt} of {ROWS} answers" in console
         after_interrupt = len(_saved(checkpoint))
 
-        # 3. SIGKILL of the CLI's pid alone (the out-of-memory killer's way) a few answers later: its vLLM engine
+        # 3. SIGHUP to the CLI's pid alone (its terminal or SSH session closed): handled as SIGTERM, not the
+        # default abrupt end: the step is interrupted and the engine shut down.
+        with open(tmp_path / "hung_up.log", "w") as log:
+            hung_up = _start(repo_root, config, log)
+            code, descendants = _stop_after(hung_up, checkpoint, after_interrupt + 2, signal.SIGHUP, pid_alone=True)
+        console = (tmp_path / "hung_up.log").read_text()
+        assert code == 1, console[-3000:]
+        assert "Step generate_answers failed: The execution was interrupted" in console, console[-3000:]
+        assert any(name.startswith("VLLM::") for _, name in descendants), descendants
+        assert _group_gone(hung_up.pid, timeout=10), f"alive 10 s after SIGHUP: {_alive(hung_up.pid)}"
+        assert f"Resuming: {after_interrupt} of {ROWS} answers" in console
+        after_interrupt = len(_saved(checkpoint))
+
+        # 4. SIGKILL of the CLI's pid alone (the out-of-memory killer's way) a few answers later: its vLLM engine
         # core and worker are not told, yet must end with it (engine_lifetime), not spin on.
         with open(tmp_path / "killed.log", "w") as log:
             second = _start(repo_root, config, log)
@@ -172,10 +186,34 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
         assert any(name.startswith("VLLM::") for _, name in descendants), descendants  # the engine ran as its child
         assert _group_gone(second.pid, timeout=10), f"alive 10 s after the CLI was killed: {_alive(second.pid)}"
         assert f"Resuming: {after_interrupt} of {ROWS} answers" in (tmp_path / "killed.log").read_text()
-        kept = _saved(checkpoint)
-        assert after_interrupt + 2 <= len(kept) < ROWS
+        after_kill = len(_saved(checkpoint))
+        assert after_interrupt + 2 <= after_kill < ROWS
 
-        # 4. The command again, in this process (`run_cli`) with the session's engine: the config without
+        # 5. A step that raises while the engine is up: publishing into an output folder whose `hub` is a file,
+        # after two more rows (a shorter split) were generated. The run fails naming the step, the engine is shut
+        # down, nothing is left 10 s later, and the answers generated before the failure are kept.
+        rows = after_kill + 2
+        broken_output = tmp_path / "broken-output"
+        broken_output.mkdir()
+        (broken_output / "hub").write_text("a file where the local results repos go")
+        shorter = tmp_path / "shorter.yaml"
+        shorter.write_text(CONFIG.format(rows=rows, base_url=judge.base_url))
+        with open(tmp_path / "failed.log", "w") as log:
+            failed = _start(repo_root, shorter, log, OUTPUT_DIR=str(broken_output))
+            while len(_saved(checkpoint)) < rows and failed.poll() is None:
+                time.sleep(0.1)
+            descendants = _descendants(failed.pid)  # generation is over; its engine stays pooled until the command ends
+            code = failed.wait(timeout=600)
+        console = (tmp_path / "failed.log").read_text()
+        assert code == 1, console[-3000:]
+        assert "Step publish_results failed" in console, console[-3000:]
+        assert f"Resuming: {after_kill} of {rows} answers" in console
+        assert any(name.startswith("VLLM::") for _, name in descendants), descendants
+        assert _group_gone(failed.pid, timeout=10), f"alive 10 s after the failed run: {_alive(failed.pid)}"
+        kept = _saved(checkpoint)
+        assert len(kept) == rows < ROWS
+
+        # 6. The command again, in this process (`run_cli`) with the session's engine: the config without
         # `max_num_seqs`, a scheduling knob the checkpoint's key leaves out, so the same checkpoint is found.
         # Only the missing rows are generated, and the run completes.
         config.write_text(CONFIG.format(rows=ROWS, base_url=judge.base_url).replace("  engine: {max_num_seqs: 4}\n", ""))

@@ -1,6 +1,7 @@
 """The per-answer checkpoint: what is kept after a crash, and what invalidates it."""
 
 import json
+import time
 
 import pytest
 
@@ -175,3 +176,38 @@ def test_a_full_disk_while_saving_an_answer_names_the_folder_and_keeps_what_was_
             writer.append("k2", "b", _record("lost"))
         writer._handle.write = real_write
     assert list(checkpoint.load()) == ["k1"]  # the torn line is skipped; the rerun generates only row b
+
+
+def test_a_fresh_run_empties_the_checkpoint_only_once_the_run_generating_into_it_has_ended(tmp_path, caplog):
+    import threading
+
+    from datasets import Dataset
+
+    from llm_engineering.evaluation.config import PromptConfig
+    from llm_engineering.evaluation.generation import answer_test_split
+
+    checkpoint = _checkpoint(tmp_path)
+    with checkpoint.writer() as writer:
+        writer.append("k1", "a", _record("saved by an earlier run"))
+    split = Dataset.from_dict({"id": ["0", "1"], "instruction": ["q0", "q1"], "reference": ["r", "r"],
+                               "prompt": ["prompt 0", "prompt 1"]})
+    released = threading.Event()
+    released.set()
+    engine = _HeldEngine(released)
+    outcome = {}
+
+    def fresh_run():
+        outcome["stats"] = answer_test_split(engine, split, "org/model", SamplingConfig(), PromptConfig(), 2048,
+                                             _checkpoint(tmp_path), fresh=True)[1]
+
+    with caplog.at_level("WARNING"):
+        with _checkpoint(tmp_path).exclusive():  # another run generating into this checkpoint
+            fresh = threading.Thread(target=fresh_run)
+            fresh.start()
+            while "Another run is generating into" not in caplog.text:
+                assert fresh.is_alive(), "the fresh run did not wait"
+                time.sleep(0.05)
+            assert list(checkpoint.load()) == ["k1"]  # the other run's file is left alone while it runs
+        fresh.join(timeout=60)
+    assert (outcome["stats"].resumed, outcome["stats"].generated, engine.asked) == (0, 2, 2)
+    assert sorted(json.loads(line)["id"] for line in checkpoint.path.read_text().splitlines()) == ["0", "1"]
