@@ -7,10 +7,12 @@ pipeline starts, so a missing token fails in seconds rather than after an hour o
 from __future__ import annotations
 
 import json
+import math
+import os
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
-from llm_engineering.evaluation.config import ConfigError, JudgeConfig, PublishConfig
+from llm_engineering.evaluation.config import ConfigError, EngineConfig, JudgeConfig, PublishConfig
 from llm_engineering.evaluation.label_agreement import check_labels_fit
 from llm_engineering.evaluation.labels import LabelsError
 from llm_engineering.run_config import EvaluationConfig
@@ -77,6 +79,14 @@ def check_sampled_judges(config: EvaluationConfig) -> None:
                           f"temperature: 0)")
 
 
+def _engines_run_here(config: EvaluationConfig) -> bool:
+    """In-process engines run on this machine's CPU: no GPU, the local orchestrator, no step operator."""
+    from llm_engineering.infrastructure.vllm_engine import _on_cpu
+    from llm_engineering.infrastructure.zenml_stack import orchestrator_is_local
+
+    return config.generation_step.step_operator is None and _on_cpu() and orchestrator_is_local()
+
+
 def check_context_length(model: str, model_path: str, max_model_len: int) -> None:
     """`engine.max_model_len` above what a local model folder says it supports fails here, not in vLLM
     after a minute of engine start (a Hub id's config is not fetched for this)."""
@@ -87,6 +97,53 @@ def check_context_length(model: str, model_path: str, max_model_len: int) -> Non
     if isinstance(limit, int) and max_model_len > limit:
         raise ConfigError(f"engine.max_model_len {max_model_len} is above what {model} supports ({limit}, its "
                           f"max_position_embeddings): set engine.max_model_len to {limit} or less.")
+
+
+GIB = 1 << 30
+_WEIGHTS = (".safetensors", ".bin", ".pt", ".pth")
+
+
+def kv_cache_bytes_per_token(model_path: str, dtype_bytes: int) -> Optional[int]:
+    """Keys and values of every layer for one token, from a local model folder's config.json (None: a Hub id,
+    or attention this formula does not describe: sliding windows, compressed latents)."""
+    config_file = Path(model_path) / "config.json"
+    if not config_file.is_file():
+        return None
+    config = json.loads(config_file.read_text())
+    config = config.get("text_config", config)
+    if config.get("sliding_window") or config.get("kv_lora_rank"):
+        return None
+    layers, heads = config.get("num_hidden_layers"), config.get("num_attention_heads")
+    if not isinstance(layers, int) or not isinstance(heads, int):
+        return None
+    head_dim = config.get("head_dim") or config.get("hidden_size", 0) // heads
+    return 2 * layers * config.get("num_key_value_heads", heads) * head_dim * dtype_bytes
+
+
+def check_cpu_kv_cache(model: str, model_path: str, engine: EngineConfig, dtype: str, available: int) -> None:
+    """vLLM on a CPU reserves the KV cache (`engine.cpu_kvcache_space_gib`) after loading the weights, and stops a
+    minute into its start, with its reason deep in the log, when memory is short or one sequence of
+    `max_model_len` does not fit: stop here instead, naming the setting to change."""
+    exported = os.environ.get("VLLM_CPU_KVCACHE_SPACE")
+    setting = "VLLM_CPU_KVCACHE_SPACE" if exported else "engine.cpu_kvcache_space_gib"
+    named = f"{setting} (exported: it wins over engine.cpu_kvcache_space_gib)" if exported else setting
+    space = int(exported) * GIB if exported else engine.cpu_kvcache_space_gib * GIB
+    folder = Path(model_path)
+    weights = sum(f.stat().st_size for f in folder.iterdir() if f.suffix in _WEIGHTS) if folder.is_dir() else 0
+    if space + weights > available:
+        beside = f" beside {model}'s weights ({weights / GIB:.1f} GiB)" if weights else ""
+        fits = math.floor((available - weights) / GIB)
+        fix = (f"lower {setting} to {fits}, or stop what else uses memory here" if fits >= 1
+               else "stop what else uses memory here, or run on a larger machine")
+        raise ConfigError(f"{named} = {space // GIB} GiB of KV cache{beside} is more than the {available / GIB:.1f} "
+                          f"GiB of memory available now: {fix}.")
+    per_token = kv_cache_bytes_per_token(model_path, 4 if dtype == "float32" else 2)
+    if per_token and per_token * engine.max_model_len > space:
+        raise ConfigError(
+            f"One sequence of engine.max_model_len {engine.max_model_len} tokens of {model} needs "
+            f"{per_token * engine.max_model_len / GIB:.1f} GiB of KV cache ({dtype}), more than {named} = "
+            f"{space // GIB} GiB: raise {setting} to {math.ceil(per_token * engine.max_model_len / GIB)}, or lower "
+            f"engine.max_model_len to {space // per_token}.")
 
 
 def check_run(config: EvaluationConfig, secrets: Sequence[str], generate: bool, judge: bool) -> None:
@@ -119,9 +176,17 @@ def check_run(config: EvaluationConfig, secrets: Sequence[str], generate: bool, 
     names = set(config.models) if generate else set()
     if judge:
         names |= {member.model for member in config.panel if member.backend == "vllm"}
+    on_this_cpu = bool(names) and config.engine.backend == "vllm" and _engines_run_here(config)
     for name in names:
         resolved = resolve_model(name, local.MODEL_CACHE_DIR)
         check_context_length(name, resolved.path, config.engine.max_model_len)
+        if on_this_cpu:
+            import psutil
+
+            from llm_engineering.infrastructure.vllm_engine import resolved_dtype
+
+            check_cpu_kv_cache(name, resolved.path, config.engine, resolved_dtype(config.engine)[0],
+                               psutil.virtual_memory().available)
     if judge and config.similarity.enabled:
         from llm_engineering.evaluation.similarity import embedding_model_dir
 

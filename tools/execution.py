@@ -120,6 +120,7 @@ def _execute(request: Request, run_log: Any = None) -> None:
     from llm_engineering.infrastructure.zenml_runs import NoStoredResults, failed_steps_message, run_to_compare
     from llm_engineering.preflight import check_run
     from llm_engineering.run_config import apply_overrides, load_run_config
+    from sqlalchemy.exc import OperationalError
 
     try:
         run_config = load_run_config(request.config_path)
@@ -155,6 +156,14 @@ def _execute(request: Request, run_log: Any = None) -> None:
             f"fix the cause and run the same command again (it resumes), or `python tools/run.py rescore` to "
             f"judge the stored generations again."
         ) from None
+    except OperationalError as error:
+        if "database is locked" not in str(error):
+            raise
+        raise click.ClickException(
+            f"The ZenML store is locked by another process (a dashboard server or another run writing to it) and "
+            f"stayed locked past ZenML's 60 s wait: run the same command again once it is free (it resumes; every "
+            f"finished step and every generated answer is kept). Store: {_store_url()}"
+        ) from None
     except KeyboardInterrupt:
         click.echo(
             "\nInterrupted. Every answer generated so far is saved: run the same command again to generate "
@@ -163,6 +172,13 @@ def _execute(request: Request, run_log: Any = None) -> None:
         sys.exit(130)
     summary, comparison = report_run(run.id, earlier.id if earlier is not None else None)
     check_gates(summary, request.fail_under, comparison if request.fail_on_regression else None)
+
+
+def _store_url() -> str:
+    """The ZenML store's address, read from the configuration (connecting could wait on the lock again)."""
+    from zenml.config.global_config import GlobalConfiguration
+
+    return GlobalConfiguration().store_configuration.url
 
 
 def check_gates(summary: Any, gates: tuple[str, ...], comparison: Any = None) -> None:

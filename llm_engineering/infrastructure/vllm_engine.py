@@ -164,6 +164,9 @@ def _engine_process_environment(engine: EngineConfig, on_cpu: bool) -> Iterator[
         values["LD_PRELOAD"] = preloaded_libraries(os.environ.get("LD_PRELOAD", ""))
     if on_cpu:
         values[FAST_TOP_P] = "1" if engine.cpu_fast_top_p else "0"
+        # This engine's KV cache and threads, unless exported (then the user's value wins), for this engine only:
+        # a value left set would be taken for an exported one by the next engine, with other settings.
+        values.update({name: v for name, v in cpu_environment(engine).items() if name not in os.environ})
     # The kernel's parent-death signal follows the thread that starts a process: only the main thread lives
     # as long as the process.
     if threading.current_thread() is threading.main_thread():
@@ -217,9 +220,6 @@ class EnginePool:
         from vllm import LLM
 
         on_cpu = _on_cpu()
-        if on_cpu:
-            for name, value in cpu_environment(engine).items():
-                os.environ.setdefault(name, value)
         kwargs = engine_kwargs(model_path, engine, on_cpu)
         logger.info("Building vLLM engine: %s (dtype: %s)", kwargs, engine_dtype(engine.dtype, on_cpu, native_bf16_flags())[1])
         started = time.perf_counter()

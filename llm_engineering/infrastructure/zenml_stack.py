@@ -106,6 +106,15 @@ def check_settings_fields(settings: dict[str, dict[str, Any]]) -> None:
             raise ConfigError(f"parameters.generation_step.settings.{key}: {error}") from None
 
 
+def orchestrator_is_local() -> bool:
+    """The active stack runs its steps in this process (the local orchestrator), so on this machine."""
+    from zenml.client import Client
+    from zenml.enums import StackComponentType
+
+    orchestrators = Client().active_stack_model.components.get(StackComponentType.ORCHESTRATOR, [])
+    return bool(orchestrators) and orchestrators[0].flavor_name == "local"
+
+
 def check_generation_step(step: GenerationStepConfig) -> None:
     """The step operator named by the config exists in the active stack, with the flavor its settings are for."""
     from zenml.client import Client

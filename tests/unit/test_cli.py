@@ -211,3 +211,30 @@ def test_every_command_has_help_with_examples(cli, command):
     result = _invoke(cli, command, "--help")
     assert result.exit_code == 0
     assert "Examples:" in result.output and f"python tools/run.py {command}" in result.output
+
+
+def test_a_store_locked_past_zenmls_wait_is_named_with_the_fix(run_cli, monkeypatch):
+    # What is under test is the message: the real lock and ZenML's wait are in test_store_busy.py.
+    from sqlalchemy.exc import OperationalError
+
+    import tools.execution
+
+    def locked(*args, **kwargs):
+        raise OperationalError("INSERT INTO pipeline_run ...", {}, Exception("database is locked"))
+
+    monkeypatch.setattr(tools.execution, "launch", locked)
+    result = run_cli("evaluate", "--limit", "2")
+    assert result.exit_code == 1
+    assert "The ZenML store is locked by another process" in result.stderr
+    assert "run the same command again once it is free" in result.stderr and "Store: sqlite:///" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_kv_cache_larger_than_this_machines_memory_stops_before_any_work(run_cli, tmp_path):
+    config = tmp_path / "run.yaml"
+    config.write_text("parameters:\n  engine: {cpu_kvcache_space_gib: 100000}\n")  # 100 TB: on no machine here
+    result = run_cli("evaluate", "--config", config, "--limit", "2")
+    assert result.exit_code == 1, result.output[-3000:]
+    assert "engine.cpu_kvcache_space_gib = 100000 GiB of KV cache beside smollm2-135m's weights" in result.stderr
+    assert "of memory available now: lower engine.cpu_kvcache_space_gib to " in result.stderr
+    assert "Initiating a new run" not in result.stdout + result.stderr and "Traceback" not in result.stderr

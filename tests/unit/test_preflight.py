@@ -112,3 +112,60 @@ def test_max_model_len_above_a_local_models_limit_stops_before_any_engine_starts
         check_context_length("./tiny", str(tmp_path), 2048)
     check_context_length("./tiny", str(tmp_path), 1024)  # at the limit: fine
     check_context_length("org/hub-model", "org/hub-model", 10**6)  # no local config: vLLM's to say
+
+
+# The shape of a Llama-3-8B: 32 layers, 8 key/value heads of 128 dimensions.
+_EIGHT_B = {"num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096}
+GIB = 1 << 30
+
+
+def _model_folder(path, weights_bytes=0, **config):
+    import json
+
+    path.mkdir()
+    (path / "config.json").write_text(json.dumps({**_EIGHT_B, **config}))
+    if weights_bytes:
+        with open(path / "model.safetensors", "wb") as weights:
+            weights.truncate(weights_bytes)  # sparse: its size without the disk
+    return str(path)
+
+
+def test_one_sequence_that_cannot_fit_the_cpu_kv_cache_stops_with_both_fixes(tmp_path, monkeypatch):
+    from llm_engineering.evaluation.config import EngineConfig
+    from llm_engineering.preflight import check_cpu_kv_cache
+
+    monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
+    folder = _model_folder(tmp_path / "eight-b")
+    engine = EngineConfig(max_model_len=8192, cpu_kvcache_space_gib=1)
+    # fp32: 256 KiB of keys and values per token, 2 GiB for 8192 tokens
+    with pytest.raises(ConfigError) as error:
+        check_cpu_kv_cache("eight-b", folder, engine, "float32", 64 * GIB)
+    assert str(error.value) == (
+        "One sequence of engine.max_model_len 8192 tokens of eight-b needs 2.0 GiB of KV cache (float32), more than "
+        "engine.cpu_kvcache_space_gib = 1 GiB: raise engine.cpu_kvcache_space_gib to 2, or lower engine.max_model_len "
+        "to 4096.")
+    check_cpu_kv_cache("eight-b", folder, engine, "bfloat16", 64 * GIB)  # bf16: half, exactly 1 GiB, fits
+    windowed = _model_folder(tmp_path / "windowed", sliding_window=4096)
+    check_cpu_kv_cache("windowed", windowed, engine, "float32", 64 * GIB)  # not this formula: vLLM's to say
+    check_cpu_kv_cache("org/hub-model", "org/hub-model", engine, "float32", 64 * GIB)  # no local config
+
+
+def test_a_cpu_kv_cache_beyond_the_free_memory_stops_naming_the_setting_that_wins(tmp_path, monkeypatch):
+    from llm_engineering.evaluation.config import EngineConfig
+    from llm_engineering.preflight import check_cpu_kv_cache
+
+    monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
+    folder = _model_folder(tmp_path / "eight-b", weights_bytes=3 * GIB)
+    engine = EngineConfig(cpu_kvcache_space_gib=4)
+    with pytest.raises(ConfigError, match=r"^engine.cpu_kvcache_space_gib = 4 GiB of KV cache beside eight-b's weights "
+                                          r"\(3.0 GiB\) is more than the 6.5 GiB of memory available now: lower "
+                                          r"engine.cpu_kvcache_space_gib to 3, or stop"):
+        check_cpu_kv_cache("eight-b", folder, engine, "bfloat16", int(6.5 * GIB))
+    check_cpu_kv_cache("eight-b", folder, engine, "bfloat16", 7 * GIB)  # 4 + 3 fit in 7
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "6")  # an exported value wins over the config, and is named
+    with pytest.raises(ConfigError, match=r"^VLLM_CPU_KVCACHE_SPACE \(exported: it wins over "
+                                          r"engine.cpu_kvcache_space_gib\) = 6 GiB .*: lower VLLM_CPU_KVCACHE_SPACE to 4,"):
+        check_cpu_kv_cache("eight-b", folder, engine, "bfloat16", 7 * GIB)
+    with pytest.raises(ConfigError, match=r"3.5 GiB of memory available now: stop what else uses memory here, or "
+                                          r"run on a larger machine.$"):
+        check_cpu_kv_cache("eight-b", folder, engine, "bfloat16", int(3.5 * GIB))  # not even 1 GiB beside the weights

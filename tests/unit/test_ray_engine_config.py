@@ -244,6 +244,15 @@ def test_the_engine_variables_reach_only_the_engine_processes_started_inside_the
     assert os.environ["LD_PRELOAD"] == "/opt/libx.so" and DIE_WITH_PARENT not in os.environ and FAST_TOP_P not in os.environ
     with vllm_engine._engine_process_environment(EngineConfig(cpu_preload=False, cpu_fast_top_p=False), on_cpu=True):
         assert os.environ["LD_PRELOAD"] == "/opt/libx.so" and os.environ[FAST_TOP_P] == "0"
+    # Each engine its own KV cache size, none left behind to pass for an exported value; an exported one wins.
+    monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
+    for space in (3, 5):
+        with vllm_engine._engine_process_environment(EngineConfig(cpu_kvcache_space_gib=space), on_cpu=True):
+            assert os.environ["VLLM_CPU_KVCACHE_SPACE"] == str(space)
+    assert "VLLM_CPU_KVCACHE_SPACE" not in os.environ
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "7")
+    with vllm_engine._engine_process_environment(EngineConfig(cpu_kvcache_space_gib=3), on_cpu=True):
+        assert os.environ["VLLM_CPU_KVCACHE_SPACE"] == "7"
     with vllm_engine._engine_process_environment(EngineConfig(), on_cpu=False):  # GPU: vLLM's own sampler
         assert FAST_TOP_P not in os.environ
     # Built from another thread, whose end would kill the engine: no parent-death tie.
