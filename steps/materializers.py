@@ -7,6 +7,7 @@ Their import paths are stored with every artifact: do not move them.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import html
 import os
@@ -49,7 +50,16 @@ class DatasetMaterializer(BaseMaterializer):
     def save(self, data: Dataset) -> None:
         with tempfile.TemporaryDirectory() as local:
             data.save_to_disk(local)
-            _copy_tree(local, self.uri)
+            try:
+                _copy_tree(local, self.uri)
+            except OSError as error:
+                if error.errno != errno.ENOSPC:
+                    raise
+                raise OSError(errno.ENOSPC, f"No space left on the disk of the artifact store ({self.uri}) to store "
+                                            f"this step's output: free space there (or give the stack an artifact store "
+                                            f"elsewhere) and run the same command again; finished steps are cached and "
+                                            f"every generated answer is saved in the checkpoint, so nothing is generated "
+                                            f"again.") from None
 
     def extract_metadata(self, data: Dataset) -> dict[str, Any]:
         return {"num_rows": len(data), "columns": list(data.column_names)}

@@ -117,22 +117,27 @@ class AnswerCheckpoint:
 
 
 class CheckpointWriter:
-    """Appends records, flushing each one to the OS so a killed process keeps every finished answer."""
+    """Appends records, each line handed to the OS at once (unbuffered), so a killed process keeps every finished
+    answer, and a full disk fails the line being written, never a later close."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._handle = path.open("a+", encoding="utf-8")
-        self._handle.seek(0, 2)
-        if self._handle.tell():
-            self._handle.seek(self._handle.tell() - 1)
-            if self._handle.read(1) != "\n":  # a torn line from a killed run: end it
-                self._handle.write("\n")
+        self._handle = path.open("a+b", buffering=0)
+        if self._handle.seek(0, 2):
+            self._handle.seek(-1, 2)
+            if self._handle.read(1) != b"\n":  # a torn line from a killed run: end it
+                self._write(b"\n")
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:  # an unbuffered write may take part of the line
+            view = view[self._handle.write(view):]
 
     def append(self, key: str, row_id: str, record: AnswerRecord) -> None:
+        line = json.dumps({"key": key, "id": row_id, **record.model_dump()}, ensure_ascii=False) + "\n"
         try:
-            self._handle.write(json.dumps({"key": key, "id": row_id, **record.model_dump()}, ensure_ascii=False) + "\n")
-            self._handle.flush()
+            self._write(line.encode("utf-8"))
         except OSError as error:
             if error.errno != errno.ENOSPC:
                 raise

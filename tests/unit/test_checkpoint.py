@@ -160,22 +160,17 @@ def test_two_runs_with_one_checkpoint_take_turns_and_the_second_reuses_every_ans
 
 
 def test_a_full_disk_while_saving_an_answer_names_the_folder_and_keeps_what_was_saved(tmp_path):
-    import errno
+    from tests.support.small_disk import small_disk
 
-    checkpoint = _checkpoint(tmp_path)
-    with checkpoint.writer() as writer:
-        writer.append("k1", "a", _record("saved"))
-        real_write = writer._handle.write
-
-        def full(text):  # the disk fills in the middle of the next line
-            real_write(text[:10])
-            raise OSError(errno.ENOSPC, "No space left on device")
-
-        writer._handle.write = full
-        with pytest.raises(OSError, match=f"No space left on the disk of {tmp_path} to save an answer"):
-            writer.append("k2", "b", _record("lost"))
-        writer._handle.write = real_write
-    assert list(checkpoint.load()) == ["k1"]  # the torn line is skipped; the rerun generates only row b
+    with small_disk(tmp_path / "disk", "8k") as disk:  # room for a few answers of 1,000 characters
+        checkpoint = _checkpoint(disk)
+        saved = []
+        with pytest.raises(OSError, match=f"No space left on the disk of {disk} to save an answer"):
+            with checkpoint.writer() as writer:  # the disk fills during a line; closing must not fail again
+                for i in range(100):
+                    writer.append(f"k{i}", str(i), _record("x" * 1000))
+                    saved.append(f"k{i}")
+        assert saved and list(checkpoint.load()) == saved  # the torn line is skipped; a rerun generates only the rest
 
 
 def test_a_fresh_run_empties_the_checkpoint_only_once_the_run_generating_into_it_has_ended(tmp_path, caplog):

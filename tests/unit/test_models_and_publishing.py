@@ -162,20 +162,19 @@ def test_two_runs_publishing_one_repo_at_once_leave_one_whole_repo(tmp_path):
     assert sorted(p.name for p in (hub / "ws").iterdir() if not p.name.endswith(".lock")) == ["m-results"]  # no staging left
 
 
-def test_a_full_disk_while_publishing_names_the_folder_and_keeps_the_repo_as_it_was(tmp_path, monkeypatch):
-    import errno
+def test_a_full_disk_while_publishing_names_the_folder_and_keeps_the_repo_as_it_was(tmp_path):
+    import os
+
+    from tests.support.small_disk import small_disk
 
     rows = Dataset.from_dict({"id": ["a"], "answer": ["x"]})
-    folder = publish_local(rows, tmp_path / "hub", "ws/m-results", "test", {"model": "m"})
-
-    def full(*args, **kwargs):
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(Dataset, "to_parquet", full)
-    with pytest.raises(OSError, match=f"No space left on the disk of {tmp_path / 'hub' / 'ws'} to publish ws/m-results"):
-        publish_local(Dataset.from_dict({"id": ["b"], "answer": ["y"]}), tmp_path / "hub", "ws/m-results", "test", {})
-    assert load_dataset(str(folder), split="test").to_list() == rows.to_list()  # the earlier publication, whole
-    assert [p.name for p in (tmp_path / "hub" / "ws").iterdir() if not p.name.endswith(".lock")] == ["m-results"]
+    with small_disk(tmp_path / "disk", "64k") as disk:
+        folder = publish_local(rows, disk / "hub", "ws/m-results", "test", {"model": "m"})
+        larger = Dataset.from_dict({"id": ["b"], "answer": [os.urandom(100_000).hex()]})  # 200 kB, incompressible
+        with pytest.raises(OSError, match=f"No space left on the disk of {disk / 'hub' / 'ws'} to publish ws/m-results"):
+            publish_local(larger, disk / "hub", "ws/m-results", "test", {})
+        assert load_dataset(str(folder), split="test").to_list() == rows.to_list()  # the earlier publication, whole
+        assert [p.name for p in (disk / "hub" / "ws").iterdir() if not p.name.endswith(".lock")] == ["m-results"]
 
 
 def test_a_damaged_converted_model_is_converted_again_with_a_warning(tmp_path, monkeypatch, caplog):
@@ -202,3 +201,18 @@ def test_a_damaged_converted_model_is_converted_again_with_a_warning(tmp_path, m
     resolve_model("fake-1b", tmp_path / "cache")
     assert len(conversions) == 3 and "model.safetensors is missing" in caplog.text
     assert (folder / "model.safetensors").stat().st_size == 100
+
+
+def test_a_full_disk_while_storing_an_artifact_names_the_artifact_store_and_the_rerun(tmp_path):
+    import os
+
+    from steps.materializers import DatasetMaterializer
+    from tests.support.small_disk import small_disk
+
+    with small_disk(tmp_path / "disk", "64k") as disk:
+        uri = str(disk / "generate_answers" / "generations" / "1")
+        generations = Dataset.from_dict({"id": ["a"], "answer": [os.urandom(100_000).hex()]})  # 200 kB
+        with pytest.raises(OSError, match=rf"No space left on the disk of the artifact store \({uri}\) to store this "
+                                          r"step's output: free space there .* every generated answer is saved in "
+                                          r"the checkpoint, so nothing is generated again"):
+            DatasetMaterializer(uri).save(generations)
