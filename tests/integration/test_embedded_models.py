@@ -1,7 +1,7 @@
 """The embedded models' entries against their real PyPI packages (installed by `make install`):
 only file names, sizes and the first bytes; joining and converting 1.1 GB is left to first use."""
 
-from llm_engineering.evaluation.models import EMBEDDED_MODELS, part_paths
+from llm_engineering.evaluation.embedded_models import EMBEDDED_MODELS, part_paths
 
 
 def test_every_embedded_model_finds_its_files_and_they_start_a_gguf():

@@ -5,8 +5,9 @@ from pathlib import Path
 import pytest
 from datasets import Dataset, load_dataset
 
-from llm_engineering.evaluation import models
-from llm_engineering.evaluation.models import EmbeddedModel, GgufPart, ModelError, join_gguf, part_paths, resolve_model
+from llm_engineering.evaluation import embedded_models
+from llm_engineering.evaluation.embedded_models import EmbeddedModel, GgufPart, join_gguf, part_paths
+from llm_engineering.evaluation.models import ModelError, resolve_model
 from llm_engineering.evaluation.publishing import publish_local, repo_name
 
 
@@ -109,7 +110,7 @@ def test_chunk_file_missing_from_its_package_asks_for_a_reinstall(tmp_path, monk
 
 def test_split_model_is_joined_converted_in_its_dtype_and_the_gguf_deleted(tmp_path, monkeypatch):
     model = _split_model(tmp_path, monkeypatch)
-    monkeypatch.setitem(models.EMBEDDED_MODELS, "fake-1b", model)
+    monkeypatch.setitem(embedded_models.EMBEDDED_MODELS, "fake-1b", model)
     seen = {}
 
     def convert(gguf, target, dtype):  # stands in for the transformers conversion
@@ -117,7 +118,7 @@ def test_split_model_is_joined_converted_in_its_dtype_and_the_gguf_deleted(tmp_p
         target.mkdir()
         (target / "config.json").write_text("{}")
 
-    monkeypatch.setattr(models, "convert_gguf", convert)
+    monkeypatch.setattr(embedded_models, "convert_gguf", convert)
     resolved = resolve_model("fake-1b", tmp_path / "cache")
     assert resolved.path == str(tmp_path / "cache" / "Fake-1B") and resolved.name == "Fake-1B"
     assert seen["data"] == b"".join(CHUNKS) and seen["dtype"] == "bfloat16"
@@ -179,7 +180,7 @@ def test_a_full_disk_while_publishing_names_the_folder_and_keeps_the_repo_as_it_
 
 def test_a_damaged_converted_model_is_converted_again_with_a_warning(tmp_path, monkeypatch, caplog):
     model = _split_model(tmp_path, monkeypatch)
-    monkeypatch.setitem(models.EMBEDDED_MODELS, "fake-1b", model)
+    monkeypatch.setitem(embedded_models.EMBEDDED_MODELS, "fake-1b", model)
     conversions = []
 
     def convert(gguf, target, dtype):  # stands in for the transformers conversion, manifest included
@@ -187,9 +188,9 @@ def test_a_damaged_converted_model_is_converted_again_with_a_warning(tmp_path, m
         target.mkdir()
         (target / "config.json").write_text("{}")
         (target / "model.safetensors").write_bytes(b"w" * 100)
-        (target / models.CONVERSION_MANIFEST).write_text(json.dumps({"config.json": 2, "model.safetensors": 100}))
+        (target / embedded_models.CONVERSION_MANIFEST).write_text(json.dumps({"config.json": 2, "model.safetensors": 100}))
 
-    monkeypatch.setattr(models, "convert_gguf", convert)
+    monkeypatch.setattr(embedded_models, "convert_gguf", convert)
     folder = Path(resolve_model("fake-1b", tmp_path / "cache").path)
     resolve_model("fake-1b", tmp_path / "cache")
     assert len(conversions) == 1  # whole: converted once
