@@ -14,6 +14,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import secrets
+import subprocess
+import sys
 from collections.abc import Generator, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,6 +26,8 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.checkpoint import AnswerRecord
 from llm_engineering.evaluation.config import ConfigError, EngineConfig, RayConfig, SamplingConfig
 from llm_engineering.evaluation.engine import Answers, Tokenizer
+from llm_engineering.infrastructure import cluster_reaper
+from llm_engineering.infrastructure.cluster_reaper import CLUSTER_MARK
 from llm_engineering.infrastructure.cpu_sampler import FAST_TOP_P
 from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT, ENGINE_CORE_CHILDREN
 from llm_engineering.infrastructure.vllm_engine import engine_kwargs, preloaded_libraries
@@ -170,32 +175,48 @@ def ray_cluster(ray_config: RayConfig, engine: EngineConfig) -> Iterator[bool]:
     if address:
         logger.info("Connecting to the Ray cluster at %s", address)
         ray.init(address=address)
+        reaper = None
     else:
-        _start_local_cluster(ray_config)
+        reaper = _start_local_cluster(ray_config)
     try:
         _check_resources(ray_config, engine, local=not address)
         yield not address
     finally:
         ray.shutdown()
+        if reaper is not None:  # anything of the local cluster still running ends now
+            reaper.stdin.close()
+            reaper.wait(timeout=30)
 
 
-def _start_local_cluster(ray_config: RayConfig) -> None:
+def _start_local_cluster(ray_config: RayConfig) -> subprocess.Popen:
+    """Start a local cluster, and the reaper that ends its processes when this one ends (`cluster_reaper`)."""
     import ray
     from ray._private import ray_constants
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage report to the internet
+    mark = secrets.token_hex(8)
+    reaper = subprocess.Popen([sys.executable, cluster_reaper.__file__, mark], stdin=subprocess.PIPE,
+                              start_new_session=True)
     # Ray replaces 127.0.0.1 by the machine's network address, and its servers then listen on every
     # interface, unless multi-node clusters are off (as on macOS/Windows): then everything binds to loopback.
     saved = ray_constants.ENABLE_RAY_CLUSTER
     ray_constants.ENABLE_RAY_CLUSTER = False
+    os.environ[CLUSTER_MARK] = mark  # inherited by the daemons started now, and by their workers and agents
     try:
         # Ray nices its workers (15) to keep its own daemons responsive; here the workers are the
         # engines, and niced they lose the machine's cores to any other busy process.
         ray.init(address="local", _node_ip_address=LOCAL_HOST, include_dashboard=False,
                  num_cpus=ray_config.local_num_cpus, _system_config={"worker_niceness": 0})
+    except BaseException:
+        reaper.stdin.close()
+        raise
     finally:
         ray_constants.ENABLE_RAY_CLUSTER = saved
+        del os.environ[CLUSTER_MARK]
+    reaper.stdin.write(b"up\n")  # the reaper notes the daemons' agents now
+    reaper.stdin.flush()
     logger.info("Started a local Ray cluster on %s: %s", LOCAL_HOST, ray.cluster_resources())
+    return reaper
 
 
 def placement_problem(resources: dict[str, float], ray_config: RayConfig, tensor_parallel_size: int) -> Optional[str]:

@@ -1,13 +1,15 @@
 """The `ray` engine for real, through the CLI, the config and the generate_answers step: Ray Data LLM on a
-local Ray cluster (the shipped config's engine block, one replica here), the bundled model; resuming from a
-checkpoint.
+local Ray cluster (the shipped config's engine block, one replica here), the bundled model; a first run killed
+(SIGKILL, its pid alone) once it has saved an answer, whose cluster must not outlive it; the second resumes.
 
 In a CLI subprocess, so the test session's in-process engine stays as it is (the ray backend frees
 the pooled engine before its replicas start). The judge is the OpenAI-compatible stub: what is under
 test is generation. One short run: replica engine starts dominate (about a minute here).
 """
 
+import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -19,7 +21,7 @@ import yaml
 from transformers import AutoTokenizer
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.checkpoint import AnswerCheckpoint, AnswerRecord, row_key
+from llm_engineering.evaluation.checkpoint import AnswerCheckpoint
 from llm_engineering.evaluation.dataset import read_test_split, with_prompts
 from llm_engineering.evaluation.models import resolve_model
 from llm_engineering.infrastructure.vllm_engine import resolved_dtype
@@ -31,8 +33,7 @@ from tests.support.cli_output import json_report
 
 pytestmark = pytest.mark.slow
 
-ROWS = 4
-SEEDED = 2  # rows answered by an earlier, interrupted run
+ROWS = 8
 
 
 def _orphaned_engine_processes(timeout):
@@ -51,6 +52,22 @@ def _orphaned_engine_processes(timeout):
                 pass
         if not found or time.monotonic() > deadline:
             return found
+        time.sleep(0.5)
+
+
+def _still_running(processes, timeout):
+    """Those of `processes` still running (zombies aside) after up to `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        running = []
+        for process in processes:
+            try:
+                if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
+                    running.append((process.pid, process.name()))
+            except psutil.Error:
+                pass
+        if not running or time.monotonic() > deadline:
+            return running
         time.sleep(0.5)
 
 
@@ -78,28 +95,41 @@ def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(r
         evaluation = load_run_config(config).evaluation
         model = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR)
         split = with_prompts(read_test_split(evaluation.dataset), evaluation.prompt)
-        # An interrupted run's checkpoint: the first rows' answers, marked so the run's output shows them.
         engine = evaluation.engine.model_copy(update={"dtype": resolved_dtype(evaluation.engine)[0]})  # as the step keys it
         checkpoint = AnswerCheckpoint(get_settings().CHECKPOINT_DIR, "smollm2-135m", model.path, evaluation.sampling, engine)
         checkpoint.reset()
-        with checkpoint.writer() as writer:
-            for row in split.select(range(SEEDED)):
-                writer.append(row_key(row[col.ID], row[col.PROMPT]), row[col.ID],
-                              AnswerRecord(answer=f"saved answer {row[col.ID]}", finish_reason="stop",
-                                           prompt_tokens=1, completion_tokens=3))
         daemons = _ray_daemons()
-        result = subprocess.run([sys.executable, "tools/run.py", "evaluate", "--config", str(config)],
-                                cwd=repo_root, capture_output=True, text=True, timeout=840)
+        command = [sys.executable, "tools/run.py", "evaluate", "--config", str(config)]
+
+        # 1. Killed with SIGKILL (the out-of-memory killer's way) once an answer is saved: nothing of its local
+        # cluster (GCS, raylet, agents, workers, the replica's engine) is left 10 s later.
+        with open(tmp_path / "killed.log", "w") as log:
+            killed = subprocess.Popen(command, cwd=repo_root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            while not checkpoint.path.exists() or not checkpoint.path.read_text().count("\n"):
+                assert killed.poll() is None, (tmp_path / "killed.log").read_text()[-3000:]
+                time.sleep(0.1)
+            cluster = psutil.Process(killed.pid).children(recursive=True)
+            os.kill(killed.pid, signal.SIGKILL)
+            killed.wait()
+        names = [process.name() for process in cluster]
+        assert "raylet" in names and any(name.startswith("VLLM::") for name in names), names
+        assert not _still_running(cluster, timeout=10), "alive 10 s after the run was killed"
+        kept = [json.loads(line) for line in checkpoint.path.read_text().splitlines() if line.endswith("}")]
+        assert 1 <= len(kept) < ROWS
+
+        # 2. The same command again resumes those answers and generates the rest.
+        result = subprocess.run(command, cwd=repo_root, capture_output=True, text=True, timeout=840)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     run = Client().get_pipeline_run(json_report(result.stdout)["run"])
     generations = step_output(run, "generate_answers", col.GENERATIONS)
     (stats,) = [a.load() for a in run.steps["generate_answers"].outputs[col.GENERATION_STATS]]
 
     assert generations[col.ID] == split[col.ID]  # every input id exactly once, in input order
-    assert (stats.resumed, stats.generated) == (SEEDED, ROWS - SEEDED)
-    assert generations[col.ANSWER][:SEEDED] == [f"saved answer {i}" for i in split[col.ID][:SEEDED]]
-    fresh = generations.select(range(SEEDED, ROWS))
-    assert all(answer.strip() and not answer.startswith("saved answer") for answer in fresh[col.ANSWER])
+    assert (stats.resumed, stats.generated) == (len(kept), ROWS - len(kept))
+    by_id = dict(zip(generations[col.ID], generations[col.ANSWER]))
+    assert all(by_id[line["id"]] == line["answer"] for line in kept)  # kept answers were not generated again
+    fresh = generations.filter(lambda row: row[col.ID] not in {line["id"] for line in kept})
+    assert len(fresh) == ROWS - len(kept) and all(answer.strip() for answer in fresh[col.ANSWER])
     assert set(fresh[col.FINISH_REASON]) <= {"stop", "length"} and 0 < max(fresh[col.COMPLETION_TOKENS]) <= 24
     # Rows came back from the replicas mapped to their own prompts: each one's prompt token count is its prompt's.
     tokenizer = AutoTokenizer.from_pretrained(model.path)

@@ -93,3 +93,44 @@ def test_in_ray_replicas_only_an_engine_cores_workers_die_with_it(repo_root, tmp
     finally:
         if not tied:
             os.kill(child, signal.SIGKILL)
+
+
+# A program that starts the reaper of a (stand-in) local cluster, a daemon of that cluster with an agent of its
+# own, and a process that is not the cluster's; it tells the reaper the cluster is up.
+PROGRAM = """
+import os, subprocess, sys
+from llm_engineering.infrastructure import cluster_reaper
+
+reaper = subprocess.Popen([sys.executable, cluster_reaper.__file__, "m1"], stdin=subprocess.PIPE, start_new_session=True)
+# A daemon of the cluster (marked), which starts an agent with an environment of its own (as the raylet does).
+daemon = subprocess.Popen([sys.executable, "-c", "import subprocess, time; subprocess.Popen(['sleep', '300'], env={}); "
+                           "time.sleep(300)"], env={**os.environ, cluster_reaper.CLUSTER_MARK: "m1"}, start_new_session=True)
+other = subprocess.Popen(["sleep", "300"], env={**os.environ, cluster_reaper.CLUSTER_MARK: "m2"}, start_new_session=True)
+import psutil, time
+while not psutil.Process(daemon.pid).children():
+    time.sleep(0.05)
+reaper.stdin.write(b"up\\n")
+reaper.stdin.flush()
+agent = psutil.Process(daemon.pid).children()[0]
+print(reaper.pid, daemon.pid, agent.pid, other.pid, flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_local_clusters_processes_end_soon_after_the_program_that_started_it_is_killed(repo_root):
+    program = subprocess.Popen([sys.executable, "-c", PROGRAM], cwd=repo_root, stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(repo_root)})
+    reaper, daemon, agent, other = (psutil.Process(int(pid)) for pid in program.stdout.readline().split())
+    try:
+        os.kill(program.pid, signal.SIGKILL)  # as the out-of-memory killer would: no clean-up of its own
+        program.wait()
+        reaper.wait(timeout=10)  # the pipe closed with the program: it reaped and ended
+        daemon.wait(timeout=5)  # the cluster's processes are gone...
+        agent.wait(timeout=5)
+        assert other.is_running() and other.status() != psutil.STATUS_ZOMBIE  # ...and only it
+    finally:
+        for process in (daemon, agent, other):
+            try:
+                process.kill()
+            except psutil.Error:
+                pass
