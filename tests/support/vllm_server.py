@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -21,6 +23,13 @@ from llm_engineering.infrastructure.vllm_engine import cpu_environment
 
 class ServerError(RuntimeError):
     pass
+
+
+def end_with_this_process() -> None:
+    """For `preexec_fn`: the child gets SIGTERM (a clean shutdown) when the process that started it ends, however
+    it ends; a killed test session leaves no server behind (the server's engine ends with the server)."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
 def free_port() -> int:
@@ -49,7 +58,8 @@ def vllm_server(
         command += ["--dtype", "float32", "--enforce-eager"]
     base_url = f"http://127.0.0.1:{port}/v1"
     with open(log_path, "w") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                   preexec_fn=end_with_this_process)
     try:
         deadline = time.monotonic() + startup_timeout_s
         while True:

@@ -134,3 +134,24 @@ def test_a_local_clusters_processes_end_soon_after_the_program_that_started_it_i
                 process.kill()
             except psutil.Error:
                 pass
+
+
+def test_the_tests_vllm_server_ends_with_the_test_process_that_started_it(repo_root):
+    # The tests' `vllm serve` is started with `end_with_this_process`; here a stand-in server, the same way.
+    program = ("import subprocess, sys\n"
+               "from tests.support.vllm_server import end_with_this_process\n"
+               "server = subprocess.Popen(['sleep', '300'], preexec_fn=end_with_this_process)\n"
+               "print(server.pid, flush=True)\n"
+               "sys.stdin.read()\n")
+    tests = subprocess.Popen([sys.executable, "-c", program], cwd=repo_root, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(repo_root)})
+    server = psutil.Process(int(tests.stdout.readline()))
+    try:
+        os.kill(tests.pid, signal.SIGKILL)
+        tests.wait()
+        server.wait(timeout=5)
+    finally:
+        try:
+            server.kill()
+        except psutil.Error:
+            pass
