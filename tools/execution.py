@@ -91,7 +91,8 @@ def execute(request: Request) -> None:
     if not standalone:  # click's test runner: the caller's process and engines go on after this
         _execute(request)
         return
-    signal.signal(signal.SIGHUP, _hang_up)
+    if signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:  # not when started to ignore it (nohup)
+        signal.signal(signal.SIGHUP, _hang_up)
     if request.verbose:
         try:
             _execute(request)

@@ -39,10 +39,17 @@ parameters:
 """
 
 
+def _default_signals():
+    """The CLI as started from a terminal, however this test runs: a shell's background job (a CI runner's, say)
+    starts with SIGINT ignored, and under nohup SIGHUP is ignored; a process keeps what it inherits."""
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def _start(repo_root, config, log, **env):
     return subprocess.Popen(
         [sys.executable, "tools/run.py", "--run-evaluation", "--config", str(config)],
-        cwd=repo_root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        cwd=repo_root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_default_signals,
         env={**os.environ, "VLLM_LOGGING_LEVEL": "INFO", **env},  # as the CLI's default, whatever this process has
     )
 
