@@ -159,30 +159,20 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
         after_interrupt = len(_saved(checkpoint))
         assert 3 <= after_interrupt < ROWS
 
-        # 2. SIGTERM to the CLI's pid alone (an orchestrator's or a scheduler's stop) a few answers later: the step is
+        # 2, 3. SIGTERM to the CLI's pid alone (an orchestrator's or a scheduler's stop), then SIGHUP (its terminal or
+        # SSH session closed: handled as SIGTERM, not the default abrupt end), each a few answers later: the step is
         # interrupted, the engine shut down, every answer kept, nothing left running 10 s later.
-        with open(tmp_path / "terminated.log", "w") as log:
-            terminated = _start(repo_root, config, log)
-            code, descendants = _stop_after(terminated, checkpoint, after_interrupt + 2, signal.SIGTERM, pid_alone=True)
-        console = (tmp_path / "terminated.log").read_text()
-        assert code not in (0, -signal.SIGKILL), console[-3000:]
-        assert any(name.startswith("VLLM::") for _, name in descendants), descendants
-        assert _group_gone(terminated.pid, timeout=10), f"alive 10 s after SIGTERM: {_alive(terminated.pid)}"
-        assert f"Resuming: {after_interrupt} of {ROWS} answers" in console
-        after_interrupt = len(_saved(checkpoint))
-
-        # 3. SIGHUP to the CLI's pid alone (its terminal or SSH session closed): handled as SIGTERM, not the
-        # default abrupt end: the step is interrupted and the engine shut down.
-        with open(tmp_path / "hung_up.log", "w") as log:
-            hung_up = _start(repo_root, config, log)
-            code, descendants = _stop_after(hung_up, checkpoint, after_interrupt + 2, signal.SIGHUP, pid_alone=True)
-        console = (tmp_path / "hung_up.log").read_text()
-        assert code == 1, console[-3000:]
-        assert "Step generate_answers failed: The execution was interrupted" in console, console[-3000:]
-        assert any(name.startswith("VLLM::") for _, name in descendants), descendants
-        assert _group_gone(hung_up.pid, timeout=10), f"alive 10 s after SIGHUP: {_alive(hung_up.pid)}"
-        assert f"Resuming: {after_interrupt} of {ROWS} answers" in console
-        after_interrupt = len(_saved(checkpoint))
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            with open(tmp_path / f"{sig.name}.log", "w") as log:
+                stopped = _start(repo_root, config, log)
+                code, descendants = _stop_after(stopped, checkpoint, after_interrupt + 2, sig, pid_alone=True)
+            console = (tmp_path / f"{sig.name}.log").read_text()
+            assert code == 1, console[-3000:]
+            assert "Step generate_answers failed: The execution was interrupted" in console, console[-3000:]
+            assert any(name.startswith("VLLM::") for _, name in descendants), descendants
+            assert _group_gone(stopped.pid, timeout=10), f"alive 10 s after {sig.name}: {_alive(stopped.pid)}"
+            assert f"Resuming: {after_interrupt} of {ROWS} answers" in console
+            after_interrupt = len(_saved(checkpoint))
 
         # 4. SIGKILL of the CLI's pid alone (the out-of-memory killer's way) a few answers later: its vLLM engine
         # core and worker are not told, yet must end with it (engine_lifetime), not spin on.
