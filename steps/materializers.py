@@ -7,7 +7,6 @@ Their import paths are stored with every artifact: do not move them.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import html
 import os
@@ -20,6 +19,7 @@ from zenml.io import fileio
 from zenml.materializers.base_materializer import BaseMaterializer
 from zenml.materializers.pydantic_materializer import PydanticMaterializer
 
+from llm_engineering.evaluation.disk import naming_a_full_disk
 from llm_engineering.evaluation.report_html import render_html
 from llm_engineering.evaluation.summary import EvaluationSummary
 
@@ -50,16 +50,11 @@ class DatasetMaterializer(BaseMaterializer):
     def save(self, data: Dataset) -> None:
         with tempfile.TemporaryDirectory() as local:
             data.save_to_disk(local)
-            try:
+            with naming_a_full_disk(f"the artifact store ({self.uri})", "store this step's output",
+                                    "(or give the stack an artifact store elsewhere) and run the same command "
+                                    "again; finished steps are cached and every generated answer is saved in the "
+                                    "checkpoint, so nothing is generated again."):
                 _copy_tree(local, self.uri)
-            except OSError as error:
-                if error.errno != errno.ENOSPC:
-                    raise
-                raise OSError(errno.ENOSPC, f"No space left on the disk of the artifact store ({self.uri}) to store "
-                                            f"this step's output: free space there (or give the stack an artifact store "
-                                            f"elsewhere) and run the same command again; finished steps are cached and "
-                                            f"every generated answer is saved in the checkpoint, so nothing is generated "
-                                            f"again.") from None
 
     def extract_metadata(self, data: Dataset) -> dict[str, Any]:
         return {"num_rows": len(data), "columns": list(data.column_names)}

@@ -10,7 +10,6 @@ then reuses its answers.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 import logging
@@ -23,6 +22,7 @@ from filelock import FileLock, Timeout
 from pydantic import BaseModel
 
 from llm_engineering.evaluation.config import EngineConfig, SamplingConfig
+from llm_engineering.evaluation.disk import naming_a_full_disk
 from llm_engineering.evaluation.models import file_label
 
 logger = logging.getLogger(__name__)
@@ -136,14 +136,10 @@ class CheckpointWriter:
 
     def append(self, key: str, row_id: str, record: AnswerRecord) -> None:
         line = json.dumps({"key": key, "id": row_id, **record.model_dump()}, ensure_ascii=False) + "\n"
-        try:
+        with naming_a_full_disk(str(self.path.parent), "save an answer to the checkpoint",
+                                "(or set CHECKPOINT_DIR to another disk) and run the same command again; every "
+                                "answer saved before is kept."):
             self._write(line.encode("utf-8"))
-        except OSError as error:
-            if error.errno != errno.ENOSPC:
-                raise
-            raise OSError(errno.ENOSPC, f"No space left on the disk of {self.path.parent} to save an answer to the "
-                                        f"checkpoint: free space there (or set CHECKPOINT_DIR to another disk) and run "
-                                        f"the same command again; every answer saved before is kept.") from None
 
     def close(self) -> None:
         self._handle.close()

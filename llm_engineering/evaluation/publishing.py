@@ -7,7 +7,6 @@ The original pushes answers after generation and again, with verdicts, after sco
 
 from __future__ import annotations
 
-import errno
 import logging
 import re
 import shutil
@@ -22,6 +21,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 from pydantic import BaseModel
 
 from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.disk import naming_a_full_disk
 from llm_engineering.evaluation.trust_text import (
     SIMILARITY_METRIC,
     pairwise_finding,
@@ -123,23 +123,20 @@ def publish_local(
     target = Path(hub_dir) / repo
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    full_disk = naming_a_full_disk(str(target.parent), f"publish {repo}",
+                                   "(or set OUTPUT_DIR to another disk) and run `python tools/run.py publish`; the "
+                                   "results are stored as ZenML artifacts, and the repo as it was is kept.")
     try:
-        (staging / "data").mkdir()
-        path = data_file(split, unique=True)
-        results.to_parquet(str(staging / path))
-        dataset_card(repo, split, path, info).save(staging / "README.md")
-        # Two runs publishing to one repo at once: one swap at a time, so neither removes the other's new folder.
-        with FileLock(target.parent / f".{target.name}.lock"):
-            if target.exists():
-                shutil.rmtree(target)
-            staging.rename(target)
-    except OSError as error:
-        shutil.rmtree(staging, ignore_errors=True)
-        if error.errno != errno.ENOSPC:
-            raise
-        raise OSError(errno.ENOSPC, f"No space left on the disk of {target.parent} to publish {repo}: free space "
-                                    f"there (or set OUTPUT_DIR to another disk) and run `python tools/run.py publish`; "
-                                    f"the results are stored as ZenML artifacts, and the repo as it was is kept.") from None
+        with full_disk:
+            (staging / "data").mkdir()
+            path = data_file(split, unique=True)
+            results.to_parquet(str(staging / path))
+            dataset_card(repo, split, path, info).save(staging / "README.md")
+            # Two runs publishing to one repo at once: one swap at a time, so neither removes the other's new folder.
+            with FileLock(target.parent / f".{target.name}.lock"):
+                if target.exists():
+                    shutil.rmtree(target)
+                staging.rename(target)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
