@@ -6,8 +6,11 @@ A generation run's compute-bound time is its FLOPs (2 x the linear layers' param
 and output tokens alike; attention's own FLOPs are small at these lengths and left out) over the matmul
 rate measured here at the model's shapes, with as many rows as sequences decode at once, by the fastest
 kernel at hand (torch's linear, and the oneDNN kernel vLLM's CPU build uses, which is faster: measuring
-torch's alone put vLLM above "its" ceiling in fp32). Its fraction of that ceiling is the roofline fraction
-`make bench` reports.
+torch's alone put vLLM above "its" ceiling in fp32). The shapes are the ones vLLM runs (q, k and v in one
+matmul, gate and up in one), and every layer has weights of its own, as in the model: one weight per
+shape, used by all 30 layers, stayed in the CPU's caches and overstated the rate (by 11% in bf16 on an AMD
+EPYC Zen 4: benchmarks/README.md).
+Its fraction of that ceiling is the roofline fraction `make bench` reports.
 """
 
 from __future__ import annotations
@@ -26,12 +29,12 @@ sys.path.insert(0, str(ROOT))
 
 
 def linear_shapes(config: dict) -> list[tuple[int, int]]:
-    """(in, out) of every linear layer a token passes through, the output head included."""
+    """(in, out) of every matmul a token passes through as vLLM runs a Llama-style model (q, k, v fused; gate
+    and up fused), the output head included."""
     d, inter = config["hidden_size"], config["intermediate_size"]
     heads, kv_heads = config["num_attention_heads"], config["num_key_value_heads"]
     head_dim = config.get("head_dim") or d // heads
-    layer = [(d, heads * head_dim), (d, kv_heads * head_dim), (d, kv_heads * head_dim), (heads * head_dim, d),
-             (d, inter), (d, inter), (inter, d)]
+    layer = [(d, (heads + 2 * kv_heads) * head_dim), (heads * head_dim, d), (d, 2 * inter), (inter, d)]
     return layer * config["num_hidden_layers"] + [(d, config["vocab_size"])]
 
 
@@ -60,28 +63,29 @@ def _kernels() -> dict[str, Callable]:
 
 
 def matmul_gflops(config: dict, batch: int, dtype: str, seconds: float = 3.0) -> tuple[float, str]:
-    """GFLOP/s of one decode step's matmuls (`batch` rows each), repeated for about `seconds`, with the
-    fastest kernel this machine has for them (a ceiling is what the best kernel reaches), and its name."""
+    """GFLOP/s of one decode step's matmuls (`batch` rows each, a weight of its own for each), repeated for
+    about `seconds`, with the fastest kernel this machine has for them (a ceiling is what the best kernel
+    reaches), and its name."""
     import torch
 
     torch.set_num_threads(os.cpu_count() or 1)
     kind = getattr(torch, dtype)
     shapes = linear_shapes(config)
-    distinct = sorted(set(shapes))
-    inputs = {i: torch.randn(batch, i, dtype=kind) for i in {i for i, _ in distinct}}
+    inputs = {i: torch.randn(batch, i, dtype=kind) for i, _ in shapes}
     step_flops = sum(2 * batch * i * o for i, o in shapes)
     rates = {}
     with torch.inference_mode():
         for name, make in _kernels().items():
-            run = {s: make(torch.randn(s[1], s[0], dtype=kind)) for s in distinct}
-            for s in distinct:  # warm-up: oneDNN picks its kernels on first use
-                run[s](inputs[s[0]])
+            step = [(make(torch.randn(o, i, dtype=kind)), inputs[i]) for i, o in shapes]
+            for matmul, x in step:  # warm-up: oneDNN picks its kernels on first use
+                matmul(x)
             steps, started = 0, time.perf_counter()
             while time.perf_counter() - started < seconds:
-                for s in shapes:
-                    run[s](inputs[s[0]])
+                for matmul, x in step:
+                    matmul(x)
                 steps += 1
             rates[name] = steps * step_flops / (time.perf_counter() - started) / 1e9
+            del step
     best = max(rates, key=rates.get)
     return rates[best], best
 
