@@ -182,8 +182,8 @@ def _run(command: list[str], name: str) -> tuple[dict | None, float]:
 
 
 def best_ceiling(measurements: list[dict | None]) -> dict | None:
-    """The roofline measured before and after the engines, each ceiling the higher of the two (a busy
-    neighbour on a shared CPU only lowers one); both measurements kept under `measurements`."""
+    """The roofline measured before and after the engines, each ceiling the higher of the two (whatever else
+    runs on a shared CPU can only lower a measurement); both measurements kept under `measurements`."""
     done = [m for m in measurements if m]
     if not done:
         return None
