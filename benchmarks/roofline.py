@@ -72,7 +72,7 @@ def matmul_gflops(config: dict, batch: int, dtype: str, windows: int = 6, second
     torch.set_num_threads(os.cpu_count() or 1)
     kind = getattr(torch, dtype)
     shapes = linear_shapes(config)
-    inputs = {i: torch.randn(batch, i, dtype=kind) for i, _ in shapes}
+    inputs = {i: torch.randn(batch, i, dtype=kind) for i in {i for i, _ in shapes}}
     step_flops = sum(2 * batch * i * o for i, o in shapes)
     rates = {}
     with torch.inference_mode():
