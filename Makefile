@@ -14,7 +14,7 @@ export TOKENIZERS_PARALLELISM ?= false
 
 DASHBOARD_PORT ?= 8237
 
-.PHONY: install evaluate rescore test test-fast bench bench-judge lint clean browser dashboard dashboard-stop bench-ray
+.PHONY: install evaluate smoke rescore test test-fast bench bench-judge lint clean browser dashboard dashboard-stop bench-ray
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,13 +34,18 @@ $(STAMP): pyproject.toml Makefile
 	@# PyPI's torchvision/torchaudio/torchcodec break transformers beside torch 2.13.0+cpu.
 	if [ "$(TARGET)" = cpu ]; then $(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec 2>&1 | $(PIP_FILTER); fi
 	$(PY) -c "import transformers.models.llama, vllm, zenml, datasets, opik, croniter, secure, tldextract, playwright, ray.data.llm"
-	$(PY) -c "from llm_engineering.evaluation.similarity import embedding_model_dir; embedding_model_dir()"
+	@# One-time work here, not in the first evaluation: the generator and the judges converted, with progress bars.
+	$(PY) tools/prepare_models.py
 	touch $(STAMP)
 
 install: $(STAMP)
 
 evaluate: install
 	$(PY) tools/run.py --run-evaluation
+
+# The whole pipeline in about a minute, with a judge without signal (its summary says so first): does it all run?
+smoke: install
+	$(PY) tools/run.py evaluate --config configs/smoke.yaml
 
 rescore: install
 	$(PY) tools/run.py --run-evaluation --rescore

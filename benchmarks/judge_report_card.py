@@ -57,7 +57,7 @@ def _alike(alone, whole) -> dict:
 
 
 def _measure(model: str, rubric: str, dtype: str, rows: int, label_rows: int, max_analysis_chars: int,
-             compare_whole: bool) -> dict:
+             compare_whole: bool, answers_limit: int = 0) -> dict:
     from llm_engineering.evaluation import check_tiers
     from llm_engineering.evaluation import columns as col
     from llm_engineering.evaluation.config import DatasetConfig, EngineConfig, JudgeConfig
@@ -75,6 +75,8 @@ def _measure(model: str, rubric: str, dtype: str, rows: int, label_rows: int, ma
     rubric_ = config.resolved_rubric()
     split = read_test_split(DatasetConfig())
     answers = split.add_column(col.ANSWER, split[col.REFERENCE]).add_column(col.MODEL_ID, ["reference"] * len(split))
+    if answers_limit:
+        answers = answers.select(range(min(answers_limit, len(answers))))
     result: dict = {"judge": model, "rubric": rubric, "dtype": dtype, "max_analysis_chars": max_analysis_chars,
                     "cpu": _cpu_flags()}
     pool = EnginePool()
@@ -88,6 +90,7 @@ def _measure(model: str, rubric: str, dtype: str, rows: int, label_rows: int, ma
             evaluations = score_answers(answers, [judge], rubric_)
             result["scoring_s"] = round(time.perf_counter() - started, 1)
             result["valid_verdicts"] = f"{sum(e is None for e in evaluations[col.JUDGE_ERROR])}/{len(answers)}"
+            result["answers_scored"] = len(answers)
             started = time.perf_counter()
             check = run_judge_check(split, judge, rubric_, None, rows, 0.7, tiers=HARDER_TIERS, embedder=get_embedder())
             result.update(check_s=round(time.perf_counter() - started, 1), check_verdicts=check.judge_calls,
@@ -119,15 +122,17 @@ def _measure(model: str, rubric: str, dtype: str, rows: int, label_rows: int, ma
 @click.option("--label-rows", default=10, show_default=True, help="Rows of constructed labels (3 labels each); 0: none.")
 @click.option("--max-analysis-chars", default=JUDGE_DEFAULTS["max_analysis_chars"], show_default=True,
               help="Longest analysis the judge may write (judge.max_analysis_chars).")
+@click.option("--answers", "answers_limit", default=0, show_default=True,
+              help="Score only the split's first N references (0: all 48): a quicker estimate on a slow CPU.")
 @click.option("--compare-whole-verdicts", is_flag=True,
               help="Score-first rubrics: run the check again asking whole verdicts, and compare the two.")
 def main(judges: tuple[str, ...], rubric: str, dtype: str, rows: int, label_rows: int, max_analysis_chars: int,
-         compare_whole_verdicts: bool) -> None:
-    results = [_measure(model, rubric, dtype, rows, label_rows, max_analysis_chars, compare_whole_verdicts)
+         compare_whole_verdicts: bool, answers_limit: int) -> None:
+    results = [_measure(model, rubric, dtype, rows, label_rows, max_analysis_chars, compare_whole_verdicts, answers_limit)
                for model in judges]
     tiers = list(results[0].get("tiers", {}))
     if tiers:
-        print("| judge | rubric | dtype | scoring 48 s | check s (verdicts) | valid | "
+        print("| judge | rubric | dtype | scoring s | check s (verdicts) | valid | "
               + " | ".join(f"{t}: integer / expected" for t in tiers) + " |")
         print("|---" * (6 + len(tiers)) + "|")
     for r in results if tiers else []:

@@ -225,6 +225,19 @@ def load_run_config(path: Path) -> RunConfig:
     return RunConfig(evaluation=evaluation, zenml_options=options)
 
 
+def with_judges_chosen(config: EvaluationConfig, **machine: Any) -> tuple[EvaluationConfig, list[str]]:
+    """`config` with every `judge.model: auto` replaced by this machine's choice (`machine`: what
+    `resolve_auto_judge` would otherwise read off it), and a line per choice saying why."""
+    from llm_engineering.infrastructure.judge_choice import resolve_auto_judge
+
+    resolved = [resolve_auto_judge(judge, **machine) for judge in config.panel]
+    lines = [line for _, line in resolved if line]
+    if not lines:
+        return config, []
+    judges = [judge for judge, _ in resolved]
+    return config.model_copy(update={"judges": judges} if config.judges else {"judge": judges[0]}), lines
+
+
 def apply_overrides(
     config: EvaluationConfig,
     models: Optional[list[str]] = None,
@@ -234,9 +247,15 @@ def apply_overrides(
     fresh: bool = False,
     rubric: Optional[str] = None,
     labels: Optional[str] = None,
+    judge_model: Optional[str] = None,
 ) -> EvaluationConfig:
     """The config with command-line overrides applied, validated again."""
     data = config.model_dump()
+    if judge_model:
+        if data["judges"]:
+            raise ConfigError(f"--judge {judge_model} names one judge, but the config has a jury (judges): give a config "
+                              f"with one judge, or edit its judges")
+        data["judge"]["model"] = judge_model
     if labels:
         data["labels"] = labels
     if rubric:

@@ -120,7 +120,7 @@ def _execute(request: Request, run_log: Any = None) -> None:
     from llm_engineering.evaluation.similarity import SimilarityError
     from llm_engineering.infrastructure.zenml_runs import NoStoredResults, failed_steps_message, run_to_compare
     from llm_engineering.preflight import check_run
-    from llm_engineering.run_config import apply_overrides, load_run_config
+    from llm_engineering.run_config import apply_overrides, load_run_config, with_judges_chosen
     from sqlalchemy.exc import OperationalError
 
     try:
@@ -128,6 +128,10 @@ def _execute(request: Request, run_log: Any = None) -> None:
         config = apply_overrides(run_config.evaluation, list(request.models), request.dataset, request.limit,
                                  request.dummy, fresh=request.no_cache, rubric=request.rubric,
                                  labels=request.labels)
+        if request.mode != "publish":
+            config, choices = with_judges_chosen(config)
+            for line in choices:
+                click.echo(line)
         ensure_zenml_repository()
         check_run(config, run_config.zenml_options.get("secrets") or [],
                   generate=request.mode in ("evaluate", "snapshot"), judge=request.mode != "publish")
@@ -173,6 +177,36 @@ def _execute(request: Request, run_log: Any = None) -> None:
         sys.exit(130)
     summary, comparison = report_run(run.id, earlier.id if earlier is not None else None)
     check_gates(summary, request.fail_under, comparison if request.fail_on_regression else None)
+
+
+def judge_bench(pairs_path: Path, config_path: Path, limit: Optional[int], judge_model: Optional[str],
+                rubric: Optional[str], verbose: bool) -> None:
+    """`judge-bench`: the library runs it; this prints the table and where the reports are."""
+    from llm_engineering.evaluation.config import ConfigError
+    from llm_engineering.evaluation.human_pairs import PairsError
+    from llm_engineering.evaluation.judge_bench_report import BENCH_HEADER, bench_cost_line, bench_rows, bench_title
+    from llm_engineering.evaluation.models import ModelError
+    from llm_engineering.judge_bench_run import bench_config, run_judge_bench
+    from llm_engineering.settings import get_settings
+
+    prepare_environment()
+    with ExitStack() as stack:
+        if _is_process_stdout() and not verbose:
+            from tools.console import quiet_console
+
+            run_log = stack.enter_context(quiet_console(get_settings().logs_dir))
+            stack.callback(lambda: click.echo(f"Log (library warnings, engine output): {run_log.path.resolve()}", err=True))
+        try:
+            config, choices = bench_config(config_path, judge_model, rubric)
+            for line in choices:
+                click.echo(line)
+            report, path = run_judge_bench(pairs_path, config, limit, get_settings().reports_dir)
+        except (ConfigError, PairsError, ModelError) as error:
+            raise click.ClickException(str(error)) from None
+    _print_table(bench_title(report), BENCH_HEADER, bench_rows(report))
+    click.echo(bench_cost_line(report))
+    click.echo(f"JSON report: {path}")
+    click.echo(f"HTML report: {path.with_suffix('.html')}")
 
 
 def _store_url() -> str:
@@ -299,6 +333,8 @@ def print_summary(summary: Any, run_name: str, comparison: Any = None) -> None:
     from llm_engineering.evaluation import run_comparison_text as compared
     from llm_engineering.evaluation.report_text import table_header, table_rows, trust_lines
 
+    if summary.headline:
+        click.echo(summary.headline)
     _print_table(f"Evaluation summary · run {run_name} · judge {summary.judge_model} · rubric {summary.rubric}",
                  table_header(summary), table_rows(summary))
     for line in trust_lines(summary):

@@ -282,5 +282,31 @@ def snapshot(name: str, **options: Any) -> None:
     _execute(Request("snapshot", snapshot=name, **options))
 
 
+@main.command("judge-bench", epilog="""
+\b
+Examples:
+  python tools/run.py judge-bench --pairs ../shared/judge-labels/llmbar-natural.jsonl
+  python tools/run.py judge-bench --pairs my-pairs.csv --judge smollm2-135m --limit 20
+  python tools/run.py judge-bench --pairs pairs.jsonl --config configs/jury.yaml   # a jury, pointwise
+\b
+A pairs file (.jsonl or .csv) holds one pair a line: instruction, output_1, output_2, label (1: output_1 is
+better, 2: output_2, 0: a tie); id and reference optional. A second run asks only what the judge cache lacks.
+""")
+@click.option("--pairs", "pairs_path", required=True, type=click.Path(path_type=Path), metavar="FILE",
+              help="Human-labelled answer pairs (.jsonl or .csv).")
+@click.option("--limit", type=click.IntRange(min=1), help="Only the first N pairs.")
+@_config_option()
+@click.option("--judge", "judge_model", metavar="MODEL", help="The judge's model (an alias, folder or Hub id; or the "
+              "endpoint's model name with an openai backend), instead of the config's.")
+@_rubric_option()
+@_verbose_option()
+def judge_bench(**options: Any) -> None:
+    """Measure the configured judge against people: agreement on human-labelled answer pairs, judged pairwise (both
+    orders) and pointwise (each answer scored alone), beside judge-free baselines."""
+    from tools.execution import judge_bench as _judge_bench
+
+    _judge_bench(**options)
+
+
 if __name__ == "__main__":
     main()

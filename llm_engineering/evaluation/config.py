@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from llm_engineering.evaluation.check_tiers import TIERS, Tier
+from llm_engineering.evaluation.prompts import ALPACA_TURN_MARKERS
 from llm_engineering.evaluation.rubric import DEFAULT_RUBRIC, Rubric, load_rubric, shipped_rubrics
 
 
@@ -54,7 +55,10 @@ class DatasetConfig(_Strict):
 class PromptConfig(_Strict):
     """How an instruction becomes the text the model sees."""
 
-    template: Literal["alpaca", "chat"] = "alpaca"
+    template: Literal["auto", "alpaca", "chat"] = Field(
+        "auto", description="auto: the model's own chat template where its tokenizer has one, else the Alpaca "
+        "template; alpaca: the original's template (for Alpaca fine-tunes); chat: the model's chat template.",
+    )
     system_prompt: Optional[str] = Field(None, description="Only used with the chat template.")
 
 
@@ -66,6 +70,12 @@ class SamplingConfig(_Strict):
     min_p: float = Field(0.05, ge=0.0, le=1.0)
     max_tokens: PositiveInt = 256
     seed: Optional[int] = 42
+    # A chat model fed the Alpaca template goes on into new turns of its own ("### Instruction: ..."): the
+    # answer ends at the template's turn markers. A chat template ends turns with its own end token.
+    stop: list[str] = Field(
+        default_factory=lambda: list(ALPACA_TURN_MARKERS),
+        description="Strings that end an answer (not kept in it); [] for none.",
+    )
 
 
 class RayConfig(_Strict):
@@ -203,7 +213,11 @@ class JudgeConfig(_Strict):
         "vllm", description="'vllm': in-process engine; 'openai': any OpenAI-compatible chat endpoint; 'openai-batch': "
         "the same requests through OpenAI's Batch API (half price, answered within 24 h, resumed after a restart).",
     )
-    model: str = "smollm2-135m"
+    model: str = Field(
+        "auto", description="An alias, folder or Hub id (in-process), or the endpoint's model name. auto: "
+        "qwen2.5-coder-1.5b on a GPU or a CPU with fast bf16, else smollm2-135m, a judge without signal (said first "
+        "in the summary).",
+    )
     base_url: Optional[str] = Field(
         None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1; None: OpenAI."
     )
@@ -260,6 +274,13 @@ class JudgeConfig(_Strict):
         if isinstance(rubric, str) and rubric in shipped_rubrics():
             return rubric
         return load_rubric(rubric)
+
+    @model_validator(mode="after")
+    def _auto_is_in_process(self) -> "JudgeConfig":
+        if self.model == "auto" and self.backend != "vllm":
+            raise ValueError(f"judge.model auto picks an in-process judge; with backend {self.backend!r} name the "
+                             f"endpoint's model (e.g. model: gpt-4o-mini)")
+        return self
 
     def resolved_rubric(self) -> Rubric:
         return load_rubric(self.rubric)

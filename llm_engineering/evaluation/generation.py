@@ -20,7 +20,7 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.checkpoint import AnswerCheckpoint, AnswerRecord, row_key
 from llm_engineering.evaluation.config import PromptConfig, SamplingConfig
 from llm_engineering.evaluation.engine import GenerationEngine
-from llm_engineering.evaluation.prompts import format_prompts
+from llm_engineering.evaluation.prompts import effective_template, format_prompts
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ def answer_test_split(
     finish reason `prompt_too_long`, and the run goes on.
     """
     tokenizer = engine.get_tokenizer()
-    if prompt.template == "alpaca":
+    if effective_template(prompt.template, tokenizer) == "alpaca":
         prompts = list(test_split[col.PROMPT])
     else:
         prompts = format_prompts(test_split[col.INSTRUCTION], "chat", tokenizer, prompt.system_prompt)

@@ -9,6 +9,8 @@ ALPACA_TEMPLATE = (
     "Write a response that appropriately completes the request.\n\n"
     "### Instruction:\n{instruction}\n\n### Response:\n"
 )
+# Where an Alpaca turn begins: an answer that reaches one has ended (the model is writing the next turn).
+ALPACA_TURN_MARKERS = ("### Instruction:", "### Input:", "### Response:")
 
 
 class ChatTokenizer(Protocol):
@@ -30,7 +32,7 @@ def chat_prompt(
     tokenizer: ChatTokenizer, instruction: str, system_prompt: Optional[str] = None
 ) -> str:
     """The instruction rendered with the model's own chat template, ready for generation."""
-    if not getattr(tokenizer, "chat_template", None):
+    if not has_chat_template(tokenizer):
         raise ValueError(
             "The model's tokenizer has no chat template; set prompt.template to 'alpaca'."
         )
@@ -39,17 +41,29 @@ def chat_prompt(
     )
 
 
+def has_chat_template(tokenizer: Optional[ChatTokenizer]) -> bool:
+    return bool(getattr(tokenizer, "chat_template", None))
+
+
+def effective_template(template: str, tokenizer: Optional[ChatTokenizer]) -> str:
+    """`auto` -> `chat` where the model's tokenizer has a chat template, else `alpaca`; others as given."""
+    if template == "auto":
+        return "chat" if has_chat_template(tokenizer) else "alpaca"
+    return template
+
+
 def format_prompts(
     instructions: list[str],
     template: str,
     tokenizer: Optional[ChatTokenizer] = None,
     system_prompt: Optional[str] = None,
 ) -> list[str]:
-    """Prompts for a list of instructions; `chat` needs the model's tokenizer."""
+    """Prompts for a list of instructions; `chat` and `auto` need the model's tokenizer."""
+    template = effective_template(template, tokenizer)
     if template == "alpaca":
         return [alpaca_prompt(text) for text in instructions]
     if template == "chat":
         if tokenizer is None:
             raise ValueError("The chat template needs the model's tokenizer.")
         return [chat_prompt(tokenizer, text, system_prompt) for text in instructions]
-    raise ValueError(f"Unknown prompt template {template!r}; use 'alpaca' or 'chat'.")
+    raise ValueError(f"Unknown prompt template {template!r}; use 'auto', 'alpaca' or 'chat'.")

@@ -118,6 +118,12 @@ def _run_comparison_html(comparison: Optional[RunComparison]) -> str:
             + f"<p>{_text(compared.METHOD)}</p><h4>Rows whose scores changed most</h4>" + changed)
 
 
+def _headline_html(headline: str) -> str:
+    alarm = headline.startswith("NO SIGNAL")
+    style = "background:#fdd;border:2px solid #c00" if alarm else "background:#eef6ee;border:1px solid #9c9"
+    return f"<p style='{style};padding:8px'><b>{_text(headline)}</b></p>"
+
+
 def render_html(summary: EvaluationSummary, comparison: Optional[RunComparison] = None) -> str:
     """A self-contained HTML report: scores table, comparisons (between models; with `comparison`, with an
     earlier run), trust checks, plots and the row browser."""
@@ -130,7 +136,9 @@ def render_html(summary: EvaluationSummary, comparison: Optional[RunComparison] 
         "<html><head><meta charset='utf-8'><title>Evaluation summary</title>"
         "<style>body{font-family:sans-serif}table{border-collapse:collapse}"
         "td,th{border:1px solid #ccc;padding:4px 8px}</style></head><body>"
-        f"<h2>Evaluation summary</h2><p>Judge: {html.escape(summary.judge_model)} &middot; rubric: "
+        "<h2>Evaluation summary</h2>"
+        + (_headline_html(summary.headline) if summary.headline else "")
+        + f"<p>Judge: {html.escape(summary.judge_model)} &middot; rubric: "
         f"{html.escape(summary.rubric)} &middot; {html.escape(summary.created_at)}</p>"
         + _html_table(table_header(summary), table_rows(summary))
         + f"<p>{_text(SCORES_METHOD)}</p>"

@@ -24,7 +24,8 @@ from llm_engineering.evaluation.trust_text import (
 def table_header(summary: EvaluationSummary) -> list[str]:
     """One column per criterion (integer mean, and expected mean where the judge gave logprobs)."""
     return (["model"] + [f"{name} (95% CI)" for name in summary.criteria]
-            + ["similarity (95% CI)", "scored", "failed", "output tok/s", "judge calls", "judge s/verdict", "judge cost $"])
+            + ["similarity (95% CI)", "scored", "failed", "cut by max_tokens", "output tok/s", "judge calls",
+               "judge s/verdict", "judge cost $"])
 
 
 COMPARISON_HEADER = ["difference", "criterion", "mean (95% CI)", "paired rows"]
@@ -62,6 +63,7 @@ def table_rows(summary: EvaluationSummary) -> list[list[str]]:
             with_ci(s.similarity_mean, s.similarity_ci),
             f"{s.scored}/{s.rows}",
             str(s.failed),
+            f"{s.truncated}/{s.rows}" if s.rows else "0",
             fmt(s.tokens_per_second, 1),
             f"{s.judge_usage.calls} (+{s.judge_usage.cached} cached)",
             fmt(s.judge_usage.seconds_per_verdict, 2),

@@ -24,7 +24,7 @@ from llm_engineering.evaluation.rates import bootstrap_ci, mean
 from llm_engineering.evaluation.judge_check import JudgeCheck, TrustChecks
 from llm_engineering.evaluation.rubric import Rubric
 from llm_engineering.evaluation.similarity import SimilarityCheck
-from llm_engineering.evaluation.trust_text import REFERENCE_GUIDED_CHECK, self_preference_warnings
+from llm_engineering.evaluation.trust_text import REFERENCE_GUIDED_CHECK, judge_headline, self_preference_warnings
 
 
 class JudgeUsage(BaseModel):
@@ -115,6 +115,7 @@ class EvaluationSummary(BaseModel):
     """The `evaluation_summary` artifact: per-model scores, comparisons and the ranking."""
 
     judge_model: str
+    headline: str = Field("", description="the first line: whether the judge's scores mean anything")
     rubric: str = "handbook"
     criteria: list[str] = Field(default_factory=lambda: ["accuracy", "style"])
     models: list[ModelScores]
@@ -273,6 +274,7 @@ def build_summary(
     items, items_total = item_views(evaluations, rubric.names)
     return EvaluationSummary(
         judge_model=", ".join(judge_ids),
+        headline=judge_headline(", ".join(judge_ids), judge_check),
         rubric=rubric.name,
         criteria=rubric.names,
         models=scores,

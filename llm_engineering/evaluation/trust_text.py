@@ -47,6 +47,44 @@ WIN_RATE_DEFINITION = ("Win rate: model A's mean points over judged pairs (win 1
                        "averaged), with a 95% bootstrap interval.")
 
 
+GET_A_JUDGE = ("for a judge with signal, set judge.model: qwen2.5-coder-1.5b (what judge.model: auto runs on a GPU or a CPU "
+               "with fast bf16), or use a served or OpenAI judge (README: Choosing the judge)")
+
+
+def _judge_name(judge_model: str) -> str:
+    return judge_model.removeprefix("vllm:")
+
+
+def judge_without_signal(judge_model: str) -> bool:
+    """The judge is a model measured to have no signal as a judge (an embedded smoke-test judge)."""
+    from llm_engineering.evaluation.embedded_models import EMBEDDED_MODELS
+
+    model = EMBEDDED_MODELS.get(_judge_name(judge_model))
+    return model is not None and model.judge_signal is False
+
+
+def _tie_broken(check: JudgeCheck) -> str:
+    rate = check.reference_higher_expected or check.reference_higher
+    return rate.describe()
+
+
+def judge_headline(judge_model: str, check: Optional[JudgeCheck]) -> str:
+    """The summary's first line: whether the judge's scores mean anything, and how to get a judge whose do."""
+    name = _judge_name(judge_model)
+    if check is not None and check.no_signal:
+        return (f"NO SIGNAL: the judge {name} did not tell right answers from wrong ones in its judge check (reference "
+                f"scored higher in {_tie_broken(check)} of pairs), so these scores are noise; {GET_A_JUDGE}.")
+    if judge_without_signal(judge_model):
+        return (f"NO SIGNAL: the judge {name} is a smoke-test judge, measured unable to tell right answers from wrong "
+                f"ones, so these scores are noise; {GET_A_JUDGE}.")
+    if check is None:
+        return (f"Judge {name}: not checked in this run (judge_check.rows: 0), so how far its scores can be trusted "
+                f"is not measured.")
+    tiers = ", ".join(f"{t.tier} {_tie_broken(t)}" for t in check.tiers)
+    return (f"Judge {name}: scored the reference above a wrong answer in {_tie_broken(check)} of mismatched pairs"
+            + (f"; harder tiers: {tiers}" if tiers else "") + " (judge check, ties broken by expected scores).")
+
+
 def judge_check_title(check: JudgeCheck) -> str:
     """`Judge check`, flagged when the judge showed no signal."""
     return "Judge check" + (" - NO SIGNAL" if check.no_signal else "")

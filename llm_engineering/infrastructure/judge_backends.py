@@ -25,8 +25,10 @@ def build_judge(config: JudgeConfig, engine: EngineConfig, settings: Settings, p
         # Beside the verdicts: a batch's id is kept where the cache is, so a rerun finds both.
         return OpenAIBatchJudge(config, key, settings.JUDGE_CACHE_DIR / "batches")
     from llm_engineering.evaluation.models import resolve_model
+    from llm_engineering.infrastructure.judge_choice import resolve_auto_judge
     from llm_engineering.infrastructure.vllm_judge import VLLMJudge
 
+    config = resolve_auto_judge(config)[0]  # callers of the library that did not choose before (the CLI does)
     model = resolve_model(config.model, settings.MODEL_CACHE_DIR)
     if model.adapter:  # never silently the base alone (a run's config refuses it before any work)
         raise ConfigError(f"judge.model {config.model!r}: an in-process judge runs a base model only, not a LoRA adapter.")

@@ -58,7 +58,7 @@ def generate_rows(
     items = [{col.ID: row_id, "prompt": prompt} for row_id, prompt in rows]
     stop_ids = stop_token_ids(model_path)
     params = {"temperature": sampling.temperature, "top_p": sampling.top_p, "min_p": sampling.min_p,
-              "max_tokens": sampling.max_tokens, "seed": sampling.seed}
+              "max_tokens": sampling.max_tokens, "seed": sampling.seed, "stop": list(sampling.stop) or None}
     # The two functions run on the cluster's workers, which need not have this project installed:
     # they refer to plain captured values only, so they travel by value.
     keep = (col.ID, "generated_text", "generated_tokens", "num_input_tokens")

@@ -290,6 +290,7 @@ def sampling_params(config: SamplingConfig) -> SamplingParams:
         min_p=config.min_p,
         max_tokens=config.max_tokens,
         seed=config.seed,
+        stop=list(config.stop) or None,
     )
 
 

@@ -81,7 +81,7 @@ def test_dashboard_shows_a_tiny_evaluation_run_and_serves_its_summary_report(das
 
     config = EvaluationConfig.model_validate({
         "dataset": {"limit": 2}, "sampling": {"max_tokens": 24},
-        "judge": {"max_tokens": 256, "max_analysis_chars": 120},
+        "judge": {"model": "smollm2-135m", "max_tokens": 256, "max_analysis_chars": 120},
         # The dashboard is under test, not the trust checks (the pipeline tests cover those).
         "judge_check": {"rows": 0}, "similarity": {"enabled": False},
     })

@@ -29,7 +29,7 @@ def test_labels_given_to_evaluate_are_judged_and_their_agreement_reported(run_cl
     labels.write_text("".join(json.dumps(label) + "\n" for label in constructed_labels()))
     config = tmp_path / "run.yaml"
     config.write_text(yaml.safe_dump({"parameters": {
-        "sampling": {"max_tokens": 24}, "judge": {"max_tokens": 200}, "judge_check": {"rows": 2},
+        "sampling": {"max_tokens": 24}, "judge": {"model": "smollm2-135m", "max_tokens": 200}, "judge_check": {"rows": 2},
     }}))
     result = run_cli("evaluate", "--config", config, "--limit", ROWS, "--labels", labels)
     assert result.exit_code == 0, result.output[-3000:]

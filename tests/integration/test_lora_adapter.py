@@ -42,7 +42,7 @@ def test_base_and_its_adapter_answer_differently_from_one_engine(run_cli, tmp_pa
     config.write_text(yaml.safe_dump({"parameters": {
         # Greedy: the answers differ by the adapter alone, not by sampling.
         "sampling": {"temperature": 0.0, "max_tokens": 48},
-        "judge": {"max_tokens": 200, "max_analysis_chars": 100},
+        "judge": {"model": "smollm2-135m", "max_tokens": 200, "max_analysis_chars": 100},
         "judge_check": {"rows": 0}, "similarity": {"enabled": False}, "pairwise": {"enabled": False},
     }}))
     builds = len(ENGINE_POOL.builds)

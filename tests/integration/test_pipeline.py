@@ -24,7 +24,7 @@ ROWS = 3
 SMALL = {
     "dataset": {"limit": ROWS},
     "sampling": {"max_tokens": 48},
-    "judge": {"max_tokens": 256, "max_analysis_chars": 160},
+    "judge": {"model": "smollm2-135m", "max_tokens": 256, "max_analysis_chars": 160},
 }
 
 

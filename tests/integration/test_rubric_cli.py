@@ -31,7 +31,7 @@ def test_a_custom_rubric_file_scores_through_the_cli_with_expected_scores_from_r
     config = tmp_path / "run.yaml"
     config.write_text(yaml.safe_dump({"parameters": {
         "sampling": {"max_tokens": 32},
-        "judge": {"rubric": str(rubric), "max_tokens": 200, "max_analysis_chars": 80},
+        "judge": {"model": "smollm2-135m", "rubric": str(rubric), "max_tokens": 200, "max_analysis_chars": 80},
         "judge_check": {"rows": 3},
     }}))
     command = ["evaluate", "--config", config, "--limit", "3"]

@@ -49,9 +49,9 @@ def test_batch_judge_without_key_or_base_url_stops_with_the_fix(settings):
 @pytest.mark.parametrize(
     "judge, values",
     [
-        ({"backend": "openai", "base_url": "http://127.0.0.1:8000/v1"}, {}),  # a local endpoint needs no key
-        ({"backend": "openai-batch"}, {"OPENAI_API_KEY": "sk-x"}),
-        ({"backend": "openai"}, {"OPENAI_API_KEY": "sk-x"}),
+        ({"backend": "openai", "model": "m", "base_url": "http://127.0.0.1:8000/v1"}, {}),  # a local endpoint needs no key
+        ({"backend": "openai-batch", "model": "gpt-4o-mini"}, {"OPENAI_API_KEY": "sk-x"}),
+        ({"backend": "openai", "model": "gpt-4o-mini"}, {"OPENAI_API_KEY": "sk-x"}),
         ({"backend": "vllm"}, {}),
     ],
     ids=["openai-base-url", "openai-batch-key", "openai-key", "vllm"],
@@ -61,7 +61,7 @@ def test_reachable_judges_pass(settings, judge, values):
 
 
 def test_judge_is_not_checked_when_the_run_does_not_judge(settings):
-    config = EvaluationConfig(judge={"backend": "openai"})
+    config = EvaluationConfig(judge={"backend": "openai", "model": "gpt-4o-mini"})
     check_settings(config, settings(), judge=False)
     with pytest.raises(ConfigError, match="OPENAI_API_KEY is not set"):
         check_settings(config, settings(), judge=True)

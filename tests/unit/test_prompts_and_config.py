@@ -123,3 +123,26 @@ def test_every_zenml_key_of_a_run_config_is_a_pipeline_option():
 
     accepted = set(inspect.signature(Pipeline.with_options).parameters) | set(inspect.signature(Pipeline.configure).parameters)
     assert ZENML_KEYS <= accepted
+
+
+def test_auto_prompts_a_model_with_its_chat_template_and_one_without_in_alpaca():
+    (chat,) = format_prompts(["Hi"], "auto", TemplateTokenizer())
+    assert chat == "<user>Hi<assistant>"
+    plain = TemplateTokenizer()
+    plain.chat_template = None
+    (alpaca,) = format_prompts(["Hi"], "auto", plain)
+    assert alpaca.startswith("Below is an instruction") and alpaca.endswith("### Response:\n")
+    (forced,) = format_prompts(["Hi"], "alpaca", TemplateTokenizer())  # alpaca stays one word away
+    assert forced == alpaca
+
+
+def test_answers_stop_where_a_new_alpaca_turn_begins_unless_told_otherwise():
+    from llm_engineering.evaluation.config import SamplingConfig
+    from llm_engineering.evaluation.prompts import alpaca_prompt
+    from llm_engineering.infrastructure.vllm_engine import sampling_params
+
+    # A model that runs on past its answer writes the template's next turn: each of its headers is a stop string.
+    next_turn = alpaca_prompt("another question")
+    assert {m for m in SamplingConfig().stop if m in next_turn} == {"### Instruction:", "### Response:"}
+    assert sampling_params(SamplingConfig()).stop == list(SamplingConfig().stop)
+    assert not sampling_params(SamplingConfig(stop=[])).stop  # [] turns it off

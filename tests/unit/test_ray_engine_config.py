@@ -205,7 +205,9 @@ def test_engine_dtype_follows_the_cpu_unless_set(requested, on_cpu, flags, speed
 def test_bf16_speedup_is_measured_on_this_cpu():
     from llm_engineering.infrastructure.vllm_engine import bf16_speedup
 
-    assert 0.05 < bf16_speedup() < 20  # a real ratio of two timed matmul rates, whichever dtype wins here
+    # A real ratio of two timed matmul rates, whichever dtype wins here: emulated bf16 on an AVX2-only CPU ran at
+    # 0.004x fp32, native bf16 on a Zen 4 at 2.8x.
+    assert 0.0005 < bf16_speedup() < 20
 
 
 def test_the_engine_preload_adds_tcmalloc_and_intel_openmp_once_after_what_is_there(monkeypatch, tmp_path):

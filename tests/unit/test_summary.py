@@ -7,7 +7,7 @@ from datasets import Dataset
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.generation import GenerationStats
 from llm_engineering.evaluation.report_html import render_html
-from llm_engineering.evaluation.report_text import table_rows
+from llm_engineering.evaluation.report_text import table_header, table_rows
 from llm_engineering.evaluation.rubric import load_rubric
 from llm_engineering.evaluation.summary import build_summary, model_scores
 
@@ -54,6 +54,8 @@ def test_summary_ranks_models_and_attaches_throughput():
     assert by_id["strong"].tokens_per_second == 10.0 and by_id["weak"].tokens_per_second is None
     assert by_id["strong"].truncated == 2
     assert [row[0] for row in table_rows(summary)] == ["strong", "weak"]
+    cut = {row[0]: row[table_header(summary).index("cut by max_tokens")] for row in table_rows(summary)}
+    assert cut == {"strong": "2/2", "weak": "0/2"}  # the share of answers max_tokens cut, in the table
     page = render_html(summary)
     assert "strong" in page and "weak" in page and "<table>" in page
 

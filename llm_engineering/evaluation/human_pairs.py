@@ -1,0 +1,113 @@
+"""Human-labelled answer pairs (LLMBar, MT-Bench expert votes, your own): two answers to one instruction and the
+one people judged better. Read from JSONL or CSV and checked whole before any judge starts.
+
+One pair a line: `instruction`, `output_1`, `output_2`, `label` (1: output_1 is better, 2: output_2, 0: a tie);
+`id` and `reference` are optional (an id defaults to the pair's line).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+from pydantic import BaseModel
+
+REQUIRED = ("instruction", "output_1", "output_2", "label")
+OPTIONAL = ("id", "reference")
+FORMAT = ("one pair a line with instruction, output_1, output_2 and label (1: output_1 better, 2: output_2 better, "
+          "0: a tie), id and reference optional")
+
+
+class PairsError(ValueError):
+    """A pairs file that cannot be used; the message names the file, the line and the fix."""
+
+
+class HumanPair(BaseModel):
+    id: str
+    instruction: str
+    output_1: str
+    output_2: str
+    label: Literal[0, 1, 2]
+    reference: Optional[str] = None
+    line: int = 0
+
+
+def _records(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        records = []
+        for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not text.strip():
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError as error:
+                raise PairsError(f"{path}, line {number}: not valid JSON ({error.msg}, char {error.pos}); write "
+                                 f"{FORMAT}, as one JSON object") from None
+            if not isinstance(record, dict):
+                raise PairsError(f"{path}, line {number}: a pair is a JSON object, got {type(record).__name__}; write "
+                                 f"{FORMAT}")
+            records.append((number, record))
+        return records
+    if suffix == ".csv":
+        with path.open(encoding="utf-8-sig", newline="") as handle:  # a spreadsheet's byte-order mark
+            reader = csv.DictReader(handle)
+            records, start = [], 2
+            for record in reader:  # an answer may span lines: a record is named by the line it starts on
+                if None in record or None in record.values():
+                    raise PairsError(f"{path}, line {start}: {'more' if None in record else 'fewer'} fields than the "
+                                     f"header's {len(reader.fieldnames or [])}; quote answers that hold commas")
+                records.append((start, dict(record)))
+                start = reader.line_num + 1
+        return records
+    raise PairsError(f"{path}: pairs are read from .jsonl or .csv files, not {suffix or 'a file without a suffix'!r}")
+
+
+def _label(value: Any) -> Optional[int]:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value in (0, 1, 2) else None
+    if isinstance(value, str) and value.strip() in ("0", "1", "2"):
+        return int(value.strip())
+    return None
+
+
+def _problem(record: dict[str, Any]) -> Optional[str]:
+    missing = [name for name in REQUIRED if name not in record]
+    if missing:
+        return f"missing {', '.join(missing)} (found {', '.join(sorted(record)) or 'no columns'}); each pair needs {FORMAT}"
+    if _label(record["label"]) is None:
+        return f"label {record['label']!r} is not 1, 2 or 0; write 1 when output_1 is better, 2 for output_2, 0 for a tie"
+    for name in ("instruction", "output_1", "output_2"):
+        if not isinstance(record[name], str) or not record[name].strip():
+            return f"{name} is empty; every pair needs an instruction and two non-empty answers (drop the pair)"
+    if record.get("reference") is not None and not isinstance(record["reference"], str):
+        return f"reference must be text, got {type(record['reference']).__name__}"
+    return None
+
+
+def load_pairs(path: Path, limit: Optional[int] = None) -> list[HumanPair]:
+    """Every pair of `path` (the first `limit`), or an error naming the file, the line and the fix."""
+    path = Path(path)
+    if not path.is_file():
+        raise PairsError(f"{path}: no such file; give a .jsonl or .csv file with {FORMAT}")
+    pairs: list[HumanPair] = []
+    first_line: dict[str, int] = {}
+    for number, record in _records(path):
+        problem = _problem(record)
+        if problem:
+            raise PairsError(f"{path}, line {number}: {problem}")
+        pair_id = str(record.get("id") or f"line-{number}")
+        if pair_id in first_line:
+            raise PairsError(f"{path}, line {number}: id {pair_id!r} is also on line {first_line[pair_id]}; give each "
+                             f"pair its own id")
+        first_line[pair_id] = number
+        pairs.append(HumanPair(id=pair_id, instruction=record["instruction"], output_1=record["output_1"],
+                               output_2=record["output_2"], label=_label(record["label"]),
+                               reference=record.get("reference") or None, line=number))
+    if not pairs:
+        raise PairsError(f"{path}: no pairs in the file; write {FORMAT}")
+    return pairs[:limit] if limit else pairs

@@ -1,0 +1,178 @@
+"""How often a judge agrees with people: human-labelled answer pairs judged two ways, beside two baselines.
+
+- pairwise: the pipeline's pairwise prompt, asked in both orders (the first output shown first, then second);
+- pointwise: each answer scored alone with the rubric, the pair decided by the first criterion's expected scores
+  (`pointwise_expected`) and by its integer scores (`pointwise_integer`, where a tie is a third outcome);
+- baselines that need no judge: the longer answer (`longer`), the answer shown first (`first_shown`).
+
+Per way, over the pairs whose label is not a tie: agreement with the label with each order counted, as LLMBar
+reports (a way that sees no order decides once per pair), the pairs right in both orders, how often a decisive
+verdict chose the answer shown first, ties and failures; each a rate with a 95% Wilson interval. A failed verdict
+counts as a disagreement, never dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from datasets import Dataset
+from pydantic import BaseModel, Field
+
+from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.human_pairs import HumanPair
+from llm_engineering.evaluation.judge_cache import JudgeCache
+from llm_engineering.evaluation.judge_transport import JudgeBackend, ask_judge
+from llm_engineering.evaluation.pairwise import pairwise_messages, pairwise_schema, parse_pairwise
+from llm_engineering.evaluation.rates import Rate, rate
+from llm_engineering.evaluation.rubric import Rubric
+from llm_engineering.evaluation.scoring import score_answers
+
+WAYS = ("pairwise", "pointwise_expected", "pointwise_integer")
+BASELINES = ("longer", "first_shown")
+FAILED = -1  # a decision the judge could not give; 0 is a tie, 1 or 2 the output chosen
+
+# What each way is, for tables and pages.
+WAY_NAMES = {
+    "pairwise": "pairwise prompt, both orders",
+    "pointwise_expected": "pointwise, expected scores",
+    "pointwise_integer": "pointwise, integer scores (ties possible)",
+    "longer": "baseline: the longer answer",
+    "first_shown": "baseline: the answer shown first",
+}
+
+
+class PairDecisions(BaseModel):
+    """One pair's decisions (1 or 2: the output chosen, 0 a tie, -1 failed) per way: two per ordered way (the first
+    output shown first, then the second), one per way that sees no order."""
+
+    id: str
+    label: int
+    decisions: dict[str, list[int]]
+    expected: Optional[list[Optional[float]]] = Field(None, description="each output's expected score (pointwise)")
+    scores: Optional[list[Optional[int]]] = Field(None, description="each output's integer score (pointwise)")
+    problems: list[str] = Field(default_factory=list, description="why a verdict failed")
+
+
+class WayFigures(BaseModel):
+    agreement: Rate = Field(description="decisions that name the labelled output, over pairs not labelled a tie")
+    both_orders_right: Rate = Field(description="pairs whose every decision names the labelled output")
+    first_shown: Optional[Rate] = Field(None, description="decisive verdicts (of every pair) that chose the answer "
+                                        "shown first")
+    ties: Rate
+    failed: Rate
+
+
+class JudgeBenchReport(BaseModel):
+    """The judge-bench artifact: agreement with people per way and baseline, and every pair's decisions."""
+
+    pairs_file: str
+    judge: str
+    rubric: str
+    pairs: int
+    tie_labels: int = Field(description="pairs labelled a tie: outside every agreement figure")
+    ways: dict[str, WayFigures]
+    seconds: Optional[float] = None
+    judge_calls: int = 0
+    cached: int = 0
+    details: list[PairDecisions] = Field(default_factory=list)
+
+    def json_report(self) -> dict:
+        """The JSON report: `agreement.<way>.rate` and `.total` for each way and baseline, then the other figures."""
+        figures = {name: {way: getattr(f, name).model_dump() if getattr(f, name) else None for way, f in self.ways.items()}
+                   for name in WayFigures.model_fields}
+        return {"pairs_file": self.pairs_file, "judge": self.judge, "rubric": self.rubric, "pairs": self.pairs,
+                "tie_labels": self.tie_labels, **figures, "seconds": self.seconds, "judge_calls": self.judge_calls,
+                "cached": self.cached, "details": [d.model_dump() for d in self.details]}
+
+
+def _winner_to_output(winner: Optional[str], first_shown: int) -> int:
+    """The output a pairwise verdict names: A is the output shown first."""
+    if winner is None:
+        return FAILED
+    if winner == "tie":
+        return 0
+    return first_shown if winner == "A" else 3 - first_shown
+
+
+def _compare(a: Optional[float], b: Optional[float]) -> int:
+    if a is None or b is None:
+        return FAILED
+    return 1 if a > b else 2 if b > a else 0
+
+
+def way_figures(details: list[PairDecisions], way: str, ordered: bool) -> WayFigures:
+    """The figures of one way over every pair's decisions (`ordered`: its decisions are per order of showing)."""
+    labelled = [d for d in details if d.label != 0]
+    decisions = [(d.label, k, choice) for d in labelled for k, choice in enumerate(d.decisions[way])]
+    # Position bias is the judge's, whatever people said: over every pair, a tie label's too.
+    decisive = [(k, choice) for d in details for k, choice in enumerate(d.decisions[way]) if choice in (1, 2)]
+    every = [choice for d in details for choice in d.decisions[way]]
+    return WayFigures(
+        agreement=rate(sum(choice == label for label, _, choice in decisions), len(decisions)),
+        both_orders_right=rate(sum(all(c == d.label for c in d.decisions[way]) for d in labelled), len(labelled)),
+        # Shown first: output 1 in the first order, output 2 in the second.
+        first_shown=rate(sum(choice == k + 1 for k, choice in decisive), len(decisive)) if ordered else None,
+        ties=rate(every.count(0), len(every)),
+        failed=rate(every.count(FAILED), len(every)),
+    )
+
+
+def baseline_decisions(pair: HumanPair) -> dict[str, list[int]]:
+    """What the judge-free rules decide: the longer answer (by characters), and the first shown, in both orders."""
+    return {"longer": [_compare(len(pair.output_1), len(pair.output_2))], "first_shown": [1, 2]}
+
+
+def _pairwise(pairs: list[HumanPair], judge: JudgeBackend, rubric: Rubric, cache: Optional[JudgeCache],
+              max_analysis_chars: int) -> tuple[list[list[int]], list[list[str]], int]:
+    conversations = []
+    for p in pairs:
+        conversations += [pairwise_messages(rubric, p.instruction, p.output_1, p.output_2, p.reference),
+                          pairwise_messages(rubric, p.instruction, p.output_2, p.output_1, p.reference)]
+    replies = ask_judge(judge, conversations, cache, lambda text: parse_pairwise(text)[0] is not None,
+                        pairwise_schema(max_analysis_chars))
+    parsed = [parse_pairwise(r.text) if r.text is not None else (None, r.error) for r in replies]
+    decisions = [[_winner_to_output(parsed[2 * i][0], 1), _winner_to_output(parsed[2 * i + 1][0], 2)]
+                 for i in range(len(pairs))]
+    problems = [[f"pairwise: {e}" for _, e in parsed[2 * i: 2 * i + 2] if e] for i in range(len(pairs))]
+    return decisions, problems, sum(r.cached for r in replies)
+
+
+def _pointwise(pairs: list[HumanPair], judges: list[JudgeBackend], rubric: Rubric,
+               cache: Optional[JudgeCache]) -> tuple[list[dict], int]:
+    answers = [(p, output) for p in pairs for output in (p.output_1, p.output_2)]
+    data = {col.ID: [f"{p.id}/{k % 2 + 1}" for k, (p, _) in enumerate(answers)],
+            col.INSTRUCTION: [p.instruction for p, _ in answers], col.ANSWER: [a for _, a in answers],
+            col.MODEL_ID: ["labelled pairs"] * len(answers)}
+    if any(p.reference for p in pairs):
+        data[col.REFERENCE] = [p.reference or "" for p, _ in answers]
+    rows = score_answers(Dataset.from_dict(data), judges, rubric, cache).to_list()
+    return rows, sum(bool(r[col.JUDGE_CACHED]) for r in rows)
+
+
+def bench_judge(pairs: list[HumanPair], judges: list[JudgeBackend], rubric: Rubric, cache: Optional[JudgeCache],
+                pairs_file: str, max_analysis_chars: int = 300) -> JudgeBenchReport:
+    """Every pair judged both ways (pointwise by the whole panel, pairwise by its first judge), with the figures of
+    each way and baseline. Through `ask_judge`: a repeated run asks only what `cache` lacks."""
+    first = rubric.criteria[0].name
+    pairwise, pairwise_problems, pairwise_cached = _pairwise(pairs, judges[0], rubric, cache, max_analysis_chars)
+    rows, pointwise_cached = _pointwise(pairs, judges, rubric, cache)
+    details = []
+    for i, p in enumerate(pairs):
+        one, two = rows[2 * i], rows[2 * i + 1]
+        expected = [one[col.expected(first)], two[col.expected(first)]]
+        scores = [one[col.score(first)], two[col.score(first)]]
+        details.append(PairDecisions(
+            id=p.id, label=p.label, expected=expected, scores=scores,
+            decisions={"pairwise": pairwise[i], "pointwise_expected": [_compare(*expected)],
+                       "pointwise_integer": [_compare(*scores)], **baseline_decisions(p)},
+            problems=pairwise_problems[i] + [f"pointwise: {r[col.JUDGE_ERROR] or r[col.EXPECTED_PROBLEM]}"
+                                             for r in (one, two) if r[col.JUDGE_ERROR] or r[col.EXPECTED_PROBLEM]],
+        ))
+    ordered = {"pairwise", "first_shown"}
+    return JudgeBenchReport(
+        pairs_file=pairs_file, judge=rows[0][col.JUDGE_MODEL] if rows else judges[0].judge_id, rubric=rubric.name,
+        pairs=len(pairs), tie_labels=sum(p.label == 0 for p in pairs),
+        ways={way: way_figures(details, way, way in ordered) for way in (*WAYS, *BASELINES)},
+        judge_calls=2 * len(pairs) + len(rows) * len(judges), cached=pairwise_cached + pointwise_cached,
+        details=details,
+    )

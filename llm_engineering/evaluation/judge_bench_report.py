@@ -1,0 +1,62 @@
+"""The judge benchmark as text (console table) and as a self-contained HTML page in the style of the run report."""
+
+from __future__ import annotations
+
+import html
+
+from llm_engineering.evaluation.judge_bench import FAILED, WAY_NAMES, JudgeBenchReport
+from llm_engineering.evaluation.rates import Rate
+
+BENCH_HEADER = ["way", "agreement with people (95% CI)", "pairs right in both orders", "shown first chosen", "ties",
+                "failed"]
+
+BENCH_METHOD = ("Agreement: decisions that name the answer people preferred, over the pairs not labelled a tie, each "
+                "order of showing counted (as LLMBar reports); a way that sees no order decides once per pair. A failed "
+                "verdict counts as a disagreement. 'Shown first chosen' is over decisive verdicts: 50% is no position "
+                "bias. Intervals: 95% Wilson.")
+
+
+def _cell(r: Rate | None) -> str:
+    return r.describe() if r is not None else "n/a (no order)"
+
+
+def bench_title(report: JudgeBenchReport) -> str:
+    return (f"Judge benchmark · {report.judge} · rubric {report.rubric} · {report.pairs} pairs of {report.pairs_file}"
+            + (f" ({report.tie_labels} labelled a tie, outside agreement)" if report.tie_labels else ""))
+
+
+def bench_rows(report: JudgeBenchReport) -> list[list[str]]:
+    """One row per way and baseline (`BENCH_HEADER`)."""
+    return [[WAY_NAMES[way], _cell(f.agreement), _cell(f.both_orders_right), _cell(f.first_shown), _cell(f.ties),
+             _cell(f.failed)] for way, f in report.ways.items()]
+
+
+def bench_cost_line(report: JudgeBenchReport) -> str:
+    seconds = f" in {report.seconds:.0f} s" if report.seconds is not None else ""
+    return f"{report.judge_calls} verdicts ({report.cached} from the judge cache){seconds}."
+
+
+_SHOWN = {1: "1", 2: "2", 0: "tie", FAILED: "failed"}
+
+
+def render_bench_html(report: JudgeBenchReport) -> str:
+    """The page: the figures per way, the method, and every pair's decisions."""
+    def table(header: list[str], rows: list[list[str]]) -> str:
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+        return f"<table><tr>{head}</tr>{body}</table>"
+
+    ways = list(report.ways)
+    details = [[d.id, _SHOWN[d.label]] + [" / ".join(_SHOWN[c] for c in d.decisions[w]) for w in ways]
+               + ["; ".join(d.problems)] for d in report.details]
+    return (
+        "<html><head><meta charset='utf-8'><title>Judge benchmark</title>"
+        "<style>body{font-family:sans-serif}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:4px 8px}</style></head><body>"
+        f"<h2>{html.escape(bench_title(report))}</h2>"
+        + table(BENCH_HEADER, bench_rows(report))
+        + f"<p>{html.escape(BENCH_METHOD)}</p><p>{html.escape(bench_cost_line(report))}</p>"
+        + "<h3>Every pair (the output chosen: per order of showing, or once)</h3>"
+        + table(["id", "people"] + [WAY_NAMES[w] for w in ways] + ["problems"], details)
+        + "</body></html>"
+    )

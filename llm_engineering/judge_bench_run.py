@@ -1,0 +1,61 @@
+"""`judge-bench`: the configured judge measured against human-labelled pairs, start to end.
+
+Composition, as `run_config`: the run config's judge (or jury) with the command line's choices, the pairs file
+checked whole before any judge starts, one engine pool released at the end, the reports written beside the run
+reports (`outputs/reports/judge-bench-<time>.json` and `.html`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Optional
+
+from llm_engineering.evaluation.human_pairs import load_pairs
+from llm_engineering.evaluation.judge_bench import JudgeBenchReport, bench_judge
+from llm_engineering.evaluation.judge_bench_report import render_bench_html
+from llm_engineering.run_config import EvaluationConfig, apply_overrides, load_run_config, with_judges_chosen
+
+logger = logging.getLogger(__name__)
+
+
+def bench_config(config_path: Path, judge_model: Optional[str] = None,
+                 rubric: Optional[str] = None) -> tuple[EvaluationConfig, list[str]]:
+    """The run config's judges with `--judge` and `--rubric` applied and `auto` chosen, and a line per choice."""
+    return with_judges_chosen(apply_overrides(load_run_config(config_path).evaluation, rubric=rubric,
+                                              judge_model=judge_model))
+
+
+def run_judge_bench(pairs_path: Path, config: EvaluationConfig, limit: Optional[int] = None,
+                    reports_dir: Optional[Path] = None) -> tuple[JudgeBenchReport, Optional[Path]]:
+    """The judge benchmark of `config`'s judges (chosen: `bench_config`) on the pairs of `pairs_path`: the report,
+    and the JSON report's path (when `reports_dir` is given; the HTML page beside it)."""
+    from llm_engineering.infrastructure.judge_backends import build_judge, open_cache
+    from llm_engineering.infrastructure.vllm_engine import EnginePool
+    from llm_engineering.settings import get_settings
+
+    pairs = load_pairs(pairs_path, limit)  # a bad file stops here, before any engine starts
+    panel = config.panel
+    settings = get_settings()
+    pool = EnginePool()
+    try:
+        with open_cache(panel[0], settings) as cache:
+            judges = [build_judge(judge, config.engine, settings, pool) for judge in panel]
+            started = time.perf_counter()
+            report = bench_judge(pairs, judges, panel[0].resolved_rubric(),
+                                 cache if all(j.cache for j in panel) else None, str(pairs_path),
+                                 panel[0].max_analysis_chars)
+            report = report.model_copy(update={"seconds": round(time.perf_counter() - started, 1)})
+    finally:
+        pool.release()
+    if reports_dir is None:
+        return report, None
+    reports_dir.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(timezone.utc).strftime("%Y_%m_%d-%H_%M_%S")
+    path = reports_dir / f"judge-bench-{stamp}.json"
+    path.write_text(json.dumps(report.json_report(), indent=2))
+    path.with_suffix(".html").write_text(render_bench_html(report), encoding="utf-8")
+    return report, path.resolve()

@@ -1,0 +1,39 @@
+"""`judge-bench` through the CLI: a bad pairs file stops before any judge starts; the real bundled model judges a
+handful of the human-labelled LLMBar pairs (shared/judge-labels, read where it lies, never copied)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+LABELS = Path(__file__).resolve().parents[3] / "shared" / "judge-labels"
+
+
+def test_a_bad_pairs_file_stops_before_any_judge_with_its_line(run_cli, tmp_path):
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(json.dumps({"instruction": "x", "output_1": "a", "output_2": "b", "label": 3}) + "\n")
+    result = run_cli("judge-bench", "--pairs", pairs, "--judge", "smollm2-135m")
+    assert result.exit_code == 1, result.output[-2000:]
+    assert f"{pairs}, line 1: label 3 is not 1, 2 or 0" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (LABELS / "llmbar-natural.jsonl").is_file(), reason="shared/judge-labels is not beside the repo")
+def test_the_real_judge_measures_agreement_on_human_pairs_and_a_rerun_asks_nothing(run_cli):
+    args = ("judge-bench", "--pairs", LABELS / "llmbar-natural.jsonl", "--limit", 3, "--judge", "smollm2-135m")
+    result = run_cli(*args)
+    assert result.exit_code == 0, result.output[-3000:]
+    report = json.loads(Path(result.stdout.split("JSON report: ")[1].split("\n")[0]).read_text())
+    assert report["pairs"] == 3 and report["judge"] == "vllm:smollm2-135m"
+    for way in ("pairwise", "pointwise_expected", "pointwise_integer", "longer", "first_shown"):
+        assert report["agreement"][way]["total"] == (6 if way in ("pairwise", "first_shown") else 3)
+    assert report["agreement"]["first_shown"]["rate"] == 0.5  # in both orders, the first shown is right once
+    decisions = [d["decisions"]["pairwise"] for d in report["details"]]
+    assert all(len(d) == 2 and set(d) <= {-1, 0, 1, 2} for d in decisions)  # a real verdict per order
+    assert report["judge_calls"] == 12 and "Judge benchmark" in result.stdout
+    again = run_cli(*args)
+    assert again.exit_code == 0
+    rerun = json.loads(Path(again.stdout.split("JSON report: ")[1].split("\n")[0]).read_text())
+    failed = report["failed"]["pairwise"]["count"] + report["failed"]["pointwise_integer"]["count"]
+    assert rerun["cached"] >= rerun["judge_calls"] - 2 * failed  # every valid verdict came from the cache
+    assert rerun["agreement"] == report["agreement"]

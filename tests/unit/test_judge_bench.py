@@ -1,0 +1,103 @@
+"""The judge benchmark's figures, on constructed pairs whose right answer is certain and stand-in judges whose
+verdicts are known: one that reads the answers, one that always names the answer shown first."""
+
+import math
+import re
+
+import pytest
+
+from llm_engineering.evaluation.human_pairs import HumanPair
+from llm_engineering.evaluation.judge_bench import bench_judge
+from llm_engineering.evaluation.judge_bench_report import bench_rows, render_bench_html
+from llm_engineering.evaluation.judge_transport import JudgeReply
+from llm_engineering.evaluation.rubric import load_rubric
+
+RUBRIC = load_rubric("helpfulness")  # one criterion, 1-5
+
+
+class StandInJudge:
+    """Pairwise: the answer marked RIGHT wins (or, `first_shown`, always the answer shown first). Pointwise: 5 for a
+    RIGHT answer, 1 otherwise, with the probabilities of a confident judge at the score token."""
+
+    def __init__(self, first_shown=False, broken_pairwise=0):
+        self.judge_id, self.first_shown, self.broken = "stand-in", first_shown, broken_pairwise
+        self.asked = 0
+
+    def cache_namespace(self, reply_schema):
+        return {"judge": self.judge_id, "first_shown": self.first_shown}
+
+    def complete(self, conversations, on_reply, reply_schema):
+        for index, messages in enumerate(conversations):
+            self.asked += 1
+            text = messages[-1]["content"]
+            if reply_schema is not None and reply_schema.name == "pairwise_verdict":
+                if self.broken:
+                    self.broken -= 1
+                    on_reply(index, JudgeReply(text='{"winner": '))
+                    continue
+                a = re.search(r"Answer A: (.*?)\n\nAnswer B:", text, re.S).group(1)
+                winner = "A" if self.first_shown or "RIGHT" in a else "B"
+                on_reply(index, JudgeReply(text=f'{{"analysis":"","winner":"{winner}"}}'))
+            else:
+                score = 5 if "RIGHT" in text.split("Answer:")[-1] else 1
+                head, tail = '{"helpfulness":{"score":', ',"analysis":"-"}}'
+                probabilities = {5: 0.9, 4: 0.1} if score == 5 else {1: 0.8, 2: 0.2}
+                candidates = [(str(v), math.log(p)) for v, p in probabilities.items()]
+                on_reply(index, JudgeReply(text=f"{head}{score}{tail}",
+                                           logprobs=[(head, None), (str(score), candidates), (tail, None)]))
+
+
+def _pairs():
+    right, wrong = "RIGHT: the short answer.", "A long, wordy and wrong answer that goes on and on."
+    return [
+        HumanPair(id="1", instruction="q1", output_1=right, output_2=wrong, label=1),
+        HumanPair(id="2", instruction="q2", output_1=wrong, output_2=right, label=2),
+        HumanPair(id="3", instruction="q3", output_1=wrong + " more", output_2=right, label=2),
+        HumanPair(id="tie", instruction="q4", output_1=right, output_2=right + " too", label=0),
+    ]
+
+
+def test_a_judge_that_reads_the_answers_agrees_everywhere_and_without_position_bias():
+    report = bench_judge(_pairs(), [StandInJudge()], RUBRIC, None, "constructed.jsonl")
+    pairwise, expected = report.ways["pairwise"], report.ways["pointwise_expected"]
+    assert (pairwise.agreement.count, pairwise.agreement.total) == (6, 6)  # 3 pairs not a tie, 2 orders each
+    assert (pairwise.both_orders_right.count, pairwise.both_orders_right.total) == (3, 3)
+    # Position bias over every pair: 3 of 6 on the labelled ones, and the tie pair's two answers both marked RIGHT.
+    assert (pairwise.first_shown.count, pairwise.first_shown.total) == (5, 8)
+    assert (expected.agreement.count, expected.agreement.total) == (3, 3) and expected.first_shown is None
+    assert report.ways["pointwise_integer"].agreement.count == 3 and report.ways["pointwise_integer"].ties.count == 1
+    # The baselines: the wrong answers are the longer ones; the first shown is right in one order of each pair.
+    assert report.ways["longer"].agreement.count == 0
+    assert (report.ways["first_shown"].agreement.count, report.ways["first_shown"].agreement.total) == (3, 6)
+    assert report.tie_labels == 1 and report.details[0].expected == [pytest.approx(4.9), pytest.approx(1.2)]
+    figures = report.json_report()
+    assert figures["agreement"]["pairwise"]["rate"] == 1.0 and figures["agreement"]["longer"]["total"] == 3
+
+
+def test_a_judge_that_names_the_first_answer_is_at_chance_and_shown_as_biased():
+    report = bench_judge(_pairs(), [StandInJudge(first_shown=True)], RUBRIC, None, "constructed.jsonl")
+    pairwise = report.ways["pairwise"]
+    assert (pairwise.agreement.count, pairwise.agreement.total) == (3, 6)
+    assert pairwise.both_orders_right.count == 0 and pairwise.first_shown.rate == 1.0
+    assert "100%" in bench_rows(report)[0][3]
+
+
+def test_a_failed_verdict_counts_against_agreement_and_is_named():
+    report = bench_judge(_pairs(), [StandInJudge(broken_pairwise=1)], RUBRIC, None, "constructed.jsonl")
+    pairwise = report.ways["pairwise"]
+    assert (pairwise.agreement.count, pairwise.agreement.total, pairwise.failed.count) == (5, 6, 1)
+    assert report.details[0].decisions["pairwise"] == [-1, 1] and "invalid JSON" in report.details[0].problems[0]
+    page = render_bench_html(report)
+    assert "invalid JSON" in page and "baseline: the longer answer" in page
+
+
+def test_a_second_run_asks_only_what_the_cache_lacks(tmp_path):
+    from llm_engineering.evaluation.judge_cache import JudgeCache
+
+    cache = JudgeCache(tmp_path)
+    first, judge = StandInJudge(), StandInJudge()
+    bench_judge(_pairs()[:2], [first], RUBRIC, cache, "a")
+    again = bench_judge(_pairs(), [judge], RUBRIC, cache, "a")
+    assert judge.asked == 8  # the two new pairs: 2 orders + 2 answers each; the first two pairs all cached
+    assert again.cached == 8 and again.ways["pairwise"].agreement.count == 6
+    cache.close()
