@@ -128,7 +128,7 @@ def _execute(request: Request, run_log: Any = None) -> None:
         config = apply_overrides(run_config.evaluation, list(request.models), request.dataset, request.limit,
                                  request.dummy, fresh=request.no_cache, rubric=request.rubric,
                                  labels=request.labels)
-        if request.mode != "publish":
+        if request.mode not in ("publish", "snapshot"):  # a snapshot runs elsewhere: its steps choose there
             config, choices = with_judges_chosen(config)
             for line in choices:
                 click.echo(line)
@@ -177,36 +177,6 @@ def _execute(request: Request, run_log: Any = None) -> None:
         sys.exit(130)
     summary, comparison = report_run(run.id, earlier.id if earlier is not None else None)
     check_gates(summary, request.fail_under, comparison if request.fail_on_regression else None)
-
-
-def judge_bench(pairs_path: Path, config_path: Path, limit: Optional[int], judge_model: Optional[str],
-                rubric: Optional[str], verbose: bool) -> None:
-    """`judge-bench`: the library runs it; this prints the table and where the reports are."""
-    from llm_engineering.evaluation.config import ConfigError
-    from llm_engineering.evaluation.human_pairs import PairsError
-    from llm_engineering.evaluation.judge_bench_report import BENCH_HEADER, bench_cost_line, bench_rows, bench_title
-    from llm_engineering.evaluation.models import ModelError
-    from llm_engineering.judge_bench_run import bench_config, run_judge_bench
-    from llm_engineering.settings import get_settings
-
-    prepare_environment()
-    with ExitStack() as stack:
-        if _is_process_stdout() and not verbose:
-            from tools.console import quiet_console
-
-            run_log = stack.enter_context(quiet_console(get_settings().logs_dir))
-            stack.callback(lambda: click.echo(f"Log (library warnings, engine output): {run_log.path.resolve()}", err=True))
-        try:
-            config, choices = bench_config(config_path, judge_model, rubric)
-            for line in choices:
-                click.echo(line)
-            report, path = run_judge_bench(pairs_path, config, limit, get_settings().reports_dir)
-        except (ConfigError, PairsError, ModelError) as error:
-            raise click.ClickException(str(error)) from None
-    _print_table(bench_title(report), BENCH_HEADER, bench_rows(report))
-    click.echo(bench_cost_line(report))
-    click.echo(f"JSON report: {path}")
-    click.echo(f"HTML report: {path.with_suffix('.html')}")
 
 
 def _store_url() -> str:
@@ -325,7 +295,7 @@ def _print_table(title: str, header: list[str], rows: list[list[str]]) -> None:
     for row in rows:
         table.add_row(*row)
     # Wide enough for the table when output goes to a log rather than a terminal.
-    Console(width=None if sys.stdout.isatty() else 160).print(table)
+    Console(width=None if sys.stdout.isatty() else 200).print(table)
 
 
 def print_summary(summary: Any, run_name: str, comparison: Any = None) -> None:

@@ -303,7 +303,7 @@ better, 2: output_2, 0: a tie); id and reference optional. A second run asks onl
 def judge_bench(**options: Any) -> None:
     """Measure the configured judge against people: agreement on human-labelled answer pairs, judged pairwise (both
     orders) and pointwise (each answer scored alone), beside judge-free baselines."""
-    from tools.execution import judge_bench as _judge_bench
+    from tools.judge_bench import judge_bench as _judge_bench
 
     _judge_bench(**options)
 

@@ -1,0 +1,41 @@
+"""`judge-bench`: the library measures the judge; this prints the table and where the reports are."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from tools.execution import _is_process_stdout, _print_table, prepare_environment
+
+
+def judge_bench(pairs_path: Path, config_path: Path, limit: Optional[int], judge_model: Optional[str],
+                rubric: Optional[str], verbose: bool) -> None:
+    """Run the judge benchmark (in a CLI process with library output in the log, as `evaluate`)."""
+    from llm_engineering.evaluation.config import ConfigError
+    from llm_engineering.evaluation.human_pairs import PairsError
+    from llm_engineering.evaluation.judge_bench_report import BENCH_HEADER, bench_cost_line, bench_rows, bench_title
+    from llm_engineering.evaluation.models import ModelError
+    from llm_engineering.judge_bench_run import bench_config, run_judge_bench
+    from llm_engineering.settings import get_settings
+
+    prepare_environment()
+    with ExitStack() as stack:
+        if _is_process_stdout() and not verbose:
+            from tools.console import quiet_console
+
+            run_log = stack.enter_context(quiet_console(get_settings().logs_dir))
+            stack.callback(lambda: click.echo(f"Log (library warnings, engine output): {run_log.path.resolve()}", err=True))
+        try:
+            config, choices = bench_config(config_path, judge_model, rubric)
+            for line in choices:
+                click.echo(line)
+            report, path = run_judge_bench(pairs_path, config, limit, get_settings().reports_dir)
+        except (ConfigError, PairsError, ModelError) as error:
+            raise click.ClickException(str(error)) from None
+    _print_table(bench_title(report), BENCH_HEADER, bench_rows(report))
+    click.echo(bench_cost_line(report))
+    click.echo(f"JSON report: {path}")
+    click.echo(f"HTML report: {path.with_suffix('.html')}")
