@@ -22,12 +22,12 @@ def judge_bench(pairs_path: Path, config_path: Path, limit: Optional[int], judge
     from llm_engineering.settings import get_settings
 
     prepare_environment()
+    run_log = None
     with ExitStack() as stack:
         if _is_process_stdout() and not verbose:
             from tools.console import quiet_console
 
             run_log = stack.enter_context(quiet_console(get_settings().logs_dir))
-            stack.callback(lambda: click.echo(f"Log (library warnings, engine output): {run_log.path.resolve()}", err=True))
         try:
             config, choices = bench_config(config_path, judge_model, rubric)
             for line in choices:
@@ -39,3 +39,5 @@ def judge_bench(pairs_path: Path, config_path: Path, limit: Optional[int], judge
     click.echo(bench_cost_line(report))
     click.echo(f"JSON report: {path}")
     click.echo(f"HTML report: {path.with_suffix('.html')}")
+    if run_log is not None:
+        click.echo(f"Log (library warnings, engine output): {run_log.path.resolve()}", err=True)
