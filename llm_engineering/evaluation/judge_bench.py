@@ -21,8 +21,8 @@ from pydantic import BaseModel, Field
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.human_pairs import HumanPair
 from llm_engineering.evaluation.judge_cache import JudgeCache
-from llm_engineering.evaluation.judge_transport import JudgeBackend, ask_judge
-from llm_engineering.evaluation.pairwise import pairwise_messages, pairwise_schema, parse_pairwise
+from llm_engineering.evaluation.judge_transport import JudgeBackend
+from llm_engineering.evaluation.pairwise import ask_both_orders
 from llm_engineering.evaluation.rates import Rate, rate
 from llm_engineering.evaluation.rubric import Rubric
 from llm_engineering.evaluation.scoring import score_answers
@@ -124,13 +124,8 @@ def baseline_decisions(pair: HumanPair) -> dict[str, list[int]]:
 
 def _pairwise(pairs: list[HumanPair], judge: JudgeBackend, rubric: Rubric, cache: Optional[JudgeCache],
               max_analysis_chars: int) -> tuple[list[list[int]], list[list[str]], int]:
-    conversations = []
-    for p in pairs:
-        conversations += [pairwise_messages(rubric, p.instruction, p.output_1, p.output_2, p.reference),
-                          pairwise_messages(rubric, p.instruction, p.output_2, p.output_1, p.reference)]
-    replies = ask_judge(judge, conversations, cache, lambda text: parse_pairwise(text)[0] is not None,
-                        pairwise_schema(max_analysis_chars))
-    parsed = [parse_pairwise(r.text) if r.text is not None else (None, r.error) for r in replies]
+    parsed, replies = ask_both_orders(judge, rubric, [(p.instruction, p.output_1, p.output_2, p.reference)
+                                                      for p in pairs], cache, max_analysis_chars)
     decisions = [[_winner_to_output(parsed[2 * i][0], 1), _winner_to_output(parsed[2 * i + 1][0], 2)]
                  for i in range(len(pairs))]
     problems = [[f"pairwise: {e}" for _, e in parsed[2 * i: 2 * i + 2] if e] for i in range(len(pairs))]

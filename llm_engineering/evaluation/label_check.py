@@ -15,10 +15,10 @@ from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judge_cache import JudgeCache
-from llm_engineering.evaluation.judge_transport import JudgeBackend, ask_judge
+from llm_engineering.evaluation.judge_transport import JudgeBackend
 from llm_engineering.evaluation.label_agreement import LabelAgreement, check_labels_fit, pairwise_report, pointwise_report
 from llm_engineering.evaluation.labels import Labels, LabelsError
-from llm_engineering.evaluation.pairwise import pairwise_messages, pairwise_schema, parse_pairwise
+from llm_engineering.evaluation.pairwise import ask_both_orders
 from llm_engineering.evaluation.rubric import Rubric
 from llm_engineering.evaluation.scoring import score_answers
 
@@ -66,13 +66,8 @@ def _pairwise(rows: Dataset, labels: Labels, at: list[int], judge: JudgeBackend,
               cache: Optional[JudgeCache], max_analysis_chars: int) -> LabelAgreement:
     references = rows[col.REFERENCE] if col.REFERENCE in rows.column_names else [None] * len(rows)
     instructions = rows[col.INSTRUCTION]
-    conversations = []
-    for k, r in zip(at, labels.rows):
-        conversations += [pairwise_messages(rubric, instructions[k], r.answer_a, r.answer_b, references[k]),
-                          pairwise_messages(rubric, instructions[k], r.answer_b, r.answer_a, references[k])]
-    replies = ask_judge(judge, conversations, cache, lambda text: parse_pairwise(text)[0] is not None,
-                        pairwise_schema(max_analysis_chars))
-    winners = [parse_pairwise(r.text) if r.text is not None else (None, r.error) for r in replies]
+    winners, replies = ask_both_orders(judge, rubric, [(instructions[k], r.answer_a, r.answer_b, references[k])
+                                                       for k, r in zip(at, labels.rows)], cache, max_analysis_chars)
     report = pairwise_report(labels, rubric, judge.judge_id, [w for w, _ in winners[0::2]], [w for w, _ in winners[1::2]],
                              [a[1] or b[1] for a, b in zip(winners[0::2], winners[1::2])])
     tokens = sum(r.prompt_tokens + r.completion_tokens for r in replies if not r.cached)

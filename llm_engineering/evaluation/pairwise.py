@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.agreement import length_controlled_win_rate, longer_answer_wins
 from llm_engineering.evaluation.judge_cache import JudgeCache
-from llm_engineering.evaluation.judge_transport import JudgeBackend, ReplySchema, ask_judge, reply_json_schema
+from llm_engineering.evaluation.judge_transport import JudgeBackend, JudgeReply, ReplySchema, ask_judge, reply_json_schema
 from llm_engineering.evaluation.rates import Rate, bootstrap_ci, rate
 from llm_engineering.evaluation.rubric import Rubric
 
@@ -83,6 +83,21 @@ def pairwise_messages(
                                              reference=shown)
     system = PAIRWISE_SYSTEM_PROMPT.format(criteria=" and ".join(rubric.names))
     return [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
+
+
+def ask_both_orders(
+    judge: JudgeBackend, rubric: Rubric, pairs: list[tuple[str, str, str, Optional[str]]], cache: Optional[JudgeCache],
+    max_analysis_chars: int,
+) -> tuple[list[tuple[Optional[Winner], Optional[str]]], list[JudgeReply]]:
+    """Each `(instruction, answer_a, answer_b, reference)` asked in both orders (a in position A, then in B): per
+    pair two `(winner, problem)` readings, in that order, and the replies."""
+    conversations = []
+    for instruction, answer_a, answer_b, reference in pairs:
+        conversations += [pairwise_messages(rubric, instruction, answer_a, answer_b, reference),
+                          pairwise_messages(rubric, instruction, answer_b, answer_a, reference)]
+    replies = ask_judge(judge, conversations, cache, lambda text: parse_pairwise(text)[0] is not None,
+                        pairwise_schema(max_analysis_chars))
+    return [parse_pairwise(r.text) if r.text is not None else (None, r.error) for r in replies], replies
 
 
 def points_for_first_model(in_order: Winner, swapped: Winner) -> float:
