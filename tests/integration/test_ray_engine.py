@@ -71,6 +71,17 @@ def _still_running(processes, timeout):
         time.sleep(0.5)
 
 
+def _names(processes):
+    """The names of those of `processes` still running (one may end between listing and reading)."""
+    names = []
+    for process in processes:
+        try:
+            names.append(process.name())
+        except psutil.Error:
+            pass
+    return names
+
+
 def _ray_daemons():
     return {p.pid for p in psutil.process_iter(["cmdline"]) if any(
         part.endswith(("raylet", "gcs_server")) for part in (p.info["cmdline"] or [])[:1])}
@@ -109,9 +120,9 @@ def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(r
                 assert killed.poll() is None, (tmp_path / "killed.log").read_text()[-3000:]
                 time.sleep(0.1)
             cluster = psutil.Process(killed.pid).children(recursive=True)
+            names = _names(cluster)  # before the kill: a process that has ended has no name to read
             os.kill(killed.pid, signal.SIGKILL)
             killed.wait()
-        names = [process.name() for process in cluster]
         assert "raylet" in names and any(name.startswith("VLLM::") for name in names), names
         assert not _still_running(cluster, timeout=10), "alive 10 s after the run was killed"
         kept = [json.loads(line) for line in checkpoint.path.read_text().splitlines() if line.endswith("}")]

@@ -106,7 +106,12 @@ def _descendants(pid):
 
 
 def _alive(pgid):
-    return [(p.pid, p.name()) for p in psutil.process_iter() if _in_group(p, pgid)]
+    """`(pid, name)` of each live process of group `pgid` (one that ends while it is listed is skipped)."""
+    found = []
+    for process in psutil.process_iter(["name"]):
+        if _in_group(process, pgid) and process.info["name"] is not None:
+            found.append((process.pid, process.info["name"]))
+    return found
 
 
 def _in_group(process, pgid):
