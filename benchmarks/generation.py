@@ -49,8 +49,8 @@ def _label(name: str, result: dict) -> str:
 def workload(count: int) -> list[str]:
     """The embedded split's prompts, then synthetic prompts of varied length, `count` in all."""
     from llm_engineering.evaluation.config import DatasetConfig, PromptConfig
-    from llm_engineering.evaluation.dataset import read_test_split, with_prompts
-    from llm_engineering.evaluation.prompts import alpaca_prompt
+    from llm_engineering.evaluation.generation.dataset import read_test_split, with_prompts
+    from llm_engineering.evaluation.generation.prompts import alpaca_prompt
 
     prompts = with_prompts(read_test_split(DatasetConfig()), PromptConfig())["prompt"][:count]
     k = 0

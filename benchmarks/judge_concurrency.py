@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from llm_engineering.evaluation import columns as col  # noqa: E402
 from llm_engineering.evaluation.config import DatasetConfig, JudgeConfig  # noqa: E402
-from llm_engineering.evaluation.dataset import read_test_split  # noqa: E402
-from llm_engineering.evaluation.scoring import score_answers  # noqa: E402
+from llm_engineering.evaluation.generation.dataset import read_test_split  # noqa: E402
+from llm_engineering.evaluation.judging.scoring import score_answers  # noqa: E402
 from llm_engineering.evaluation.models import resolve_model  # noqa: E402
 from llm_engineering.infrastructure.openai_judge import OpenAIJudge  # noqa: E402
 from tests.support.vllm_server import vllm_server  # noqa: E402

@@ -24,12 +24,12 @@ sys.path.insert(0, str(ROOT))
 
 def library_run(rows: int) -> None:
     """Load, generate, judge and build_summary with the library only: no ZenML."""
-    from llm_engineering.evaluation import dataset as data
+    from llm_engineering.evaluation.generation import dataset as data
     from llm_engineering.run_config import EvaluationConfig
-    from llm_engineering.evaluation.generation import answer_test_split
-    from llm_engineering.evaluation.scoring import score_answers
+    from llm_engineering.evaluation.generation.answers import answer_test_split
+    from llm_engineering.evaluation.judging.scoring import score_answers
     from llm_engineering.evaluation.models import resolve_model
-    from llm_engineering.evaluation.summary import build_summary
+    from llm_engineering.evaluation.report.summary import build_summary
     from llm_engineering.infrastructure.engines import open_engine
     from llm_engineering.infrastructure.judge_backends import build_judge
     from llm_engineering.infrastructure.vllm_engine import EnginePool

@@ -29,10 +29,10 @@ sys.path.insert(0, str(ROOT))
 def one_size(rows: int, row_bytes: int) -> dict:
     from llm_engineering.evaluation import columns as col
     from llm_engineering.evaluation.config import PromptConfig
-    from llm_engineering.evaluation.dataset import read_split, validate_split, with_prompts
-    from llm_engineering.evaluation.publishing import publish_local
-    from llm_engineering.evaluation.report_html import render_html
-    from llm_engineering.evaluation.summary import build_summary
+    from llm_engineering.evaluation.generation.dataset import read_split, validate_split, with_prompts
+    from llm_engineering.infrastructure.publishing import publish_local
+    from llm_engineering.evaluation.report.html import render_html
+    from llm_engineering.evaluation.report.summary import build_summary
 
     rng = random.Random(0)
     filler = "word " * (row_bytes // 10)

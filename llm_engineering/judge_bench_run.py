@@ -14,9 +14,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Optional
 
-from llm_engineering.evaluation.human_pairs import load_pairs
-from llm_engineering.evaluation.judge_bench import JudgeBenchReport, bench_judge
-from llm_engineering.evaluation.judge_bench_report import render_bench_html
+from llm_engineering.evaluation.trust.human_pairs import load_pairs
+from llm_engineering.evaluation.trust.judge_bench import JudgeBenchReport, bench_judge
+from llm_engineering.evaluation.report.judge_bench import render_bench_html
 from llm_engineering.run_config import EvaluationConfig, apply_overrides, load_run_config, with_judges_chosen
 
 logger = logging.getLogger(__name__)

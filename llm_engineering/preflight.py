@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from llm_engineering.evaluation.config import ConfigError, EngineConfig, JudgeConfig, PublishConfig
-from llm_engineering.evaluation.label_agreement import check_labels_fit
-from llm_engineering.evaluation.labels import LabelsError
+from llm_engineering.evaluation.trust.label_agreement import check_labels_fit
+from llm_engineering.evaluation.trust.labels import LabelsError
 from llm_engineering.run_config import EvaluationConfig
 
 
@@ -188,7 +188,7 @@ def check_run(config: EvaluationConfig, secrets: Sequence[str], generate: bool, 
             check_cpu_kv_cache(name, resolved.path, config.engine, resolved_dtype(config.engine)[0],
                                psutil.virtual_memory().available)
     if judge and config.similarity.enabled:
-        from llm_engineering.evaluation.similarity import embedding_model_dir
+        from llm_engineering.evaluation.trust.similarity import embedding_model_dir
 
         embedding_model_dir()  # the embedding model's package is installed
     get_settings.cache_clear()

@@ -28,7 +28,7 @@ from llm_engineering.evaluation.config import (
     SamplingConfig,
     SimilarityConfig,
 )
-from llm_engineering.evaluation.labels import Labels, load_labels
+from llm_engineering.evaluation.trust.labels import Labels, load_labels
 from llm_engineering.infrastructure.zenml_stack import GenerationStepConfig
 
 # ZenML's own top-level keys, passed to `Pipeline.with_options` as they are.
@@ -90,7 +90,7 @@ class EvaluationConfig(BaseModel):
     similarity: SimilarityConfig = SimilarityConfig()
     pairwise: PairwiseConfig = PairwiseConfig()
     labels: Optional[Labels] = Field(
-        None, description="Human labels: a .jsonl or .csv file (README, Agreement with labels), read when the config is; "
+        None, description="Human labels: a .jsonl or .csv file (docs/judge-trust.md, Agreement with labels), read when the config is; "
         "the first judge scores the labelled answers and the run reports its agreement with them.",
     )
 

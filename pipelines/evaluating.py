@@ -6,7 +6,7 @@ from zenml import pipeline
 from zenml.client import Client
 
 from llm_engineering.run_config import EvaluationConfig
-from llm_engineering.evaluation.generation import GenerationStats
+from llm_engineering.evaluation.generation.answers import GenerationStats
 from steps.evaluating import (
     check_labels,
     check_trust,

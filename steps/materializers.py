@@ -20,8 +20,8 @@ from zenml.materializers.base_materializer import BaseMaterializer
 from zenml.materializers.pydantic_materializer import PydanticMaterializer
 
 from llm_engineering.evaluation.disk import naming_a_full_disk
-from llm_engineering.evaluation.report_html import render_html
-from llm_engineering.evaluation.summary import EvaluationSummary
+from llm_engineering.evaluation.report.html import render_html
+from llm_engineering.evaluation.report.summary import EvaluationSummary
 
 _PREVIEW_ROWS = 20
 _PREVIEW_CHARS = 300

@@ -115,9 +115,9 @@ def execute(request: Request) -> None:
 def _execute(request: Request, run_log: Any = None) -> None:
     """Load and check the config, run the pipeline the request names, report; errors become CLI messages."""
     from llm_engineering.evaluation.config import ConfigError
-    from llm_engineering.evaluation.dataset import DatasetError
+    from llm_engineering.evaluation.generation.dataset import DatasetError
     from llm_engineering.evaluation.models import ModelError
-    from llm_engineering.evaluation.similarity import SimilarityError
+    from llm_engineering.evaluation.trust.similarity import SimilarityError
     from llm_engineering.infrastructure.zenml_runs import NoStoredResults, failed_steps_message, run_to_compare
     from llm_engineering.preflight import check_run
     from llm_engineering.run_config import apply_overrides, load_run_config, with_judges_chosen
@@ -189,8 +189,8 @@ def _store_url() -> str:
 def check_gates(summary: Any, gates: tuple[str, ...], comparison: Any = None) -> None:
     """Exit with `GATE_FAILED_EXIT_CODE` and one line per failed gate: a `--fail-under` threshold, or (given
     the `--compare-to` comparison of `--fail-on-regression`) a regressed metric. The run is stored already."""
-    from llm_engineering.evaluation.gates import GATE_FAILED_EXIT_CODE, failed_gates, parse_gate
-    from llm_engineering.evaluation.run_comparison_text import regression_lines
+    from llm_engineering.evaluation.report.gates import GATE_FAILED_EXIT_CODE, failed_gates, parse_gate
+    from llm_engineering.evaluation.report.comparison_text import regression_lines
 
     if not gates and comparison is None:
         return
@@ -242,7 +242,7 @@ def export_settings() -> None:
 
 def write_reports(summary: Any, run_name: str, directory: Path, comparison: Any = None) -> tuple[Path, Path]:
     """`<run>.json` and `<run>.html` in `directory` (the HTML: the dashboard's page, readable without it)."""
-    from llm_engineering.evaluation.report_html import render_html
+    from llm_engineering.evaluation.report.html import render_html
 
     directory.mkdir(parents=True, exist_ok=True)
     report = directory / f"{run_name}.json"
@@ -255,7 +255,7 @@ def write_reports(summary: Any, run_name: str, directory: Path, comparison: Any 
 
 def compare_with(run_id: Any, earlier_id: Any, summary: Any) -> Any:
     """This run's evaluations against those of the run `earlier_id`."""
-    from llm_engineering.evaluation.run_comparison import compare_runs
+    from llm_engineering.evaluation.report.comparison import compare_runs
     from llm_engineering.infrastructure.zenml_runs import evaluations_of
 
     current, _ = evaluations_of(run_id)
@@ -300,8 +300,8 @@ def _print_table(title: str, header: list[str], rows: list[list[str]]) -> None:
 
 def print_summary(summary: Any, run_name: str, comparison: Any = None) -> None:
     # report_text and run_comparison_text hold every sentence the CLI, HTML report and cards share.
-    from llm_engineering.evaluation import run_comparison_text as compared
-    from llm_engineering.evaluation.report_text import table_header, table_rows, trust_lines
+    from llm_engineering.evaluation.report import comparison_text as compared
+    from llm_engineering.evaluation.report.text import table_header, table_rows, trust_lines
 
     if summary.headline:
         click.echo(summary.headline)

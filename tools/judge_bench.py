@@ -15,8 +15,8 @@ def judge_bench(pairs_path: Path, config_path: Path, limit: Optional[int], judge
                 rubric: Optional[str], verbose: bool) -> None:
     """Run the judge benchmark (in a CLI process with library output in the log, as `evaluate`)."""
     from llm_engineering.evaluation.config import ConfigError
-    from llm_engineering.evaluation.human_pairs import PairsError
-    from llm_engineering.evaluation.judge_bench_report import BENCH_HEADER, bench_cost_line, bench_rows, bench_title
+    from llm_engineering.evaluation.trust.human_pairs import PairsError
+    from llm_engineering.evaluation.report.judge_bench import BENCH_HEADER, bench_cost_line, bench_rows, bench_title
     from llm_engineering.evaluation.models import ModelError
     from llm_engineering.judge_bench_run import bench_config, run_judge_bench
     from llm_engineering.settings import get_settings

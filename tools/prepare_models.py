@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 @click.argument("aliases", nargs=-1)
 def main(aliases: tuple[str, ...]) -> None:
     from llm_engineering.evaluation.embedded_models import EMBEDDED_MODELS, ModelError, converted_folder
-    from llm_engineering.evaluation.similarity import embedding_model_dir
+    from llm_engineering.evaluation.trust.similarity import embedding_model_dir
     from llm_engineering.settings import get_settings
 
     logging.basicConfig(level=logging.INFO, format="%(message)s")

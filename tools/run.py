@@ -61,7 +61,8 @@ def _cache_option(hidden: bool = False, generates: bool = True) -> Callable:
 
 def _rubric_option(hidden: bool = False) -> Callable:
     return click.option("--rubric", hidden=hidden,
-                        help="The judge's rubric: handbook (default), reference-guided, helpfulness, or a rubric YAML file.")
+                        help="The judge's rubric: handbook-score-first (default), handbook, reference-guided, helpfulness, or a "
+                        "rubric YAML file.")
 
 
 def _labels_option(hidden: bool = False) -> Callable:
@@ -71,7 +72,7 @@ def _labels_option(hidden: bool = False) -> Callable:
 
 
 def _check_gates(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
-    from llm_engineering.evaluation.gates import parse_gate
+    from llm_engineering.evaluation.report.gates import parse_gate
 
     for value in values:
         try:

@@ -1,6 +1,6 @@
 """Column and artifact names: the contract between steps, defined once."""
 
-# Artifact names shown in the ZenML dashboard (see ARCHITECTURE.md).
+# Artifact names shown in the ZenML dashboard (see docs/architecture.md).
 TEST_SPLIT = "test_split"
 GENERATIONS = "generations"
 EVALUATIONS = "evaluations"

@@ -20,9 +20,9 @@ from pydantic import (
     model_validator,
 )
 
-from llm_engineering.evaluation.check_tiers import TIERS, Tier
-from llm_engineering.evaluation.prompts import ALPACA_TURN_MARKERS
-from llm_engineering.evaluation.rubric import DEFAULT_RUBRIC, Rubric, load_rubric, shipped_rubrics
+from llm_engineering.evaluation.trust.tiers import TIERS, Tier
+from llm_engineering.evaluation.generation.prompts import ALPACA_TURN_MARKERS
+from llm_engineering.evaluation.judging.rubric import DEFAULT_RUBRIC, Rubric, load_rubric, shipped_rubrics
 
 
 class ConfigError(ValueError):
@@ -158,7 +158,7 @@ class LoraConfig(_Strict):
 
 
 class EngineConfig(_Strict):
-    """How vLLM is built and run. Defaults are the fast ones on a 2-core CPU (see shared FACTS)."""
+    """How vLLM is built and run. Defaults are the fast ones on a 2-core CPU (benchmarks/README.md, "vLLM CPU defaults")."""
 
     backend: Literal["vllm", "ray"] = Field(
         "vllm", description="'vllm': one engine in this process; 'ray': Ray Data LLM engine replicas on a Ray cluster."
@@ -226,8 +226,8 @@ class JudgeConfig(_Strict):
     seed: Optional[int] = 0
     max_analysis_chars: PositiveInt = 400
     rubric: Union[str, Rubric] = Field(
-        DEFAULT_RUBRIC, description="A shipped rubric (handbook, reference-guided, helpfulness), the path of a "
-        "rubric YAML file, or an inline rubric mapping (see README, Rubrics). A file is read when the config is.",
+        DEFAULT_RUBRIC, description="A shipped rubric (handbook-score-first, the default; handbook, reference-guided, "
+        "helpfulness), the path of a rubric YAML file, or an inline rubric mapping (see docs/rubrics.md). A file is read when the config is.",
     )
     logprobs: bool = Field(
         True, description="Ask for token logprobs at each score, for probability-weighted (expected) scores.",

@@ -100,3 +100,13 @@ def sample_rows(n: int, k: int, seed: int = 0) -> list[int]:
     if k >= n:
         return list(range(n))
     return sorted(random.Random(seed).sample(range(n), k))
+
+
+def fmt(value: Optional[float], digits: int = 2) -> str:
+    """A number with fixed decimals, `n/a` when missing."""
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def rate_with_ci(value: Optional[float], ci: Optional[list[float]]) -> str:
+    """`75% [56%, 100%]`: a rate and its 95% interval, `n/a` when missing."""
+    return "n/a" if value is None else f"{value:.0%}" + (f" [{ci[0]:.0%}, {ci[1]:.0%}]" if ci else "")

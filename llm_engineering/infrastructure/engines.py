@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Optional
 
 from llm_engineering.evaluation.config import ConfigError, EngineConfig
-from llm_engineering.evaluation.engine import GenerationEngine
+from llm_engineering.evaluation.generation.engine import GenerationEngine
 from llm_engineering.evaluation.models import adapter_rank
 from llm_engineering.infrastructure.ray_engine import RayEngine
 from llm_engineering.infrastructure.vllm_engine import EnginePool, VLLMEngine

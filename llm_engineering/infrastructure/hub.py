@@ -16,7 +16,7 @@ from datasets import Dataset
 from huggingface_hub import CommitOperationAdd, HfApi
 from huggingface_hub.errors import HfHubHTTPError
 
-from llm_engineering.evaluation.publishing import data_file, dataset_card
+from llm_engineering.infrastructure.publishing import data_file, dataset_card
 
 logger = logging.getLogger(__name__)
 

@@ -6,8 +6,8 @@ import contextlib
 from collections.abc import Iterator
 
 from llm_engineering.evaluation.config import ConfigError, EngineConfig, JudgeConfig
-from llm_engineering.evaluation.judge_cache import JudgeCache
-from llm_engineering.evaluation.judge_transport import JudgeBackend
+from llm_engineering.evaluation.judging.cache import JudgeCache
+from llm_engineering.evaluation.judging.transport import JudgeBackend
 from llm_engineering.infrastructure.vllm_engine import EnginePool
 from llm_engineering.settings import Settings
 

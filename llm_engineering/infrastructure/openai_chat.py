@@ -15,9 +15,9 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from llm_engineering.evaluation.config import JudgeConfig
-from llm_engineering.evaluation.judge_transport import JudgeReply, ReplySchema
-from llm_engineering.evaluation.rubric import verdict_schema
-from llm_engineering.evaluation.score_probs import TOP_LOGPROBS, compact
+from llm_engineering.evaluation.judging.transport import JudgeReply, ReplySchema
+from llm_engineering.evaluation.judging.rubric import verdict_schema
+from llm_engineering.evaluation.judging.score_probs import TOP_LOGPROBS, compact
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 from tqdm.auto import tqdm
 
 from llm_engineering.evaluation.config import JudgeConfig
-from llm_engineering.evaluation.judge_transport import JudgeReply, OnReply, ReplySchema
+from llm_engineering.evaluation.judging.transport import JudgeReply, OnReply, ReplySchema
 from llm_engineering.infrastructure.openai_chat import ChatRequests, chat_client, describe
 
 logger = logging.getLogger(__name__)

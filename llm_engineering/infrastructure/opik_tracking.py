@@ -12,7 +12,7 @@ from typing import Any, Optional
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.rubric import Rubric, judge_messages
+from llm_engineering.evaluation.judging.rubric import Rubric, judge_messages
 from llm_engineering.settings import Settings
 
 logger = logging.getLogger(__name__)

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.checkpoint import AnswerRecord
+from llm_engineering.evaluation.generation.checkpoint import AnswerRecord
 from llm_engineering.evaluation.config import ConfigError, EngineConfig, RayConfig, SamplingConfig
-from llm_engineering.evaluation.engine import Answers, Tokenizer
+from llm_engineering.evaluation.generation.engine import Answers, Tokenizer
 from llm_engineering.infrastructure import cluster_reaper
 from llm_engineering.infrastructure.cluster_reaper import CLUSTER_MARK
 from llm_engineering.infrastructure.cpu_sampler import FAST_TOP_P

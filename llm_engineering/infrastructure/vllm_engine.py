@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from tqdm.auto import tqdm
 
-from llm_engineering.evaluation.checkpoint import AnswerRecord
+from llm_engineering.evaluation.generation.checkpoint import AnswerRecord
 from llm_engineering.evaluation.config import EngineConfig, SamplingConfig
-from llm_engineering.evaluation.engine import Answers, Tokenizer
+from llm_engineering.evaluation.generation.engine import Answers, Tokenizer
 from llm_engineering.infrastructure.cpu_sampler import FAST_TOP_P
 from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT
 

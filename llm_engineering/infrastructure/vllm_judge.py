@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from llm_engineering.evaluation.config import EngineConfig, JudgeConfig
-from llm_engineering.evaluation.judge_transport import JudgeReply, OnReply, ReplySchema
-from llm_engineering.evaluation.rubric import verdict_schema
-from llm_engineering.evaluation.score_probs import TOP_LOGPROBS, TokenChoices, compact
+from llm_engineering.evaluation.judging.transport import JudgeReply, OnReply, ReplySchema
+from llm_engineering.evaluation.judging.rubric import verdict_schema
+from llm_engineering.evaluation.judging.score_probs import TOP_LOGPROBS, TokenChoices, compact
 from llm_engineering.infrastructure.vllm_engine import EnginePool
 
 

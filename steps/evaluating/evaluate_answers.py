@@ -6,9 +6,9 @@ from zenml import get_step_context, log_metadata, step
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import EngineConfig, JudgeConfig, JuryConfig, SimilarityConfig
-from llm_engineering.evaluation.scoring import score_answers
-from llm_engineering.evaluation.similarity import add_reference_similarity, get_embedder
-from llm_engineering.evaluation.summary import model_scores
+from llm_engineering.evaluation.judging.scoring import score_answers
+from llm_engineering.evaluation.trust.similarity import add_reference_similarity, get_embedder
+from llm_engineering.evaluation.report.summary import model_scores
 from llm_engineering.infrastructure.judge_backends import build_judge, open_cache
 from llm_engineering.infrastructure.opik_tracking import log_scoring
 from llm_engineering.settings import get_settings
@@ -28,7 +28,7 @@ def evaluate_answers(
     jury: Optional[JuryConfig] = None,
 ) -> Annotated[Dataset, col.EVALUATIONS]:
     """Score every generated answer with the LLM judge, or each judge of a jury, on the judges'
-    rubric (default: the handbook's accuracy and style, 1-3), and its similarity to the reference
+    rubric (default handbook-score-first: the original's accuracy and style, 1-3), and its similarity to the reference
     (no judge) when `similarity` is enabled.
 
     `generations` may be a previous `evaluations` artifact: with `only_failed`, its valid

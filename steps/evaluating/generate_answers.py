@@ -5,8 +5,8 @@ from datasets import Dataset
 from zenml import log_metadata, step
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.generation import GenerationStats, answer_test_split
-from llm_engineering.evaluation.checkpoint import AnswerCheckpoint
+from llm_engineering.evaluation.generation.answers import GenerationStats, answer_test_split
+from llm_engineering.evaluation.generation.checkpoint import AnswerCheckpoint
 from llm_engineering.evaluation.config import EngineConfig, PromptConfig, SamplingConfig
 from llm_engineering.evaluation.models import resolve_model
 from llm_engineering.infrastructure.engines import open_engine

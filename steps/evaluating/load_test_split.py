@@ -4,7 +4,7 @@ from datasets import Dataset
 from zenml import log_metadata, step
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.dataset import read_test_split, with_prompts
+from llm_engineering.evaluation.generation.dataset import read_test_split, with_prompts
 from llm_engineering.evaluation.config import DatasetConfig, PromptConfig
 from steps.materializers import DatasetMaterializer
 

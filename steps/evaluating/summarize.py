@@ -5,13 +5,13 @@ from zenml import log_metadata, step
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeConfig, JuryConfig
-from llm_engineering.evaluation.generation import GenerationStats
-from llm_engineering.evaluation.label_agreement import LabelAgreement
-from llm_engineering.evaluation.pairwise import PairwiseReport
+from llm_engineering.evaluation.generation.answers import GenerationStats
+from llm_engineering.evaluation.trust.label_agreement import LabelAgreement
+from llm_engineering.evaluation.judging.pairwise import PairwiseReport
 from llm_engineering.evaluation.prices import judge_prices
-from llm_engineering.evaluation.report_text import trust_lines
-from llm_engineering.evaluation.summary import EvaluationSummary, build_summary
-from llm_engineering.evaluation.judge_check import TrustChecks
+from llm_engineering.evaluation.report.text import trust_lines
+from llm_engineering.evaluation.report.summary import EvaluationSummary, build_summary
+from llm_engineering.evaluation.trust.judge_check import TrustChecks
 from steps.materializers import EvaluationSummaryMaterializer
 
 

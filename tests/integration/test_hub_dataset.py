@@ -6,7 +6,7 @@ from datasets import Dataset
 from datasets.exceptions import DatasetNotFoundError
 
 from llm_engineering.evaluation.config import DatasetConfig
-from llm_engineering.evaluation.dataset import DatasetError, read_test_split
+from llm_engineering.evaluation.generation.dataset import DatasetError, read_test_split
 from tests.integration.hub_stub import TOKEN, USER
 
 REPO = f"{USER}/my-eval"

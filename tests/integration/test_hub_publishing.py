@@ -23,7 +23,7 @@ def judged_rows():
 
 
 def test_push_then_load_dataset_returns_identical_rows_and_the_card(hub):
-    from llm_engineering.evaluation.publishing import card_info
+    from llm_engineering.infrastructure.publishing import card_info
 
     rows = judged_rows()
     repo = f"{hub_workspace(TOKEN, None)}/m-results"

@@ -18,9 +18,9 @@ from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeConfig
-from llm_engineering.evaluation.judge_cache import JudgeCache, cache_key
-from llm_engineering.evaluation.rubric import judge_messages, load_rubric
-from llm_engineering.evaluation.scoring import score_answers
+from llm_engineering.evaluation.judging.cache import JudgeCache, cache_key
+from llm_engineering.evaluation.judging.rubric import judge_messages, load_rubric
+from llm_engineering.evaluation.judging.scoring import score_answers
 from llm_engineering.infrastructure.openai_batch import BatchStillRunning, OpenAIBatchJudge
 from tests.integration.batch_stub import BatchPlan, BatchStub
 
@@ -265,7 +265,7 @@ def test_in_a_rescoring_run_each_batch_is_recorded_as_step_metadata(stub):
     from zenml import save_artifact
     from zenml.client import Client
 
-    from llm_engineering.evaluation.generation import GenerationStats
+    from llm_engineering.evaluation.generation.answers import GenerationStats
     from llm_engineering.run_config import EvaluationConfig
     from pipelines.evaluating import rescoring
     from steps.materializers import DatasetMaterializer

@@ -8,11 +8,11 @@ from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeConfig
-from llm_engineering.evaluation.scoring import score_answers
-from llm_engineering.evaluation.judge_cache import JudgeCache
+from llm_engineering.evaluation.judging.scoring import score_answers
+from llm_engineering.evaluation.judging.cache import JudgeCache
 from llm_engineering.infrastructure.openai_judge import OpenAIJudge
 from tests.integration.openai_stub import OpenAIStub
-from llm_engineering.evaluation.rubric import load_rubric
+from llm_engineering.evaluation.judging.rubric import load_rubric
 
 HANDBOOK = load_rubric("handbook")
 
@@ -106,8 +106,8 @@ def test_requests_carry_the_schema_and_token_usage_is_recorded(stub):
 
 
 def test_pairwise_and_judge_check_calls_go_through_the_same_retries_and_cache(stub, tmp_path):
-    from llm_engineering.evaluation.pairwise import compare_answers
-    from llm_engineering.evaluation.judge_check import run_judge_check
+    from llm_engineering.evaluation.judging.pairwise import compare_answers
+    from llm_engineering.evaluation.trust.judge_check import run_judge_check
 
     cache = JudgeCache(tmp_path / "cache")
     other = Dataset.from_dict({**answers(2).to_dict(), col.MODEL_ID: ["n"] * 2, col.ANSWER: ["Short.", "Shorter."]})
@@ -148,7 +148,7 @@ def test_retry_after_longer_than_max_backoff_is_capped(stub, monkeypatch):
 
 
 def test_request_options_reach_the_server_in_every_request(stub):
-    from llm_engineering.evaluation.pairwise import compare_answers
+    from llm_engineering.evaluation.judging.pairwise import compare_answers
 
     # top_p is an OpenAI parameter; top_k and chat_template_kwargs are vLLM's, unknown to the openai client.
     options = {"top_p": 0.5, "top_k": 20, "chat_template_kwargs": {"enable_thinking": False}}

@@ -10,8 +10,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from llm_engineering.evaluation.rubric import load_rubric
-from llm_engineering.evaluation.scoring import score_answers
+from llm_engineering.evaluation.judging.rubric import load_rubric
+from llm_engineering.evaluation.judging.scoring import score_answers
 from llm_engineering.infrastructure import opik_tracking
 from llm_engineering.settings import Settings
 from tests.unit.test_judge import GOOD, ScriptedJudge, answers

@@ -15,7 +15,7 @@ from llm_engineering.infrastructure.vllm_engine import VLLMEngine
 from llm_engineering.run_config import EvaluationConfig
 from llm_engineering.infrastructure.zenml_runs import finished_outputs, generations_of, step_output
 from steps.evaluating.engine_pool import ENGINE_POOL
-from llm_engineering.evaluation.rubric import load_rubric
+from llm_engineering.evaluation.judging.rubric import load_rubric
 from tests.support.cli_output import json_report
 
 pytestmark = pytest.mark.slow
@@ -124,9 +124,9 @@ def test_changing_only_the_judge_does_not_rerun_generation(first_run):
 def test_a_prompt_longer_than_max_model_len_is_skipped_and_the_rest_answered(first_run, tmp_path):
     from datasets import Dataset
 
-    from llm_engineering.evaluation import dataset as data
-    from llm_engineering.evaluation.checkpoint import AnswerCheckpoint
-    from llm_engineering.evaluation.generation import answer_test_split
+    from llm_engineering.evaluation.generation import dataset as data
+    from llm_engineering.evaluation.generation.checkpoint import AnswerCheckpoint
+    from llm_engineering.evaluation.generation.answers import answer_test_split
     from llm_engineering.evaluation.models import resolve_model
     from llm_engineering.settings import get_settings
 
@@ -152,7 +152,7 @@ def test_several_models_get_one_generations_artifact_each_a_comparison_and_a_pai
     from zenml.client import Client
 
     from llm_engineering.evaluation.models import resolve_model
-    from llm_engineering.evaluation.report_text import trust_lines
+    from llm_engineering.evaluation.report.text import trust_lines
     from llm_engineering.settings import get_settings
     from pipelines.evaluating import evaluating
 
@@ -216,10 +216,10 @@ def test_a_score_first_judge_check_asking_for_scores_alone_gets_the_scores_of_wh
     """The check asks a score-first judge for its first score alone (`first_score_schema`): with the real
     engine, each reference's score and expected score must be those of the whole verdict for the same prompt."""
     from llm_engineering.evaluation.config import DatasetConfig, EngineConfig, JudgeConfig
-    from llm_engineering.evaluation.dataset import read_test_split
-    from llm_engineering.evaluation.judge_check import run_judge_check
+    from llm_engineering.evaluation.generation.dataset import read_test_split
+    from llm_engineering.evaluation.trust.judge_check import run_judge_check
     from llm_engineering.evaluation.models import resolve_model
-    from llm_engineering.evaluation.scoring import score_answers
+    from llm_engineering.evaluation.judging.scoring import score_answers
     from llm_engineering.infrastructure.judge_backends import build_judge
     from llm_engineering.settings import get_settings
 
@@ -249,8 +249,8 @@ def test_the_embedded_judge_returns_a_valid_verdict_for_nearly_every_row_of_the_
     """Under the default rubric and judge settings, on every row of the shipped split (its reference
     answers as the answers judged), at least 90% of the verdicts parse and validate."""
     from llm_engineering.evaluation.config import DatasetConfig, EngineConfig, JudgeConfig
-    from llm_engineering.evaluation.dataset import read_test_split
-    from llm_engineering.evaluation.scoring import score_answers
+    from llm_engineering.evaluation.generation.dataset import read_test_split
+    from llm_engineering.evaluation.judging.scoring import score_answers
     from llm_engineering.infrastructure.judge_backends import build_judge, open_cache
     from llm_engineering.settings import get_settings
 
@@ -346,7 +346,7 @@ def test_rescore_only_failed_through_the_pipeline_fills_exactly_the_failed_rows(
 def test_failed_hub_push_loses_nothing_and_publish_only_pushes_later(first_run, hub, monkeypatch):
     from zenml.client import Client
 
-    from llm_engineering.evaluation.publishing import trust_info
+    from llm_engineering.infrastructure.publishing import trust_info
     from llm_engineering.infrastructure.zenml_runs import results_to_publish
     from llm_engineering.settings import get_settings
     from pipelines.evaluating import publishing, rescoring

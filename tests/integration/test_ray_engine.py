@@ -21,8 +21,8 @@ import yaml
 from transformers import AutoTokenizer
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.checkpoint import AnswerCheckpoint
-from llm_engineering.evaluation.dataset import read_test_split, with_prompts
+from llm_engineering.evaluation.generation.checkpoint import AnswerCheckpoint
+from llm_engineering.evaluation.generation.dataset import read_test_split, with_prompts
 from llm_engineering.evaluation.models import resolve_model
 from llm_engineering.infrastructure.vllm_engine import resolved_dtype
 from llm_engineering.infrastructure.zenml_runs import step_output

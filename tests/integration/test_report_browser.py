@@ -9,7 +9,7 @@ import pytest
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.summary import build_summary
+from llm_engineering.evaluation.report.summary import build_summary
 from tools.execution import write_reports
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

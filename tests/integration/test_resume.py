@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.checkpoint import AnswerCheckpoint
+from llm_engineering.evaluation.generation.checkpoint import AnswerCheckpoint
 from llm_engineering.run_config import load_run_config
 from llm_engineering.evaluation.models import resolve_model
 from llm_engineering.infrastructure.cpu_sampler import INSTALLED

@@ -4,8 +4,8 @@ points at a closed loopback port in these tests, so any Hub request would fail).
 import pytest
 
 from llm_engineering.evaluation.config import DatasetConfig
-from llm_engineering.evaluation.dataset import read_test_split
-from llm_engineering.evaluation.similarity import check_similarity, cosine_similarities, get_embedder
+from llm_engineering.evaluation.generation.dataset import read_test_split
+from llm_engineering.evaluation.trust.similarity import check_similarity, cosine_similarities, get_embedder
 
 
 @pytest.fixture(scope="module")

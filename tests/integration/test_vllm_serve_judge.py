@@ -9,15 +9,15 @@ from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeConfig
-from llm_engineering.evaluation.scoring import score_answers
-from llm_engineering.evaluation.judge_cache import JudgeCache
+from llm_engineering.evaluation.judging.scoring import score_answers
+from llm_engineering.evaluation.judging.cache import JudgeCache
 from llm_engineering.evaluation.models import resolve_model
 from llm_engineering.infrastructure.openai_judge import OpenAIJudge
 from llm_engineering.settings import get_settings
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.vllm_server import ServerError
 from tests.support.vllm_server import vllm_server as serve
-from llm_engineering.evaluation.rubric import load_rubric
+from llm_engineering.evaluation.judging.rubric import load_rubric
 
 HANDBOOK = load_rubric("handbook")
 
@@ -62,7 +62,7 @@ def test_vllm_serve_judge_stores_valid_verdicts(vllm_server):
 
 def test_a_jury_of_the_in_process_judge_and_the_served_judge_reports_each_and_their_agreement(vllm_server):
     from llm_engineering.evaluation.config import EngineConfig
-    from llm_engineering.evaluation.summary import build_summary
+    from llm_engineering.evaluation.report.summary import build_summary
     from llm_engineering.infrastructure.judge_backends import build_judge
     from steps.evaluating.engine_pool import ENGINE_POOL
 

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from llm_engineering.evaluation.agreement import (
+from llm_engineering.evaluation.judging.agreement import (
     alpha_with_ci,
     jury_aggregate,
     krippendorff_alpha,

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from llm_engineering.evaluation.checkpoint import AnswerCheckpoint, AnswerRecord, row_key
+from llm_engineering.evaluation.generation.checkpoint import AnswerCheckpoint, AnswerRecord, row_key
 from llm_engineering.evaluation.config import EngineConfig, SamplingConfig
 
 
@@ -113,7 +113,7 @@ def _generate_in_another_process(directory, rows, release, waiting, results):
     from datasets import Dataset
 
     from llm_engineering.evaluation.config import PromptConfig
-    from llm_engineering.evaluation.generation import answer_test_split
+    from llm_engineering.evaluation.generation.answers import answer_test_split
 
     messages = []
 
@@ -179,7 +179,7 @@ def test_a_fresh_run_empties_the_checkpoint_only_once_the_run_generating_into_it
     from datasets import Dataset
 
     from llm_engineering.evaluation.config import PromptConfig
-    from llm_engineering.evaluation.generation import answer_test_split
+    from llm_engineering.evaluation.generation.answers import answer_test_split
 
     checkpoint = _checkpoint(tmp_path)
     with checkpoint.writer() as writer:

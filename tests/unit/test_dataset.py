@@ -5,7 +5,7 @@ from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import DatasetConfig, PromptConfig
-from llm_engineering.evaluation.dataset import (
+from llm_engineering.evaluation.generation.dataset import (
     DatasetError,
     embedded_split_path,
     read_test_split,

@@ -9,15 +9,15 @@ import pytest
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.judge_check import JudgeCheckPair, judge_check_from_pairs
-from llm_engineering.evaluation.judge_transport import JudgeReply
-from llm_engineering.evaluation.pairwise import PairwiseRow, tally
-from llm_engineering.evaluation.report_text import trust_lines
-from llm_engineering.evaluation.rubric import load_rubric
-from llm_engineering.evaluation.score_probs import compact, score_distribution
-from llm_engineering.evaluation.scoring import score_answers
-from llm_engineering.evaluation.summary import build_summary
-from llm_engineering.evaluation.trust_text import pairwise_finding
+from llm_engineering.evaluation.trust.judge_check import JudgeCheckPair, judge_check_from_pairs
+from llm_engineering.evaluation.judging.transport import JudgeReply
+from llm_engineering.evaluation.judging.pairwise import PairwiseRow, tally
+from llm_engineering.evaluation.report.text import trust_lines
+from llm_engineering.evaluation.judging.rubric import load_rubric
+from llm_engineering.evaluation.judging.score_probs import compact, score_distribution
+from llm_engineering.evaluation.judging.scoring import score_answers
+from llm_engineering.evaluation.report.summary import build_summary
+from llm_engineering.evaluation.report.trust_text import pairwise_finding
 
 ln = math.log
 HELPFULNESS = load_rubric("helpfulness")  # one criterion, 1-5, score first

@@ -2,8 +2,8 @@
 
 import pytest
 
-from llm_engineering.evaluation.gates import failed_gates, parse_gate
-from llm_engineering.evaluation.summary import build_summary
+from llm_engineering.evaluation.report.gates import failed_gates, parse_gate
+from llm_engineering.evaluation.report.summary import build_summary
 from tests.unit.test_summary import evaluations
 
 # Model "weak" scores accuracy 1 and 2 (mean 1.5), "strong" 3 and 3; style 1/1 and 3/2.

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from llm_engineering.evaluation.human_pairs import PairsError, load_pairs
+from llm_engineering.evaluation.trust.human_pairs import PairsError, load_pairs
 
 GOOD = {"instruction": "Say hi.", "output_1": "Hi!", "output_2": "Bye.", "label": 1}
 

@@ -6,11 +6,11 @@ from datasets import Dataset
 from jsonschema import Draft202012Validator
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.judge_cache import JudgeCache
-from llm_engineering.evaluation.judge_transport import JudgeReply
-from llm_engineering.evaluation.pairwise import pairwise_schema
-from llm_engineering.evaluation.rubric import judge_messages, load_rubric, parse_verdict, verdict_schema
-from llm_engineering.evaluation.scoring import score_answers
+from llm_engineering.evaluation.judging.cache import JudgeCache
+from llm_engineering.evaluation.judging.transport import JudgeReply
+from llm_engineering.evaluation.judging.pairwise import pairwise_schema
+from llm_engineering.evaluation.judging.rubric import judge_messages, load_rubric, parse_verdict, verdict_schema
+from llm_engineering.evaluation.judging.scoring import score_answers
 
 HANDBOOK = load_rubric("handbook")
 CASES = json.loads((Path(__file__).parent / "cases" / "verdicts.json").read_text())

@@ -6,11 +6,11 @@ import re
 
 import pytest
 
-from llm_engineering.evaluation.human_pairs import HumanPair
-from llm_engineering.evaluation.judge_bench import bench_judge
-from llm_engineering.evaluation.judge_bench_report import bench_rows, render_bench_html
-from llm_engineering.evaluation.judge_transport import JudgeReply
-from llm_engineering.evaluation.rubric import load_rubric
+from llm_engineering.evaluation.trust.human_pairs import HumanPair
+from llm_engineering.evaluation.trust.judge_bench import bench_judge
+from llm_engineering.evaluation.report.judge_bench import bench_rows, render_bench_html
+from llm_engineering.evaluation.judging.transport import JudgeReply
+from llm_engineering.evaluation.judging.rubric import load_rubric
 
 RUBRIC = load_rubric("helpfulness")  # one criterion, 1-5
 
@@ -92,7 +92,7 @@ def test_a_failed_verdict_counts_against_agreement_and_is_named():
 
 
 def test_a_second_run_asks_only_what_the_cache_lacks(tmp_path):
-    from llm_engineering.evaluation.judge_cache import JudgeCache
+    from llm_engineering.evaluation.judging.cache import JudgeCache
 
     cache = JudgeCache(tmp_path)
     first, judge = StandInJudge(), StandInJudge()

@@ -8,19 +8,19 @@ from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import ConfigError
-from llm_engineering.evaluation.judge_transport import JudgeReply
-from llm_engineering.evaluation.label_agreement import (
+from llm_engineering.evaluation.judging.transport import JudgeReply
+from llm_engineering.evaluation.trust.label_agreement import (
     check_labels_fit,
     nearest_level,
     pairwise_report,
     pointwise_report,
 )
-from llm_engineering.evaluation.label_check import judge_labels
-from llm_engineering.evaluation.labels import Labels, LabelsError, PairwiseLabel, PointwiseLabel
-from llm_engineering.evaluation.report_html import render_html
-from llm_engineering.evaluation.report_text import label_rows, trust_lines
-from llm_engineering.evaluation.rubric import load_rubric
-from llm_engineering.evaluation.summary import build_summary
+from llm_engineering.evaluation.trust.label_check import judge_labels
+from llm_engineering.evaluation.trust.labels import Labels, LabelsError, PairwiseLabel, PointwiseLabel
+from llm_engineering.evaluation.report.html import render_html
+from llm_engineering.evaluation.report.text import label_rows, trust_lines
+from llm_engineering.evaluation.judging.rubric import load_rubric
+from llm_engineering.evaluation.report.summary import build_summary
 from llm_engineering.preflight import check_labels
 from llm_engineering.run_config import apply_overrides, parse_evaluation
 

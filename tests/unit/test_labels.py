@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from llm_engineering.evaluation.labels import (
+from llm_engineering.evaluation.trust.labels import (
     LabelsError,
     PairwiseLabel,
     PointwiseLabel,

@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from llm_engineering.evaluation.checkpoint import AnswerCheckpoint
+from llm_engineering.evaluation.generation.checkpoint import AnswerCheckpoint
 from llm_engineering.evaluation.config import ConfigError, EngineConfig, LoraConfig, SamplingConfig
 from llm_engineering.evaluation.models import (
     ModelError,
@@ -16,7 +16,7 @@ from llm_engineering.evaluation.models import (
     split_adapter,
     split_variant,
 )
-from llm_engineering.evaluation.publishing import repo_name
+from llm_engineering.infrastructure.publishing import repo_name
 from llm_engineering.run_config import EvaluationConfig, parse_evaluation
 
 

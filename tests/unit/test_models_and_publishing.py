@@ -8,7 +8,7 @@ from datasets import Dataset, load_dataset
 from llm_engineering.evaluation import embedded_models
 from llm_engineering.evaluation.embedded_models import EmbeddedModel, GgufPart, join_gguf, part_paths
 from llm_engineering.evaluation.models import ModelError, resolve_model
-from llm_engineering.evaluation.publishing import publish_local, repo_name
+from llm_engineering.infrastructure.publishing import publish_local, repo_name
 
 
 def test_local_folder_and_hub_ids_resolve(tmp_path):

@@ -6,7 +6,7 @@ import math
 import pytest
 
 from llm_engineering.evaluation.config import JudgeConfig
-from llm_engineering.evaluation.judge_transport import ReplySchema
+from llm_engineering.evaluation.judging.transport import ReplySchema
 from llm_engineering.infrastructure.openai_batch import batch_files, batch_replies, read_results, request_line
 from llm_engineering.infrastructure.openai_chat import ChatRequests
 

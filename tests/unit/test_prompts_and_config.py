@@ -1,7 +1,7 @@
 import pytest
 
 from llm_engineering.evaluation.config import ConfigError
-from llm_engineering.evaluation.prompts import chat_messages, format_prompts
+from llm_engineering.evaluation.generation.prompts import chat_messages, format_prompts
 from llm_engineering.run_config import EvaluationConfig, apply_overrides, load_run_config
 
 
@@ -138,7 +138,7 @@ def test_auto_prompts_a_model_with_its_chat_template_and_one_without_in_alpaca()
 
 def test_answers_stop_where_a_new_alpaca_turn_begins_unless_told_otherwise():
     from llm_engineering.evaluation.config import SamplingConfig
-    from llm_engineering.evaluation.prompts import alpaca_prompt
+    from llm_engineering.evaluation.generation.prompts import alpaca_prompt
     from llm_engineering.infrastructure.vllm_engine import sampling_params
 
     # A model that runs on past its answer writes the template's next turn: each of its headers is a stop string.

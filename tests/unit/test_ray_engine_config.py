@@ -6,7 +6,7 @@ import threading
 import pytest
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.checkpoint import AnswerRecord
+from llm_engineering.evaluation.generation.checkpoint import AnswerRecord
 from llm_engineering.evaluation.config import ConfigError, EngineConfig, RayConfig, SamplingConfig
 from llm_engineering.infrastructure.engines import open_engine
 from llm_engineering.infrastructure.ray_engine import RayEngine, finish_reason, placement_problem, processor_config

@@ -6,12 +6,12 @@ import numpy as np
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.check_tiers import corrupted, facts, nearest_other, truncated
-from llm_engineering.evaluation.judge_check import run_judge_check
-from llm_engineering.evaluation.judge_transport import JudgeReply
-from llm_engineering.evaluation.report_text import judge_check_rows
-from llm_engineering.evaluation.rubric import load_rubric
-from llm_engineering.evaluation.summary import build_summary
+from llm_engineering.evaluation.trust.tiers import corrupted, facts, nearest_other, truncated
+from llm_engineering.evaluation.trust.judge_check import run_judge_check
+from llm_engineering.evaluation.judging.transport import JudgeReply
+from llm_engineering.evaluation.report.text import judge_check_rows
+from llm_engineering.evaluation.judging.rubric import load_rubric
+from llm_engineering.evaluation.report.summary import build_summary
 
 HANDBOOK = load_rubric("handbook")
 
@@ -99,7 +99,7 @@ def test_without_an_embedder_the_same_topic_tier_is_left_out():
 
 
 def _summary_with(check):
-    from llm_engineering.evaluation.judge_check import TrustChecks
+    from llm_engineering.evaluation.trust.judge_check import TrustChecks
 
     answers = split().add_column(col.MODEL_ID, ["m"] * 4).add_column(col.ANSWER, ["a"] * 4)
     return build_summary([answers.add_column(col.JUDGE_MODEL, ["j"] * 4).add_column(col.JUDGE_ERROR, [None] * 4)

@@ -6,7 +6,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from llm_engineering.evaluation.config import ConfigError
-from llm_engineering.evaluation.rubric import (
+from llm_engineering.evaluation.judging.rubric import (
     RubricError,
     first_score_schema,
     judge_messages,
@@ -149,7 +149,7 @@ def test_the_default_prompt_writes_out_the_criteria_and_shows_the_reference_only
 
 
 def test_pairwise_asks_on_the_rubrics_criteria_and_shows_the_reference_only_when_guided():
-    from llm_engineering.evaluation.pairwise import pairwise_messages
+    from llm_engineering.evaluation.judging.pairwise import pairwise_messages
 
     guided = pairwise_messages(load_rubric("reference-guided"), "What is LoRA?", "A fish.", "Adapters.", "Low-rank adapters.")
     assert "correctness (" in guided[1]["content"] and "completeness (" in guided[1]["content"]

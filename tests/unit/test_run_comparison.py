@@ -3,9 +3,9 @@
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.items import item_views
-from llm_engineering.evaluation.run_comparison import compare_runs
-from llm_engineering.evaluation.run_comparison_text import regression_lines
+from llm_engineering.evaluation.report.items import item_views
+from llm_engineering.evaluation.report.comparison import compare_runs
+from llm_engineering.evaluation.report.comparison_text import regression_lines
 
 
 def rows(model, scores, answers=None, similarity=None):

@@ -5,11 +5,11 @@ import pytest
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.generation import GenerationStats
-from llm_engineering.evaluation.report_html import render_html
-from llm_engineering.evaluation.report_text import table_header, table_rows
-from llm_engineering.evaluation.rubric import load_rubric
-from llm_engineering.evaluation.summary import build_summary, model_scores
+from llm_engineering.evaluation.generation.answers import GenerationStats
+from llm_engineering.evaluation.report.html import render_html
+from llm_engineering.evaluation.report.text import table_header, table_rows
+from llm_engineering.evaluation.judging.rubric import load_rubric
+from llm_engineering.evaluation.report.summary import build_summary, model_scores
 
 CASES = json.loads((Path(__file__).parent / "cases" / "aggregation.json").read_text())
 
@@ -78,7 +78,7 @@ def test_bootstrap_interval_brackets_the_mean_and_needs_two_values():
 
 
 def test_model_comparison_is_paired_on_rows_both_scored():
-    from llm_engineering.evaluation.summary import compare_models
+    from llm_engineering.evaluation.report.summary import compare_models
 
     base = evaluations("base", [[1, 1, None], [2, 2, None], [1, 1, None], [2, 2, None]])
     tuned = evaluations("tuned", [[3, 1, None], [3, 2, None], [None, None, "invalid JSON"], [3, 3, None]])
@@ -101,7 +101,7 @@ def test_summary_compares_each_model_with_the_first_and_renders_a_plot():
 def test_judge_usage_counts_fresh_calls_and_prices_known_models():
     from llm_engineering.evaluation.config import JudgeConfig
     from llm_engineering.evaluation.prices import judge_prices
-    from llm_engineering.evaluation.summary import judge_usage
+    from llm_engineering.evaluation.report.summary import judge_usage
 
     rows = [
         {col.JUDGE_RAW: "{}", col.JUDGE_CACHED: False, col.JUDGE_PROMPT_TOKENS: 1000, col.JUDGE_COMPLETION_TOKENS: 100},
@@ -121,7 +121,7 @@ def test_judge_usage_counts_fresh_calls_and_prices_known_models():
 def test_batch_judges_are_priced_at_half_the_list_price_unless_the_config_says_otherwise():
     from llm_engineering.evaluation.config import JudgeConfig
     from llm_engineering.evaluation.prices import judge_prices
-    from llm_engineering.evaluation.summary import judge_usage
+    from llm_engineering.evaluation.report.summary import judge_usage
 
     rows = [{col.JUDGE_RAW: "{}", col.JUDGE_CACHED: False, col.JUDGE_PROMPT_TOKENS: 1_000_000,
              col.JUDGE_COMPLETION_TOKENS: 1_000_000}]
@@ -134,7 +134,7 @@ def test_batch_judges_are_priced_at_half_the_list_price_unless_the_config_says_o
     assert judge_prices(JudgeConfig(backend="openai-batch", model="not-a-known-model")) is None
 
 def test_a_summary_stored_before_rubrics_loads_with_its_scores_as_criteria():
-    from llm_engineering.evaluation.summary import ModelScores
+    from llm_engineering.evaluation.report.summary import ModelScores
 
     stored = {"model_id": "m", "rows": 2, "scored": 2, "failed": 0, "failure_rate": 0.0, "accuracy_mean": 2.5,
               "style_mean": 1.5, "accuracy_ci": [2.0, 3.0], "style_ci": None, "accuracy_counts": {"1": 0, "2": 1, "3": 1},
@@ -147,9 +147,9 @@ def test_a_summary_stored_before_rubrics_loads_with_its_scores_as_criteria():
 
 
 def test_the_judges_seconds_per_verdict_are_its_wall_time_over_new_calls_and_unknown_for_old_rows(tmp_path, monkeypatch):
-    from llm_engineering.evaluation import judge_transport
-    from llm_engineering.evaluation.judge_cache import JudgeCache
-    from llm_engineering.evaluation.scoring import score_answers
+    from llm_engineering.evaluation.judging import transport as judge_transport
+    from llm_engineering.evaluation.judging.cache import JudgeCache
+    from llm_engineering.evaluation.judging.scoring import score_answers
     from tests.unit.test_trust_checks import KeyedJudge, verdict
 
     rows = Dataset.from_dict({col.ID: ["a", "b", "c"], col.MODEL_ID: ["m"] * 3, col.INSTRUCTION: ["q1", "q2", "q3"],

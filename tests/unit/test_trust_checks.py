@@ -6,9 +6,9 @@ import pytest
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.judge_cache import JudgeCache
-from llm_engineering.evaluation.judge_transport import JudgeReply, ReplySchema, ask_judge
-from llm_engineering.evaluation.pairwise import (
+from llm_engineering.evaluation.judging.cache import JudgeCache
+from llm_engineering.evaluation.judging.transport import JudgeReply, ReplySchema, ask_judge
+from llm_engineering.evaluation.judging.pairwise import (
     PairwiseRow,
     compare_answers,
     orders_disagree,
@@ -17,8 +17,8 @@ from llm_engineering.evaluation.pairwise import (
     tally,
 )
 from llm_engineering.evaluation.rates import derangement, rate, sample_rows, wilson_interval
-from llm_engineering.evaluation.judge_check import JudgeCheckPair, run_judge_check, judge_check_from_pairs
-from llm_engineering.evaluation.rubric import first_score_schema, load_rubric
+from llm_engineering.evaluation.trust.judge_check import JudgeCheckPair, run_judge_check, judge_check_from_pairs
+from llm_engineering.evaluation.judging.rubric import first_score_schema, load_rubric
 
 HANDBOOK = load_rubric("handbook")
 

@@ -10,13 +10,13 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import ConfigError
 from llm_engineering.run_config import EvaluationConfig, parse_evaluation
 from llm_engineering.evaluation.models import resolve_model, short_name, split_variant
-from llm_engineering.evaluation.pairwise import PairwiseReport, PairwiseRow, tally
-from llm_engineering.evaluation.publishing import repo_name, trust_info
-from llm_engineering.evaluation.judge_check import JudgeCheckPair, TrustChecks, judge_check_from_pairs
-from llm_engineering.evaluation.similarity import add_reference_similarity, cosine_similarities
-from llm_engineering.evaluation.report_html import render_html
-from llm_engineering.evaluation.report_text import table_rows, trust_lines
-from llm_engineering.evaluation.summary import build_summary
+from llm_engineering.evaluation.judging.pairwise import PairwiseReport, PairwiseRow, tally
+from llm_engineering.infrastructure.publishing import repo_name, trust_info
+from llm_engineering.evaluation.trust.judge_check import JudgeCheckPair, TrustChecks, judge_check_from_pairs
+from llm_engineering.evaluation.trust.similarity import add_reference_similarity, cosine_similarities
+from llm_engineering.evaluation.report.html import render_html
+from llm_engineering.evaluation.report.text import table_rows, trust_lines
+from llm_engineering.evaluation.report.summary import build_summary
 
 
 def test_variants_give_one_model_its_own_sampling():

@@ -15,7 +15,7 @@ from typing import Any, Optional, Sequence, Union
 
 from pydantic import BaseModel, Field
 
-from llm_engineering.evaluation.labels import (
+from llm_engineering.evaluation.trust.labels import (
     PREFERENCES,
     Kind,
     Labels,
@@ -29,10 +29,21 @@ from llm_engineering.evaluation.labels import (
     pairwise_agreement,
     valid_against_baseline,
 )
-from llm_engineering.evaluation.pairwise import orders_disagree, points_for_first_model
-from llm_engineering.evaluation.rates import BOOTSTRAP_SAMPLES, Rate, rate
-from llm_engineering.evaluation.rubric import Rubric
-from llm_engineering.evaluation.trust_text import label_verdict
+from llm_engineering.evaluation.judging.pairwise import orders_disagree, points_for_first_model
+from llm_engineering.evaluation.rates import BOOTSTRAP_SAMPLES, Rate, rate, rate_with_ci
+from llm_engineering.evaluation.judging.rubric import Rubric
+
+
+def label_verdict(figure: str, value: Optional[float], ci: Optional[list[float]], baseline: Optional[float],
+                  valid: bool) -> str:
+    """Whether the judge beats the length-only rule on the labels: `figure` is what is compared (exact agreement...)."""
+    judge = f"its {figure} {rate_with_ci(value, ci)}"
+    rule = f"the length-only rule's {rate_with_ci(baseline, None)}"
+    if valid:
+        return f"valid on these labels: {judge} beats {rule}."
+    return (f"not shown valid on these labels: {judge} does not beat {rule} (the lower bound of its 95% interval "
+            f"must lie above it).")
+
 
 class LabelledVerdict(BaseModel):
     """One label beside the judge's verdict on the same answer (or pair)."""

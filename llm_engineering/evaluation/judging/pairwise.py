@@ -16,11 +16,11 @@ from datasets import Dataset
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.agreement import length_controlled_win_rate, longer_answer_wins
-from llm_engineering.evaluation.judge_cache import JudgeCache
-from llm_engineering.evaluation.judge_transport import JudgeBackend, JudgeReply, ReplySchema, ask_judge, reply_json_schema
+from llm_engineering.evaluation.judging.agreement import length_controlled_win_rate, longer_answer_wins
+from llm_engineering.evaluation.judging.cache import JudgeCache
+from llm_engineering.evaluation.judging.transport import JudgeBackend, JudgeReply, ReplySchema, ask_judge, reply_json_schema
 from llm_engineering.evaluation.rates import Rate, bootstrap_ci, rate
-from llm_engineering.evaluation.rubric import Rubric
+from llm_engineering.evaluation.judging.rubric import Rubric
 
 logger = logging.getLogger(__name__)
 

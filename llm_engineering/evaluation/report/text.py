@@ -4,20 +4,19 @@ from __future__ import annotations
 
 from typing import Optional
 
-from llm_engineering.evaluation.summary import CriterionScores, EvaluationSummary
-from llm_engineering.evaluation.trust_text import (
+from llm_engineering.evaluation.rates import fmt, rate_with_ci
+from llm_engineering.evaluation.report.summary import CriterionScores, EvaluationSummary
+from llm_engineering.evaluation.report.trust_text import (
     LABEL_RATERS,
     PAIRWISE_METHOD,
     agreement_figures,
     expected_lines,
-    fmt,
     judge_check_figures,
     labels_title,
     note_text,
     pairwise_finding,
     pairwise_name,
     preference_figures,
-    rate_with_ci,
     similarity_check_finding,
 )
 

@@ -12,7 +12,7 @@ from datasets.exceptions import DatasetNotFoundError
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import DatasetConfig, PromptConfig
-from llm_engineering.evaluation.prompts import alpaca_prompt
+from llm_engineering.evaluation.generation.prompts import alpaca_prompt
 
 logger = logging.getLogger(__name__)
 

@@ -6,11 +6,11 @@ import base64
 import html
 from typing import Optional
 
-from llm_engineering.evaluation.report_plots import distribution_png, trust_png
-from llm_engineering.evaluation.report_rows import row_browser_html
-from llm_engineering.evaluation.run_comparison import RunComparison
-from llm_engineering.evaluation import run_comparison_text as compared
-from llm_engineering.evaluation.report_text import (
+from llm_engineering.evaluation.report.plots import distribution_png, trust_png
+from llm_engineering.evaluation.report.rows import row_browser_html
+from llm_engineering.evaluation.report.comparison import RunComparison
+from llm_engineering.evaluation.report import comparison_text as compared
+from llm_engineering.evaluation.report.text import (
     COMPARISON_HEADER,
     JUDGE_CHECK_HEADER,
     JURY_HEADER,
@@ -27,8 +27,8 @@ from llm_engineering.evaluation.report_text import (
     table_header,
     table_rows,
 )
-from llm_engineering.evaluation.summary import EvaluationSummary
-from llm_engineering.evaluation.trust_text import (
+from llm_engineering.evaluation.report.summary import EvaluationSummary
+from llm_engineering.evaluation.report.trust_text import (
     JUDGE_CHECK_METHOD,
     LABELS_METHOD,
     PAIRWISE_LABELS_METHOD,

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.disk import naming_a_full_disk
-from llm_engineering.evaluation.trust_text import (
+from llm_engineering.evaluation.report.trust_text import (
     SIMILARITY_METRIC,
     pairwise_finding,
     pairwise_name,
@@ -30,8 +30,8 @@ from llm_engineering.evaluation.trust_text import (
 )
 
 if TYPE_CHECKING:  # read only: publishing needs no judge code loaded
-    from llm_engineering.evaluation.judge_check import TrustChecks
-    from llm_engineering.evaluation.pairwise import PairwiseReport
+    from llm_engineering.evaluation.trust.judge_check import TrustChecks
+    from llm_engineering.evaluation.judging.pairwise import PairwiseReport
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ def card_info(results: Dataset, extra: dict[str, Any]) -> dict[str, Any]:
     info = dict(extra)
     info["rows"] = len(results)
     if col.JUDGE_MODEL in results.column_names and len(results):
-        from llm_engineering.evaluation.summary import model_scores
+        from llm_engineering.evaluation.report.summary import model_scores
 
         scores = model_scores(results)
         info["judge"] = results[0][col.JUDGE_MODEL]
@@ -88,7 +88,7 @@ def card_info(results: Dataset, extra: dict[str, Any]) -> dict[str, Any]:
                                                   if c.expected_mean is not None else "")
             for c in scores.criteria
         ) + f"; {scores.scored} scored, {scores.failed} failed"
-        from llm_engineering.evaluation.summary import self_preference_warnings
+        from llm_engineering.evaluation.report.summary import self_preference_warnings
 
         # Judge ids are `backend:model[@url]`, a jury's `jury: id + id`.
         judges = [j.split(":", 1)[-1].split("@")[0] for j in info["judge"].removeprefix("jury: ").split(" + ")]

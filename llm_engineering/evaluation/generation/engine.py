@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any, Protocol
 
-from llm_engineering.evaluation.checkpoint import AnswerRecord
+from llm_engineering.evaluation.generation.checkpoint import AnswerRecord
 from llm_engineering.evaluation.config import SamplingConfig
-from llm_engineering.evaluation.prompts import ChatTokenizer
+from llm_engineering.evaluation.generation.prompts import ChatTokenizer
 
 
 # A generator rather than any iterator: closing it is how a consumer stops the engine's work early.

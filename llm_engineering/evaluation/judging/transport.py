@@ -13,8 +13,8 @@ from typing import Any, Callable, Mapping, Optional, Protocol
 
 from pydantic import BaseModel
 
-from llm_engineering.evaluation.judge_cache import JudgeCache, cache_key
-from llm_engineering.evaluation.score_probs import TokenChoices
+from llm_engineering.evaluation.judging.cache import JudgeCache, cache_key
+from llm_engineering.evaluation.judging.score_probs import TokenChoices
 
 logger = logging.getLogger(__name__)
 

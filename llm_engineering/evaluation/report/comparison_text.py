@@ -3,8 +3,8 @@ one-line reasons of the `--fail-on-regression` gate."""
 
 from __future__ import annotations
 
-from llm_engineering.evaluation.run_comparison import MetricChange, RunComparison
-from llm_engineering.evaluation.trust_text import fmt
+from llm_engineering.evaluation.report.comparison import MetricChange, RunComparison
+from llm_engineering.evaluation.rates import fmt
 
 METRICS_HEADER = ["model", "metric", "this run", "earlier run", "difference (95% CI)", "paired rows", "verdict"]
 ROWS_HEADER = ["model", "id", "instruction", "earlier scores", "scores now", "change", "answer changed"]

@@ -19,13 +19,13 @@ from datasets import Dataset
 from pydantic import BaseModel, Field
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.human_pairs import HumanPair
-from llm_engineering.evaluation.judge_cache import JudgeCache
-from llm_engineering.evaluation.judge_transport import JudgeBackend
-from llm_engineering.evaluation.pairwise import ask_both_orders
+from llm_engineering.evaluation.trust.human_pairs import HumanPair
+from llm_engineering.evaluation.judging.cache import JudgeCache
+from llm_engineering.evaluation.judging.transport import JudgeBackend
+from llm_engineering.evaluation.judging.pairwise import ask_both_orders
 from llm_engineering.evaluation.rates import Rate, rate
-from llm_engineering.evaluation.rubric import Rubric
-from llm_engineering.evaluation.scoring import score_answers
+from llm_engineering.evaluation.judging.rubric import Rubric
+from llm_engineering.evaluation.judging.scoring import score_answers
 
 WAYS = ("pairwise", "pointwise_expected", "pointwise_integer")
 BASELINES = ("longer", "first_shown")

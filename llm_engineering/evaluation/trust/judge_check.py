@@ -20,14 +20,14 @@ import numpy as np
 from datasets import Dataset
 from pydantic import BaseModel, Field
 
-from llm_engineering.evaluation import check_tiers
+from llm_engineering.evaluation.trust import tiers as check_tiers
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.judge_cache import JudgeCache
-from llm_engineering.evaluation.judge_transport import JudgeBackend, ReplySchema, ask_judge
-from llm_engineering.evaluation.rubric import Rubric, first_score_schema, judge_messages, verdict_checker
-from llm_engineering.evaluation.scoring import read_reply
+from llm_engineering.evaluation.judging.cache import JudgeCache
+from llm_engineering.evaluation.judging.transport import JudgeBackend, ReplySchema, ask_judge
+from llm_engineering.evaluation.judging.rubric import Rubric, first_score_schema, judge_messages, verdict_checker
+from llm_engineering.evaluation.judging.scoring import read_reply
 from llm_engineering.evaluation.rates import Rate, mean, rate, sample_rows
-from llm_engineering.evaluation.similarity import SimilarityCheck
+from llm_engineering.evaluation.trust.similarity import SimilarityCheck
 
 logger = logging.getLogger(__name__)
 

@@ -15,16 +15,16 @@ from datasets import Dataset
 from pydantic import BaseModel, Field, model_validator
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.agreement import JuryAgreement, LengthCorrelation, jury_agreement, length_correlation
-from llm_engineering.evaluation.generation import GenerationStats
-from llm_engineering.evaluation.items import ItemView, item_views
-from llm_engineering.evaluation.label_agreement import LabelAgreement
-from llm_engineering.evaluation.pairwise import PairwiseComparison, PairwiseReport
+from llm_engineering.evaluation.judging.agreement import JuryAgreement, LengthCorrelation, jury_agreement, length_correlation
+from llm_engineering.evaluation.generation.answers import GenerationStats
+from llm_engineering.evaluation.report.items import ItemView, item_views
+from llm_engineering.evaluation.trust.label_agreement import LabelAgreement
+from llm_engineering.evaluation.judging.pairwise import PairwiseComparison, PairwiseReport
 from llm_engineering.evaluation.rates import bootstrap_ci, mean
-from llm_engineering.evaluation.judge_check import JudgeCheck, TrustChecks
-from llm_engineering.evaluation.rubric import Rubric
-from llm_engineering.evaluation.similarity import SimilarityCheck
-from llm_engineering.evaluation.trust_text import REFERENCE_GUIDED_CHECK, judge_headline, self_preference_warnings
+from llm_engineering.evaluation.trust.judge_check import JudgeCheck, TrustChecks
+from llm_engineering.evaluation.judging.rubric import Rubric
+from llm_engineering.evaluation.trust.similarity import SimilarityCheck
+from llm_engineering.evaluation.report.trust_text import REFERENCE_GUIDED_CHECK, judge_headline, self_preference_warnings
 
 
 class JudgeUsage(BaseModel):
@@ -253,7 +253,7 @@ def build_summary(
     """Per-model scores per criterion, each model compared with the first (the baseline), the ranking,
     the jury's agreement, and the trust checks, agreement with human `labels` and bias warnings of the
     run. `judge_models` are the configured judges' models (several: a jury)."""
-    from llm_engineering.evaluation.rubric import load_rubric
+    from llm_engineering.evaluation.judging.rubric import load_rubric
 
     rubric = rubric or load_rubric("handbook")
     judge_ids = sorted({j for dataset in evaluations for j in set(dataset[col.JUDGE_MODEL])})

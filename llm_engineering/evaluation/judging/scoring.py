@@ -16,11 +16,11 @@ from typing import Any, Literal, Optional
 from datasets import Dataset, List, Value
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.agreement import jury_aggregate
-from llm_engineering.evaluation.judge_cache import JudgeCache
-from llm_engineering.evaluation.judge_transport import JudgeBackend, JudgeReply, ask_judge
-from llm_engineering.evaluation.rubric import ParsedVerdict, Rubric, judge_messages, parse_verdict, verdict_checker
-from llm_engineering.evaluation.score_probs import ScoreDistribution, score_distribution
+from llm_engineering.evaluation.judging.agreement import jury_aggregate
+from llm_engineering.evaluation.judging.cache import JudgeCache
+from llm_engineering.evaluation.judging.transport import JudgeBackend, JudgeReply, ask_judge
+from llm_engineering.evaluation.judging.rubric import ParsedVerdict, Rubric, judge_messages, parse_verdict, verdict_checker
+from llm_engineering.evaluation.judging.score_probs import ScoreDistribution, score_distribution
 
 logger = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Every sentence about how far the scores can be trusted, written once.
 
-The CLI lines (`report_text`), the HTML report (`report_html`) and the dataset cards
-(`publishing`) take their words from here, so no two of them say the same fact differently.
+The CLI lines (`report.text`), the HTML report (`report.html`) and the dataset cards
+(`infrastructure.publishing`) take their words from here, so no two of them say the same fact differently.
 The judge check's own verdict is written where it is decided (`judge_check.judge_verdict_text`)
 and stored on the check; everything around it is here.
 """
@@ -10,23 +10,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
+from llm_engineering.evaluation.rates import fmt, rate_with_ci
+
 if TYPE_CHECKING:  # only read attributes of these: the cards need no judge code loaded
-    from llm_engineering.evaluation.judge_check import JudgeCheck
-    from llm_engineering.evaluation.label_agreement import LabelAgreement, PreferenceAgreement
-    from llm_engineering.evaluation.labels import PointwiseAgreement
-    from llm_engineering.evaluation.pairwise import PairwiseComparison
-    from llm_engineering.evaluation.similarity import SimilarityCheck
-    from llm_engineering.evaluation.summary import EvaluationSummary
-
-
-def fmt(value: Optional[float], digits: int = 2) -> str:
-    """A number with fixed decimals, `n/a` when missing."""
-    return "n/a" if value is None else f"{value:.{digits}f}"
-
-
-def rate_with_ci(value: Optional[float], ci: Optional[list[float]]) -> str:
-    """`75% [56%, 100%]`: a rate and its 95% interval, `n/a` when missing."""
-    return "n/a" if value is None else f"{value:.0%}" + (f" [{ci[0]:.0%}, {ci[1]:.0%}]" if ci else "")
+    from llm_engineering.evaluation.trust.judge_check import JudgeCheck
+    from llm_engineering.evaluation.trust.label_agreement import LabelAgreement, PreferenceAgreement
+    from llm_engineering.evaluation.trust.labels import PointwiseAgreement
+    from llm_engineering.evaluation.judging.pairwise import PairwiseComparison
+    from llm_engineering.evaluation.trust.similarity import SimilarityCheck
+    from llm_engineering.evaluation.report.summary import EvaluationSummary
 
 
 SCORES_METHOD = ("Means are over scored rows, with 95% bootstrap intervals; rows whose verdict failed are counted "
@@ -48,7 +40,7 @@ WIN_RATE_DEFINITION = ("Win rate: model A's mean points over judged pairs (win 1
 
 
 GET_A_JUDGE = ("for a judge with signal, set judge.model: qwen2.5-coder-1.5b (what judge.model: auto runs on a GPU or a CPU "
-               "with fast bf16), or use a served or OpenAI judge (README: Choosing the judge)")
+               "with fast bf16), or use a served or OpenAI judge (docs/judges.md)")
 
 
 def _judge_name(judge_model: str) -> str:
@@ -161,17 +153,6 @@ PAIRWISE_LABELS_METHOD = ("The first judge compared each labelled pair in both o
 
 LABEL_RATERS = {"judge": "judge", "judge_expected": "judge, expected score rounded", "majority": "majority label",
                 "length": "length-only rule"}
-
-
-def label_verdict(figure: str, value: Optional[float], ci: Optional[list[float]], baseline: Optional[float],
-                  valid: bool) -> str:
-    """Whether the judge beats the length-only rule on the labels: `figure` is what is compared (exact agreement...)."""
-    judge = f"its {figure} {rate_with_ci(value, ci)}"
-    rule = f"the length-only rule's {rate_with_ci(baseline, None)}"
-    if valid:
-        return f"valid on these labels: {judge} beats {rule}."
-    return (f"not shown valid on these labels: {judge} does not beat {rule} (the lower bound of its 95% interval "
-            f"must lie above it).")
 
 
 def labels_title(report: LabelAgreement) -> str:

@@ -17,10 +17,10 @@ from datasets import Dataset
 from pydantic import BaseModel
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.checkpoint import AnswerCheckpoint, AnswerRecord, row_key
+from llm_engineering.evaluation.generation.checkpoint import AnswerCheckpoint, AnswerRecord, row_key
 from llm_engineering.evaluation.config import PromptConfig, SamplingConfig
-from llm_engineering.evaluation.engine import GenerationEngine
-from llm_engineering.evaluation.prompts import effective_template, format_prompts
+from llm_engineering.evaluation.generation.engine import GenerationEngine
+from llm_engineering.evaluation.generation.prompts import effective_template, format_prompts
 
 logger = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import html
 from typing import Optional
 
-from llm_engineering.evaluation.items import AnswerView, ItemView
-from llm_engineering.evaluation.summary import EvaluationSummary
+from llm_engineering.evaluation.report.items import AnswerView, ItemView
+from llm_engineering.evaluation.report.summary import EvaluationSummary
 
 _PREVIEW_CHARS = 160
 

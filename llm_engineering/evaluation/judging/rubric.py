@@ -21,7 +21,7 @@ from typing import Annotated, Any, Optional
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, create_model, field_validator, model_validator
 
-from llm_engineering.evaluation.judge_transport import reply_json_schema
+from llm_engineering.evaluation.judging.transport import reply_json_schema
 
 DEFAULT_RUBRIC = "handbook-score-first"
 PLACEHOLDERS = {
@@ -133,7 +133,7 @@ def shipped_rubrics() -> list[str]:
 
 def _validate(data: Any, where: str) -> Rubric:
     if not isinstance(data, dict):
-        raise RubricError(f"{where}: a rubric is a mapping with criteria (see README, Rubrics); got {type(data).__name__}")
+        raise RubricError(f"{where}: a rubric is a mapping with criteria (see docs/rubrics.md); got {type(data).__name__}")
     try:
         return Rubric.model_validate(data)
     except ValidationError as error:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 from typing import Any, Optional
 
-from llm_engineering.evaluation.summary import EvaluationSummary
-from llm_engineering.evaluation.trust_text import judge_check_title
+from llm_engineering.evaluation.report.summary import EvaluationSummary
+from llm_engineering.evaluation.report.trust_text import judge_check_title
 
 
 def _pyplot() -> Any:

@@ -15,7 +15,7 @@ from sklearn.linear_model import LogisticRegression
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.rates import Rate, rate
-from llm_engineering.evaluation.rubric import Rubric
+from llm_engineering.evaluation.judging.rubric import Rubric
 
 Scores = list[list[Optional[float]]]  # scores[j][i]: judge j's score for row i, None where it gave none
 

@@ -14,13 +14,13 @@ from typing import Optional
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.judge_cache import JudgeCache
-from llm_engineering.evaluation.judge_transport import JudgeBackend
-from llm_engineering.evaluation.label_agreement import LabelAgreement, check_labels_fit, pairwise_report, pointwise_report
-from llm_engineering.evaluation.labels import Labels, LabelsError
-from llm_engineering.evaluation.pairwise import ask_both_orders
-from llm_engineering.evaluation.rubric import Rubric
-from llm_engineering.evaluation.scoring import score_answers
+from llm_engineering.evaluation.judging.cache import JudgeCache
+from llm_engineering.evaluation.judging.transport import JudgeBackend
+from llm_engineering.evaluation.trust.label_agreement import LabelAgreement, check_labels_fit, pairwise_report, pointwise_report
+from llm_engineering.evaluation.trust.labels import Labels, LabelsError
+from llm_engineering.evaluation.judging.pairwise import ask_both_orders
+from llm_engineering.evaluation.judging.rubric import Rubric
+from llm_engineering.evaluation.judging.scoring import score_answers
 
 logger = logging.getLogger(__name__)
 LABELLED = "labels"  # the model id of the labelled answers, as the scoring step sees them

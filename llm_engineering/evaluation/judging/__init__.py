@@ -1,0 +1,12 @@
+"""Judging: an LLM judge's verdicts on answers.
+
+- `rubric`: the criteria, scales and prompts a judge scores with (shipped rubrics in ../data/rubrics).
+- `transport`: asking a judge backend a batch of conversations, with the cache and limits.
+- `cache`: verdicts keyed by judge, rubric and prompt, so a rescore asks only what changed.
+- `score_probs`: expected scores from the judge's probabilities over the score tokens.
+- `scoring`: pointwise scores per row and criterion, a jury's aggregate.
+- `pairwise`: two models' answers compared in both orders; win rates.
+- `agreement`: agreement between judges of a jury, and the verdicts' length bias.
+
+This room does not import trust (what measures a judge) or report.
+"""
