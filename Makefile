@@ -41,14 +41,14 @@ $(STAMP): pyproject.toml Makefile
 install: $(STAMP)
 
 evaluate: install
-	$(PY) tools/run.py --run-evaluation
+	$(PY) tools/run.py evaluate
 
 # The whole pipeline in about a minute, with a judge without signal (its summary says so first): does it all run?
 smoke: install
 	$(PY) tools/run.py evaluate --config configs/smoke.yaml
 
 rescore: install
-	$(PY) tools/run.py --run-evaluation --rescore
+	$(PY) tools/run.py rescore
 
 test: install browser
 	$(PY) -m pytest

@@ -118,7 +118,7 @@ def run_vllm(prompts: list[str], max_tokens: int, engine_overrides: dict[str, An
     from tqdm.auto import tqdm
     from vllm import SamplingParams
 
-    from llm_engineering.evaluation.config import EngineConfig
+    from llm_engineering.evaluation.engine_config import EngineConfig
     from llm_engineering.evaluation.models import resolve_model
     from llm_engineering.infrastructure.vllm_engine import EnginePool
     from llm_engineering.settings import get_settings
@@ -244,7 +244,7 @@ def main(count: int, max_tokens: int, sequential_subset: int, batch_size: int, e
         return
     from transformers import GenerationMixin
 
-    from llm_engineering.infrastructure.vllm_engine import engine_dtype, native_bf16_flags
+    from llm_engineering.infrastructure.cpu_tuning import engine_dtype, native_bf16_flags
 
     flags = native_bf16_flags()
     dtype, why = engine_dtype("auto", True, flags)  # this benchmark runs on CPU

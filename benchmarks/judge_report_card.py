@@ -60,7 +60,8 @@ def _measure(model: str, rubric: str, dtype: str, rows: int, label_rows: int, ma
              compare_whole: bool, answers_limit: int = 0) -> dict:
     from llm_engineering.evaluation.trust import tiers as check_tiers
     from llm_engineering.evaluation import columns as col
-    from llm_engineering.evaluation.config import DatasetConfig, EngineConfig, JudgeConfig
+    from llm_engineering.evaluation.config import DatasetConfig, JudgeConfig
+    from llm_engineering.evaluation.engine_config import EngineConfig
     from llm_engineering.evaluation.generation.dataset import read_test_split
     from llm_engineering.evaluation.trust.judge_check import run_judge_check
     from llm_engineering.evaluation.trust.label_check import judge_labels

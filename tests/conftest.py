@@ -1,6 +1,5 @@
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -79,9 +78,9 @@ def _keep_the_repository_zenml_config(repo_root):
 def _free_engines_at_session_end():
     """Shut down the shared vLLM engine (the steps' pool) while pytest's output streams are still open."""
     yield
-    module = sys.modules.get("steps.evaluating.engine_pool")
-    if module is not None:
-        module.ENGINE_POOL.release()
+    from steps.engine_pool import ENGINE_POOL
+
+    ENGINE_POOL.release()
     _HUB.__exit__(None, None, None)
 
 

@@ -6,7 +6,6 @@ vLLM, datasets) stay inside the functions, so `--help` starts at once.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -76,9 +75,9 @@ def _hang_up(signum: int, frame: Any) -> None:
 
 def _release_engines() -> None:
     """Shut down the engine the steps of this process held (cleanly, with the engine's log still captured)."""
-    pool = sys.modules.get("steps.evaluating.engine_pool")
-    if pool is not None:
-        pool.ENGINE_POOL.release()
+    from steps.engine_pool import ENGINE_POOL
+
+    ENGINE_POOL.release()
 
 
 def execute(request: Request) -> None:
@@ -114,7 +113,7 @@ def execute(request: Request) -> None:
 
 def _execute(request: Request, run_log: Any = None) -> None:
     """Load and check the config, run the pipeline the request names, report; errors become CLI messages."""
-    from llm_engineering.evaluation.config import ConfigError
+    from llm_engineering.evaluation.config_base import ConfigError
     from llm_engineering.evaluation.generation.dataset import DatasetError
     from llm_engineering.evaluation.models import ModelError
     from llm_engineering.evaluation.trust.similarity import SimilarityError
@@ -187,24 +186,17 @@ def _store_url() -> str:
 
 
 def check_gates(summary: Any, gates: tuple[str, ...], comparison: Any = None) -> None:
-    """Exit with `GATE_FAILED_EXIT_CODE` and one line per failed gate: a `--fail-under` threshold, or (given
-    the `--compare-to` comparison of `--fail-on-regression`) a regressed metric. The run is stored already."""
-    from llm_engineering.evaluation.report.gates import GATE_FAILED_EXIT_CODE, failed_gates, parse_gate
-    from llm_engineering.evaluation.report.comparison_text import regression_lines
+    """Exit with `GATE_FAILED_EXIT_CODE` and one line per failed gate on stderr; the run is stored already."""
+    from llm_engineering.evaluation.report.gates import GATE_FAILED_EXIT_CODE
+    from llm_engineering.run_report import gate_failures
 
-    if not gates and comparison is None:
-        return
-    if summary is None:
-        click.echo("Gates not checked: this run stored no evaluation summary.", err=True)
-        sys.exit(GATE_FAILED_EXIT_CODE)
-    failures = failed_gates(summary, [parse_gate(g) for g in gates])
-    failures += regression_lines(comparison) if comparison is not None else []
+    failures, passed = gate_failures(summary, gates, comparison)
     for line in failures:
         click.echo(f"GATE FAILED {line}", err=True)
     if failures:
         sys.exit(GATE_FAILED_EXIT_CODE)
-    passed = [*gates] + ([f"no regression against run {comparison.previous_run}"] if comparison is not None else [])
-    click.echo(f"Gates passed: {', '.join(passed)}")
+    if passed:
+        click.echo(passed)
 
 
 def launch(config: Any, options: dict[str, Any], request: Request) -> Any:
@@ -240,80 +232,17 @@ def export_settings() -> None:
     click.echo(f"Run configs that list `secrets: [{SETTINGS_SECRET}]` give their steps these values.")
 
 
-def write_reports(summary: Any, run_name: str, directory: Path, comparison: Any = None) -> tuple[Path, Path]:
-    """`<run>.json` and `<run>.html` in `directory` (the HTML: the dashboard's page, readable without it)."""
-    from llm_engineering.evaluation.report.html import render_html
-
-    directory.mkdir(parents=True, exist_ok=True)
-    report = directory / f"{run_name}.json"
-    compared = {"comparison": comparison.model_dump()} if comparison is not None else {}
-    report.write_text(json.dumps({"run": run_name, **summary.model_dump(), **compared}, indent=2))
-    page = report.with_suffix(".html")
-    page.write_text(render_html(summary, comparison), encoding="utf-8")
-    return report.resolve(), page.resolve()
-
-
-def compare_with(run_id: Any, earlier_id: Any, summary: Any) -> Any:
-    """This run's evaluations against those of the run `earlier_id`."""
-    from llm_engineering.evaluation.report.comparison import compare_runs
-    from llm_engineering.infrastructure.zenml_runs import evaluations_of
-
-    current, _ = evaluations_of(run_id)
-    earlier, earlier_name = evaluations_of(earlier_id)
-    return compare_runs(current, earlier, summary.criteria, earlier_name)
-
-
 def report_run(run_id: Any, earlier_id: Any = None) -> tuple[Any, Any]:
-    """Print the summary table (and the comparison with run `earlier_id`), write the JSON and HTML reports, say
-    where results were published; the summary and the comparison."""
-    from llm_engineering.infrastructure.zenml_runs import run_results
+    """Print the run's summary (and its comparison with run `earlier_id`), write its reports, say where results
+    were published; the summary and the comparison."""
+    from llm_engineering.run_report import console_blocks, print_blocks
+    from llm_engineering.run_report import report_run as load_and_write
     from llm_engineering.settings import get_settings
 
-    run_name, summary, receipts = run_results(run_id)
-    comparison = None
-    if summary is not None:
-        comparison = compare_with(run_id, earlier_id, summary) if earlier_id is not None else None
-        report, page = write_reports(summary, run_name, get_settings().reports_dir, comparison)
-        print_summary(summary, run_name, comparison)
-        click.echo(f"JSON report: {report}")
-        click.echo(f"HTML report: {page}")
-    for receipt in receipts:
-        click.echo(f"Published {receipt.stage} of {receipt.repo}: {receipt.hub_url or receipt.local_path}")
-    failed = sorted({r.hub_error for r in receipts if r.hub_error})
-    if failed:
-        raise click.ClickException("\n".join(failed))
-    return summary, comparison
-
-
-def _print_table(title: str, header: list[str], rows: list[list[str]]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=title)
-    for name in header:
-        table.add_column(name)
-    for row in rows:
-        table.add_row(*row)
-    # Wide enough for the table when output goes to a log rather than a terminal.
-    Console(width=None if sys.stdout.isatty() else 200).print(table)
-
-
-def print_summary(summary: Any, run_name: str, comparison: Any = None) -> None:
-    # report_text and run_comparison_text hold every sentence the CLI, HTML report and cards share.
-    from llm_engineering.evaluation.report import comparison_text as compared
-    from llm_engineering.evaluation.report.text import table_header, table_rows, trust_lines
-
-    if summary.headline:
-        click.echo(summary.headline)
-    _print_table(f"Evaluation summary · run {run_name} · judge {summary.judge_model} · rubric {summary.rubric}",
-                 table_header(summary), table_rows(summary))
-    for line in trust_lines(summary):
+    report = load_and_write(run_id, get_settings().reports_dir, earlier_id)
+    print_blocks(console_blocks(report))
+    for line in report.published:
         click.echo(line)
-    if comparison is not None:
-        for line in compared.notes(comparison):
-            click.echo(line)
-        if comparison.metrics:
-            _print_table(compared.title(comparison), compared.METRICS_HEADER, compared.metric_rows(comparison))
-        if comparison.changed_rows:
-            _print_table("Rows whose scores changed most", compared.ROWS_HEADER, compared.changed_rows(comparison))
-        click.echo(compared.METHOD)
+    if report.publish_errors:
+        raise click.ClickException("\n".join(report.publish_errors))
+    return report.summary, report.comparison

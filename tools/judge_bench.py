@@ -8,17 +8,18 @@ from typing import Optional
 
 import click
 
-from tools.execution import _is_process_stdout, _print_table, prepare_environment
+from tools.execution import _is_process_stdout, prepare_environment
 
 
 def judge_bench(pairs_path: Path, config_path: Path, limit: Optional[int], judge_model: Optional[str],
                 rubric: Optional[str], verbose: bool) -> None:
     """Run the judge benchmark (in a CLI process with library output in the log, as `evaluate`)."""
-    from llm_engineering.evaluation.config import ConfigError
+    from llm_engineering.evaluation.config_base import ConfigError
     from llm_engineering.evaluation.trust.human_pairs import PairsError
     from llm_engineering.evaluation.report.judge_bench import BENCH_HEADER, bench_cost_line, bench_rows, bench_title
     from llm_engineering.evaluation.models import ModelError
     from llm_engineering.judge_bench_run import bench_config, run_judge_bench
+    from llm_engineering.run_report import print_blocks, table
     from llm_engineering.settings import get_settings
 
     prepare_environment()
@@ -35,9 +36,7 @@ def judge_bench(pairs_path: Path, config_path: Path, limit: Optional[int], judge
             report, path = run_judge_bench(pairs_path, config, limit, get_settings().reports_dir)
         except (ConfigError, PairsError, ModelError) as error:
             raise click.ClickException(str(error)) from None
-    _print_table(bench_title(report), BENCH_HEADER, bench_rows(report))
-    click.echo(bench_cost_line(report))
-    click.echo(f"JSON report: {path}")
-    click.echo(f"HTML report: {path.with_suffix('.html')}")
+    print_blocks([table(bench_title(report), BENCH_HEADER, bench_rows(report)), bench_cost_line(report),
+                  f"JSON report: {path}", f"HTML report: {path.with_suffix('.html')}"])
     if run_log is not None:
         click.echo(f"Log (library warnings, engine output): {run_log.path.resolve()}", err=True)

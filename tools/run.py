@@ -1,23 +1,23 @@
 """Command-line entry point: parse flags, pick a config, call a pipeline, print the summary.
 
-One subcommand per job (`evaluate`, `rescore`, `publish`, `export-settings`, `snapshot`). The
-flags of the earlier single command (`--run-evaluation --rescore` & co.) are still accepted
-without a subcommand and dispatch to the same work.
+One subcommand per job (`evaluate`, `rescore`, `publish`, `export-settings`, `snapshot`, `judge-bench`).
+`--run-evaluation`, the original's entry point, is an alias of `evaluate`; the other flags of the earlier
+single command (`--rescore`, `--publish-only`, `--create-snapshot`, `--export-settings`) alias their commands.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import click
-from click.core import ParameterSource
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script: tools/ is on the path, the repository root is not
     sys.path.insert(0, str(ROOT))
 
+from tools.aliases import NOTHING_TO_DO, Commands  # noqa: E402
 from tools.execution import DEFAULT_CONFIG, Request  # noqa: E402
 from tools.execution import execute as _execute  # noqa: E402
 from tools.execution import export_settings as _export_settings  # noqa: E402
@@ -37,7 +37,7 @@ Examples:
 Each command's --help shows its options and more examples.
 
 \b
-Legacy flags, still accepted without a command (the options of `evaluate` go with them):
+Aliases (the earlier single command's flags; the options of the command go with them):
   python tools/run.py --run-evaluation [--config F] [--model M] [--limit N] ...   = evaluate
   python tools/run.py --run-evaluation --rescore [--only-failed] [--from-hub R]   = rescore
   python tools/run.py --run-evaluation --publish-only                             = publish
@@ -46,27 +46,27 @@ Legacy flags, still accepted without a command (the options of `evaluate` go wit
 """
 
 
-def _config_option(hidden: bool = False) -> Callable:
+def _config_option() -> Callable:
     return click.option(
-        "--config", "config_path", type=click.Path(path_type=Path), default=DEFAULT_CONFIG, hidden=hidden,
+        "--config", "config_path", type=click.Path(path_type=Path), default=DEFAULT_CONFIG,
         show_default=True, help="Run config YAML (ZenML layout: parameters, settings, steps).",
     )
 
 
-def _cache_option(hidden: bool = False, generates: bool = True) -> Callable:
+def _cache_option(generates: bool = True) -> Callable:
     help = ("Re-run every step and generate every answer again (ignores answers saved by an interrupted run)."
             if generates else "Re-run every step (ZenML's step cache off).")
-    return click.option("--no-cache", is_flag=True, hidden=hidden, help=help)
+    return click.option("--no-cache", is_flag=True, help=help)
 
 
-def _rubric_option(hidden: bool = False) -> Callable:
-    return click.option("--rubric", hidden=hidden,
+def _rubric_option() -> Callable:
+    return click.option("--rubric",
                         help="The judge's rubric: handbook-score-first (default), handbook, reference-guided, helpfulness, or a "
                         "rubric YAML file.")
 
 
-def _labels_option(hidden: bool = False) -> Callable:
-    return click.option("--labels", metavar="FILE", hidden=hidden,
+def _labels_option() -> Callable:
+    return click.option("--labels", metavar="FILE",
                         help="Human labels (.jsonl or .csv; pointwise: id, answer, criterion, score; pairwise: id, "
                              "answer_a, answer_b, preferred): report the judge's agreement with them.")
 
@@ -109,8 +109,8 @@ def _compare_options() -> Callable:
     return decorate
 
 
-def _verbose_option(hidden: bool = False) -> Callable:
-    return click.option("--verbose", is_flag=True, hidden=hidden,
+def _verbose_option() -> Callable:
+    return click.option("--verbose", is_flag=True,
                         help="Show library warnings and engine logs on the console (by default they go to "
                              "outputs/logs/<run>.log, whose path is printed).")
 
@@ -120,16 +120,16 @@ def _check_regression_gate(options: dict[str, Any]) -> None:
         raise click.UsageError("--fail-on-regression needs --compare-to RUN (a run name or id, or `previous`).")
 
 
-def _selection_options(hidden: bool = False) -> Callable:
+def _selection_options() -> Callable:
     """--model, --dataset, --limit, --dummy: what is evaluated."""
     options = [
-        click.option("--model", "models", multiple=True, hidden=hidden,
+        click.option("--model", "models", multiple=True,
                      help="Model alias, local folder or Hub id; BASE+ADAPTER adds a LoRA adapter (PEFT folder or "
                           "Hub id); repeat to compare models."),
-        click.option("--dataset", hidden=hidden,
+        click.option("--dataset",
                      help="Hub dataset id, or a local json/jsonl/parquet/csv file or dataset folder."),
-        click.option("--limit", type=click.IntRange(min=1), hidden=hidden, help="Evaluate only the first N rows."),
-        click.option("--dummy", is_flag=True, hidden=hidden, help="Evaluate only 10 rows (a quick smoke run)."),
+        click.option("--limit", type=click.IntRange(min=1), help="Evaluate only the first N rows."),
+        click.option("--dummy", is_flag=True, help="Evaluate only 10 rows (a quick smoke run)."),
     ]
 
     def decorate(command: Callable) -> Callable:
@@ -140,46 +140,15 @@ def _selection_options(hidden: bool = False) -> Callable:
     return decorate
 
 
-@click.group(invoke_without_command=True, epilog=EPILOG)
-@click.option("--run-evaluation", is_flag=True, hidden=True, help="Legacy: run the evaluation pipeline.")
-@_config_option(hidden=True)
-@_selection_options(hidden=True)
-@_rubric_option(hidden=True)
-@_labels_option(hidden=True)
-@_cache_option(hidden=True)
-@_verbose_option(hidden=True)
-@click.option("--rescore", is_flag=True, hidden=True)
-@click.option("--only-failed", is_flag=True, hidden=True)
-@click.option("--from-hub", "from_hub", multiple=True, metavar="REPO", hidden=True)
-@click.option("--publish-only", is_flag=True, hidden=True)
-@click.option("--export-settings", is_flag=True, hidden=True)
-@click.option("--create-snapshot", metavar="NAME", hidden=True)
+@click.group(cls=Commands, invoke_without_command=True, epilog=EPILOG)
 @click.pass_context
-def main(ctx: click.Context, run_evaluation: bool, rescore: bool, publish_only: bool, export_settings: bool,
-         create_snapshot: Optional[str], **options: Any) -> None:
+def main(ctx: click.Context) -> None:
     """Evaluate LLMs: vLLM batch generation, an LLM judge, tracked ZenML artifacts."""
-    if ctx.invoked_subcommand is not None:
-        given = [p.opts[0] for p in ctx.command.params
-                 if ctx.get_parameter_source(p.name) is ParameterSource.COMMANDLINE]
-        if given:
-            raise click.UsageError(f"{', '.join(given)}: options go after the command, e.g. "
-                                   f"`python tools/run.py {ctx.invoked_subcommand} --help`.")
-        return
-    # The legacy form: flags only, checked as the single command of earlier versions did.
-    if export_settings:
+    if ctx.meta.get("export_settings_first"):  # `--export-settings --run-evaluation ...`: both, in that order
         _prepare_environment()
         _export_settings()
-        if not (run_evaluation or create_snapshot):
-            return
-    if not (run_evaluation or create_snapshot):
-        raise click.UsageError("Nothing to do: name a command (evaluate, rescore, publish, export-settings, "
-                               "snapshot; see --help), or pass --run-evaluation.")
-    if create_snapshot and (rescore or publish_only):
-        raise click.UsageError("--create-snapshot stores the evaluation pipeline: not with --rescore or --publish-only.")
-    if (options["only_failed"] or options["from_hub"]) and not rescore:
-        raise click.UsageError("--only-failed and --from-hub go with --rescore.")
-    mode = "snapshot" if create_snapshot else "publish" if publish_only else "rescore" if rescore else "evaluate"
-    _execute(Request(mode, snapshot=create_snapshot, **options))
+    if ctx.invoked_subcommand is None:
+        raise click.UsageError(NOTHING_TO_DO)
 
 
 @main.command(epilog="""

@@ -6,7 +6,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Optional
 
-from llm_engineering.evaluation.config import ConfigError, EngineConfig
+from llm_engineering.evaluation.config_base import ConfigError
+from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.evaluation.generation.engine import GenerationEngine
 from llm_engineering.evaluation.models import adapter_rank
 from llm_engineering.infrastructure.ray_engine import RayEngine

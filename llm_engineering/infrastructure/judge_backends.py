@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from llm_engineering.evaluation.config import ConfigError, EngineConfig, JudgeConfig
+from llm_engineering.evaluation.config import JudgeConfig
+from llm_engineering.evaluation.config_base import ConfigError
+from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.evaluation.judging.cache import JudgeCache
 from llm_engineering.evaluation.judging.transport import JudgeBackend
 from llm_engineering.infrastructure.vllm_engine import EnginePool

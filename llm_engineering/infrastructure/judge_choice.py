@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from llm_engineering.evaluation.config import JudgeConfig
-from llm_engineering.infrastructure.vllm_engine import _on_cpu, engine_dtype, native_bf16_flags
+from llm_engineering.infrastructure.cpu_tuning import engine_dtype, native_bf16_flags, runs_on_cpu
 
 AUTO = "auto"
 SIGNAL_JUDGE = "qwen2.5-coder-1.5b"  # measured with signal on the report card and on human labels
@@ -33,7 +33,7 @@ def _cpu_dtype() -> tuple[str, str]:
 def choose_judge(on_cpu: bool | None = None, cpu_dtype: Callable[[], tuple[str, str]] = _cpu_dtype) -> JudgeChoice:
     """What `judge.model: auto` runs for an in-process judge (always in this process, whatever engine.backend
     generates with), and why; `cpu_dtype` says what dtype this CPU runs fastest and why (`engine_dtype`)."""
-    on_cpu = _on_cpu() if on_cpu is None else on_cpu
+    on_cpu = runs_on_cpu() if on_cpu is None else on_cpu
     if not on_cpu:
         return JudgeChoice(SIGNAL_JUDGE, "a GPU runs the 1.5B judge in seconds")
     dtype, why = cpu_dtype()

@@ -24,13 +24,16 @@ from typing import Any, Optional
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.generation.checkpoint import AnswerRecord
-from llm_engineering.evaluation.config import ConfigError, EngineConfig, RayConfig, SamplingConfig
+from llm_engineering.evaluation.config import SamplingConfig
+from llm_engineering.evaluation.config_base import ConfigError
+from llm_engineering.evaluation.engine_config import EngineConfig, RayConfig
 from llm_engineering.evaluation.generation.engine import Answers, Tokenizer
 from llm_engineering.infrastructure import cluster_reaper
 from llm_engineering.infrastructure.cluster_reaper import CLUSTER_MARK
 from llm_engineering.infrastructure.cpu_sampler import FAST_TOP_P
 from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT, ENGINE_CORE_CHILDREN
-from llm_engineering.infrastructure.vllm_engine import engine_kwargs, preloaded_libraries
+from llm_engineering.infrastructure.vllm_engine import engine_kwargs
+from llm_engineering.infrastructure.cpu_tuning import preloaded_libraries
 
 logger = logging.getLogger(__name__)
 

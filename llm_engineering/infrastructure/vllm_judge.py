@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from llm_engineering.evaluation.config import EngineConfig, JudgeConfig
+from llm_engineering.evaluation.config import JudgeConfig
+from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.evaluation.judging.transport import JudgeReply, OnReply, ReplySchema
 from llm_engineering.evaluation.judging.rubric import verdict_schema
 from llm_engineering.evaluation.judging.score_probs import TOP_LOGPROBS, TokenChoices, compact

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from llm_engineering.evaluation.config import ConfigError
+from llm_engineering.evaluation.config_base import ConfigError
 
 DOCS = "docs/remote-stacks.md"
 REGISTER_HINTS = {

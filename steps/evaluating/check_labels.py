@@ -4,13 +4,14 @@ from datasets import Dataset
 from zenml import log_metadata, step
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.config import EngineConfig, JudgeConfig
+from llm_engineering.evaluation.config import JudgeConfig
+from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.evaluation.trust.label_agreement import LabelAgreement
 from llm_engineering.evaluation.trust.label_check import judge_labels
 from llm_engineering.evaluation.trust.labels import Labels
 from llm_engineering.infrastructure.judge_backends import build_judge, open_cache
 from llm_engineering.settings import get_settings
-from steps.evaluating.engine_pool import ENGINE_POOL
+from steps.engine_pool import ENGINE_POOL
 
 
 @step

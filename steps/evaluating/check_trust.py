@@ -4,12 +4,13 @@ from datasets import Dataset
 from zenml import log_metadata, step
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.config import EngineConfig, JudgeCheckConfig, JudgeConfig, SimilarityConfig
+from llm_engineering.evaluation.config import JudgeCheckConfig, JudgeConfig, SimilarityConfig
+from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.evaluation.trust.judge_check import TrustChecks, run_judge_check
 from llm_engineering.evaluation.trust.similarity import check_similarity, get_embedder
 from llm_engineering.infrastructure.judge_backends import build_judge, open_cache
 from llm_engineering.settings import get_settings
-from steps.evaluating.engine_pool import ENGINE_POOL
+from steps.engine_pool import ENGINE_POOL
 
 
 @step

@@ -4,11 +4,12 @@ from datasets import Dataset
 from zenml import log_metadata, step
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.config import EngineConfig, JudgeConfig
+from llm_engineering.evaluation.config import JudgeConfig
+from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.evaluation.judging.pairwise import PairwiseReport, compare_answers
 from llm_engineering.infrastructure.judge_backends import build_judge, open_cache
 from llm_engineering.settings import get_settings
-from steps.evaluating.engine_pool import ENGINE_POOL
+from steps.engine_pool import ENGINE_POOL
 
 
 @step

@@ -5,14 +5,15 @@ from datasets import Dataset
 from zenml import get_step_context, log_metadata, step
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.config import EngineConfig, JudgeConfig, JuryConfig, SimilarityConfig
+from llm_engineering.evaluation.config import JudgeConfig, JuryConfig, SimilarityConfig
+from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.evaluation.judging.scoring import score_answers
 from llm_engineering.evaluation.trust.similarity import add_reference_similarity, get_embedder
 from llm_engineering.evaluation.report.summary import model_scores
 from llm_engineering.infrastructure.judge_backends import build_judge, open_cache
 from llm_engineering.infrastructure.opik_tracking import log_scoring
 from llm_engineering.settings import get_settings
-from steps.evaluating.engine_pool import ENGINE_POOL
+from steps.engine_pool import ENGINE_POOL
 from steps.materializers import DatasetMaterializer
 
 logger = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ import yaml
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.infrastructure.zenml_runs import generations_of
-from steps.evaluating.engine_pool import ENGINE_POOL
+from steps.engine_pool import ENGINE_POOL
 from tests.support.cli_output import json_report
 
 ROWS = 3

@@ -14,7 +14,7 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.infrastructure.vllm_engine import VLLMEngine
 from llm_engineering.run_config import EvaluationConfig
 from llm_engineering.infrastructure.zenml_runs import finished_outputs, generations_of, step_output
-from steps.evaluating.engine_pool import ENGINE_POOL
+from steps.engine_pool import ENGINE_POOL
 from llm_engineering.evaluation.judging.rubric import load_rubric
 from tests.support.cli_output import json_report
 
@@ -215,7 +215,8 @@ def test_first_run_checks_its_judge_and_reports_how_far_to_trust_it(first_run):
 def test_a_score_first_judge_check_asking_for_scores_alone_gets_the_scores_of_whole_verdicts():
     """The check asks a score-first judge for its first score alone (`first_score_schema`): with the real
     engine, each reference's score and expected score must be those of the whole verdict for the same prompt."""
-    from llm_engineering.evaluation.config import DatasetConfig, EngineConfig, JudgeConfig
+    from llm_engineering.evaluation.config import DatasetConfig, JudgeConfig
+    from llm_engineering.evaluation.engine_config import EngineConfig
     from llm_engineering.evaluation.generation.dataset import read_test_split
     from llm_engineering.evaluation.trust.judge_check import run_judge_check
     from llm_engineering.evaluation.models import resolve_model
@@ -248,7 +249,8 @@ def test_a_score_first_judge_check_asking_for_scores_alone_gets_the_scores_of_wh
 def test_the_embedded_judge_returns_a_valid_verdict_for_nearly_every_row_of_the_embedded_split():
     """Under the default rubric and judge settings, on every row of the shipped split (its reference
     answers as the answers judged), at least 90% of the verdicts parse and validate."""
-    from llm_engineering.evaluation.config import DatasetConfig, EngineConfig, JudgeConfig
+    from llm_engineering.evaluation.config import DatasetConfig, JudgeConfig
+    from llm_engineering.evaluation.engine_config import EngineConfig
     from llm_engineering.evaluation.generation.dataset import read_test_split
     from llm_engineering.evaluation.judging.scoring import score_answers
     from llm_engineering.infrastructure.judge_backends import build_judge, open_cache

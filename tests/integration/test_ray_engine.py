@@ -24,7 +24,7 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.generation.checkpoint import AnswerCheckpoint
 from llm_engineering.evaluation.generation.dataset import read_test_split, with_prompts
 from llm_engineering.evaluation.models import resolve_model
-from llm_engineering.infrastructure.vllm_engine import resolved_dtype
+from llm_engineering.infrastructure.cpu_tuning import resolved_dtype
 from llm_engineering.infrastructure.zenml_runs import step_output
 from llm_engineering.run_config import load_run_config
 from llm_engineering.settings import get_settings

@@ -10,7 +10,7 @@ from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.report.summary import build_summary
-from tools.execution import write_reports
+from llm_engineering.run_report import write_reports
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FAILED = None

@@ -22,7 +22,7 @@ from llm_engineering.evaluation.generation.checkpoint import AnswerCheckpoint
 from llm_engineering.run_config import load_run_config
 from llm_engineering.evaluation.models import resolve_model
 from llm_engineering.infrastructure.cpu_sampler import INSTALLED
-from llm_engineering.infrastructure.vllm_engine import resolved_dtype
+from llm_engineering.infrastructure.cpu_tuning import resolved_dtype
 from llm_engineering.settings import get_settings
 from tests.support.cli_output import json_report
 

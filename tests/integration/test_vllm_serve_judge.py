@@ -61,10 +61,10 @@ def test_vllm_serve_judge_stores_valid_verdicts(vllm_server):
 
 
 def test_a_jury_of_the_in_process_judge_and_the_served_judge_reports_each_and_their_agreement(vllm_server):
-    from llm_engineering.evaluation.config import EngineConfig
+    from llm_engineering.evaluation.engine_config import EngineConfig
     from llm_engineering.evaluation.report.summary import build_summary
     from llm_engineering.infrastructure.judge_backends import build_judge
-    from steps.evaluating.engine_pool import ENGINE_POOL
+    from steps.engine_pool import ENGINE_POOL
 
     rubric = load_rubric("helpfulness")
     rows = _answers(4)

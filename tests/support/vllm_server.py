@@ -16,9 +16,9 @@ from typing import Optional
 
 import httpx
 
-from llm_engineering.evaluation.config import EngineConfig
+from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT
-from llm_engineering.infrastructure.vllm_engine import cpu_environment
+from llm_engineering.infrastructure.cpu_tuning import cpu_environment
 
 
 class ServerError(RuntimeError):

@@ -6,7 +6,8 @@ import time
 import pytest
 
 from llm_engineering.evaluation.generation.checkpoint import AnswerCheckpoint, AnswerRecord, row_key
-from llm_engineering.evaluation.config import EngineConfig, SamplingConfig
+from llm_engineering.evaluation.config import SamplingConfig
+from llm_engineering.evaluation.engine_config import EngineConfig
 
 
 def _checkpoint(directory, model_path="org/model", **sampling):

@@ -1,6 +1,6 @@
 import pytest
 
-from llm_engineering.evaluation.config import ConfigError
+from llm_engineering.evaluation.config_base import ConfigError
 from llm_engineering.infrastructure.zenml_stack import GenerationStepConfig
 from llm_engineering.run_config import load_run_config, parse_evaluation
 from llm_engineering.settings import Settings, exportable_values

@@ -7,7 +7,7 @@ import pytest
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.config import ConfigError
+from llm_engineering.evaluation.config_base import ConfigError
 from llm_engineering.evaluation.judging.transport import JudgeReply
 from llm_engineering.evaluation.trust.label_agreement import (
     check_labels_fit,

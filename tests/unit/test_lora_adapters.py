@@ -6,7 +6,9 @@ import logging
 import pytest
 
 from llm_engineering.evaluation.generation.checkpoint import AnswerCheckpoint
-from llm_engineering.evaluation.config import ConfigError, EngineConfig, LoraConfig, SamplingConfig
+from llm_engineering.evaluation.config import SamplingConfig
+from llm_engineering.evaluation.config_base import ConfigError
+from llm_engineering.evaluation.engine_config import EngineConfig, LoraConfig
 from llm_engineering.evaluation.models import (
     ModelError,
     adapter_rank,

@@ -2,7 +2,8 @@
 
 import pytest
 
-from llm_engineering.evaluation.config import ConfigError, JudgeConfig, PublishConfig
+from llm_engineering.evaluation.config import JudgeConfig, PublishConfig
+from llm_engineering.evaluation.config_base import ConfigError
 from llm_engineering.preflight import check_judge_settings, check_publish_settings, check_settings
 from llm_engineering.run_config import EvaluationConfig
 from llm_engineering.settings import Settings
@@ -86,24 +87,24 @@ def test_settings_of_this_machine_get_no_secret_hint(settings):
 
 
 def test_a_seeded_sampled_in_process_judge_is_stopped_on_cpu_before_any_work(monkeypatch):
-    from llm_engineering.evaluation.config import ConfigError
-    from llm_engineering.infrastructure import vllm_engine
+    from llm_engineering.evaluation.config_base import ConfigError
+    from llm_engineering.infrastructure import cpu_tuning
     from llm_engineering.preflight import check_sampled_judges
     from llm_engineering.run_config import parse_evaluation
 
-    monkeypatch.setattr(vllm_engine, "_on_cpu", lambda: True)
+    monkeypatch.setattr(cpu_tuning, "runs_on_cpu", lambda: True)
     jury = parse_evaluation({"judges": [{}, {"temperature": 1.0, "seed": 7}]})
     with pytest.raises(ConfigError, match=r"judges\[1\].*set seed: null"):
         check_sampled_judges(jury)
     check_sampled_judges(parse_evaluation({"judges": [{}, {"temperature": 1.0, "seed": None}]}))
-    monkeypatch.setattr(vllm_engine, "_on_cpu", lambda: False)
+    monkeypatch.setattr(cpu_tuning, "runs_on_cpu", lambda: False)
     check_sampled_judges(jury)  # CUDA generators take the offset rewind: only CPU engines are stopped
 
 
 def test_max_model_len_above_a_local_models_limit_stops_before_any_engine_starts(tmp_path):
     import json
 
-    from llm_engineering.evaluation.config import ConfigError
+    from llm_engineering.evaluation.config_base import ConfigError
     from llm_engineering.preflight import check_context_length
 
     (tmp_path / "config.json").write_text(json.dumps({"max_position_embeddings": 1024}))
@@ -131,7 +132,7 @@ def _model_folder(path, weights_bytes=0, **config):
 
 
 def test_one_sequence_that_cannot_fit_the_cpu_kv_cache_stops_with_both_fixes(tmp_path, monkeypatch):
-    from llm_engineering.evaluation.config import EngineConfig
+    from llm_engineering.evaluation.engine_config import EngineConfig
     from llm_engineering.preflight import check_cpu_kv_cache
 
     monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
@@ -151,7 +152,7 @@ def test_one_sequence_that_cannot_fit_the_cpu_kv_cache_stops_with_both_fixes(tmp
 
 
 def test_a_cpu_kv_cache_beyond_the_free_memory_stops_naming_the_setting_that_wins(tmp_path, monkeypatch):
-    from llm_engineering.evaluation.config import EngineConfig
+    from llm_engineering.evaluation.engine_config import EngineConfig
     from llm_engineering.preflight import check_cpu_kv_cache
 
     monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)

@@ -1,6 +1,6 @@
 import pytest
 
-from llm_engineering.evaluation.config import ConfigError
+from llm_engineering.evaluation.config_base import ConfigError
 from llm_engineering.evaluation.generation.prompts import chat_messages, format_prompts
 from llm_engineering.run_config import EvaluationConfig, apply_overrides, load_run_config
 

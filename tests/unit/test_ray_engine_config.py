@@ -7,7 +7,9 @@ import pytest
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.generation.checkpoint import AnswerRecord
-from llm_engineering.evaluation.config import ConfigError, EngineConfig, RayConfig, SamplingConfig
+from llm_engineering.evaluation.config import SamplingConfig
+from llm_engineering.evaluation.config_base import ConfigError
+from llm_engineering.evaluation.engine_config import EngineConfig, RayConfig
 from llm_engineering.infrastructure.engines import open_engine
 from llm_engineering.infrastructure.ray_engine import RayEngine, finish_reason, placement_problem, processor_config
 from llm_engineering.infrastructure.vllm_engine import EnginePool
@@ -59,7 +61,7 @@ def test_bad_engine_settings_name_the_key_and_the_fix(tmp_path, engine, message)
 
 
 def test_cpu_replicas_get_cpu_bundles_and_their_own_threads(monkeypatch):
-    monkeypatch.setattr("llm_engineering.infrastructure.vllm_engine.native_bf16_flags", lambda: [])  # an AVX2-only CPU
+    monkeypatch.setattr("llm_engineering.infrastructure.cpu_tuning.native_bf16_flags", lambda: [])  # an AVX2-only CPU
     engine = EngineConfig(backend="ray", ray=RayConfig(replicas=2, cpus_per_replica=1, batch_size=4))
     config = processor_config("/models/m", engine, engine.ray)
     assert config["placement_group_config"] == {"bundle_per_worker": {"CPU": 1}}
@@ -179,54 +181,6 @@ def test_another_model_frees_the_held_engine_before_its_own_is_built(monkeypatch
     pool.release()
     assert events == [("build", "model-a"), ("shutdown", "model-a"), ("build", "model-b"), ("shutdown", "model-b")]
     assert [model for model, _ in pool.builds] == ["model-a", "model-b"]
-
-
-@pytest.mark.parametrize(("requested", "on_cpu", "flags", "speedup", "dtype"), [
-    ("auto", True, ["avx512_bf16"], 2.8, "bfloat16"),  # AVX-512 BF16 that pays (AMD Zen 4 measured 2.8x)
-    ("auto", True, ["amx_bf16"], 4.0, "bfloat16"),  # AMX (Sapphire Rapids)
-    ("auto", True, ["avx512_bf16"], 0.65, "float32"),  # native but slower (an Intel Xeon without AMX measured 0.65x)
-    ("auto", True, [], None, "float32"),  # AVX2 only: bf16 would be emulated; nothing is measured
-    ("auto", False, [], None, "auto"),  # GPU: the model's own dtype
-    ("float32", True, ["avx512_bf16"], None, "float32"),  # an explicit dtype is kept, nothing measured
-])
-def test_engine_dtype_follows_the_cpu_unless_set(requested, on_cpu, flags, speedup, dtype):
-    from llm_engineering.infrastructure.vllm_engine import engine_dtype
-
-    def measured() -> float:
-        assert speedup is not None, "measured bf16 where the flags or the config already decide"
-        return speedup
-
-    chosen, reason = engine_dtype(requested, on_cpu, flags, measured)
-    assert chosen == dtype
-    if speedup is not None:
-        assert flags[0] in reason and f"{speedup:.2f}x" in reason  # the log and generation_stats say why
-
-
-def test_bf16_speedup_is_measured_on_this_cpu():
-    from llm_engineering.infrastructure.vllm_engine import bf16_speedup
-
-    # A real ratio of two timed matmul rates, whichever dtype wins here: emulated bf16 on an AVX2-only CPU ran at
-    # 0.004x fp32, native bf16 on a Zen 4 at 2.8x.
-    assert 0.0005 < bf16_speedup() < 20
-
-
-def test_the_engine_preload_adds_tcmalloc_and_intel_openmp_once_after_what_is_there(monkeypatch, tmp_path):
-    from llm_engineering.infrastructure import vllm_engine
-
-    (tmp_path / "lib").mkdir()
-    (tmp_path / "lib" / "libiomp5.so").write_bytes(b"")
-    monkeypatch.setattr(vllm_engine.sys, "prefix", str(tmp_path))
-    monkeypatch.setattr(vllm_engine.ctypes.util, "find_library",
-                        lambda name: "libtcmalloc_minimal.so.4" if name == "tcmalloc_minimal" else None)
-    iomp = str(tmp_path / "lib" / "libiomp5.so")
-    assert vllm_engine.preloaded_libraries() == f"libtcmalloc_minimal.so.4:{iomp}"
-    # The user's own preload stays first; a library already there (by any path) is not added twice.
-    assert vllm_engine.preloaded_libraries("/opt/libx.so:/usr/lib/libtcmalloc_minimal.so.4") == \
-        f"/opt/libx.so:/usr/lib/libtcmalloc_minimal.so.4:{iomp}"
-    # Neither installed: the preload is what it was.
-    monkeypatch.setattr(vllm_engine.ctypes.util, "find_library", lambda name: None)
-    monkeypatch.setattr(vllm_engine.sys, "prefix", str(tmp_path / "elsewhere"))
-    assert vllm_engine.preloaded_libraries("/opt/libx.so") == "/opt/libx.so"
 
 
 def test_the_engine_variables_reach_only_the_engine_processes_started_inside_the_block(monkeypatch):

@@ -7,7 +7,7 @@ import pytest
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.config import ConfigError
+from llm_engineering.evaluation.config_base import ConfigError
 from llm_engineering.run_config import EvaluationConfig, parse_evaluation
 from llm_engineering.evaluation.models import resolve_model, short_name, split_variant
 from llm_engineering.evaluation.judging.pairwise import PairwiseReport, PairwiseRow, tally

@@ -1,0 +1,117 @@
+"""A finished run reported: its summary (and the comparison with an earlier run) loaded from the store, the JSON
+and HTML reports written, the console's blocks of text and tables, and the CI gates checked.
+
+The command line prints what this returns; nothing here prints or exits.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Union
+
+from rich.console import Console
+from rich.table import Table
+
+from llm_engineering.evaluation.report import comparison_text as compared
+from llm_engineering.evaluation.report.comparison import RunComparison, compare_runs
+from llm_engineering.evaluation.report.gates import failed_gates, parse_gate
+from llm_engineering.evaluation.report.html import render_html
+from llm_engineering.evaluation.report.summary import EvaluationSummary
+from llm_engineering.evaluation.report.text import table_header, table_rows, trust_lines
+from llm_engineering.infrastructure.zenml_runs import evaluations_of, run_results
+
+
+@dataclass
+class RunReport:
+    """What the CLI says about a finished run."""
+
+    run_name: str
+    summary: Optional[EvaluationSummary]
+    comparison: Optional[RunComparison] = None
+    json_path: Optional[Path] = None
+    html_path: Optional[Path] = None
+    published: list[str] = field(default_factory=list)  # `Published <stage> of <repo>: <where>`
+    publish_errors: list[str] = field(default_factory=list)
+
+
+def write_reports(summary: EvaluationSummary, run_name: str, directory: Path,
+                  comparison: Optional[RunComparison] = None) -> tuple[Path, Path]:
+    """`<run>.json` and `<run>.html` in `directory` (the HTML: the dashboard's page, readable without it)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    report = directory / f"{run_name}.json"
+    extra = {"comparison": comparison.model_dump()} if comparison is not None else {}
+    report.write_text(json.dumps({"run": run_name, **summary.model_dump(), **extra}, indent=2))
+    page = report.with_suffix(".html")
+    page.write_text(render_html(summary, comparison), encoding="utf-8")
+    return report.resolve(), page.resolve()
+
+
+def report_run(run_id: Any, reports_dir: Path, earlier_id: Any = None) -> RunReport:
+    """Run `run_id` from the store, compared with run `earlier_id` where given, its reports written."""
+    run_name, summary, receipts = run_results(run_id)
+    report = RunReport(run_name, summary)
+    if summary is not None:
+        if earlier_id is not None:
+            current, _ = evaluations_of(run_id)
+            earlier, earlier_name = evaluations_of(earlier_id)
+            report.comparison = compare_runs(current, earlier, summary.criteria, earlier_name)
+        report.json_path, report.html_path = write_reports(summary, run_name, reports_dir, report.comparison)
+    report.published = [f"Published {r.stage} of {r.repo}: {r.hub_url or r.local_path}" for r in receipts]
+    report.publish_errors = sorted({r.hub_error for r in receipts if r.hub_error})
+    return report
+
+
+def table(title: str, header: list[str], rows: list[list[str]]) -> Table:
+    table = Table(title=title)
+    for name in header:
+        table.add_column(name)
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def console_blocks(report: RunReport) -> list[Union[str, Table]]:
+    """What the console shows of a run, in order: the headline, the summary table, the trust lines, the
+    comparison, the reports' paths (`report.text` and `report.comparison_text` hold the words)."""
+    summary, comparison = report.summary, report.comparison
+    if summary is None:
+        return []
+    blocks: list[Union[str, Table]] = [summary.headline] if summary.headline else []
+    blocks.append(table(f"Evaluation summary · run {report.run_name} · judge {summary.judge_model} · rubric "
+                         f"{summary.rubric}", table_header(summary), table_rows(summary)))
+    blocks += trust_lines(summary)
+    if comparison is not None:
+        blocks += compared.notes(comparison)
+        if comparison.metrics:
+            blocks.append(table(compared.title(comparison), compared.METRICS_HEADER, compared.metric_rows(comparison)))
+        if comparison.changed_rows:
+            blocks.append(table("Rows whose scores changed most", compared.ROWS_HEADER, compared.changed_rows(comparison)))
+        blocks.append(compared.METHOD)
+    return blocks + [f"JSON report: {report.json_path}", f"HTML report: {report.html_path}"]
+
+
+def print_blocks(blocks: list[Union[str, Table]]) -> None:
+    """Print `console_blocks` to stdout; tables 200 wide when output goes to a log rather than a terminal."""
+    console = Console(width=None if sys.stdout.isatty() else 200, file=sys.stdout)
+    for block in blocks:
+        if isinstance(block, Table):
+            console.print(block)
+        else:
+            print(block)
+
+
+def gate_failures(summary: Optional[EvaluationSummary], gates: tuple[str, ...],
+                  comparison: Optional[RunComparison] = None) -> tuple[list[str], Optional[str]]:
+    """The failed gates (`--fail-under` thresholds; with the `--fail-on-regression` comparison, regressed
+    metrics), one line each, and the line saying which passed (None when there was nothing to check)."""
+    if not gates and comparison is None:
+        return [], None
+    if summary is None:
+        return ["not checked: this run stored no evaluation summary"], None
+    failures = failed_gates(summary, [parse_gate(g) for g in gates])
+    failures += compared.regression_lines(comparison) if comparison is not None else []
+    passed = [*gates] + ([f"no regression against run {comparison.previous_run}"] if comparison is not None else [])
+    return failures, None if failures else f"Gates passed: {', '.join(passed)}"

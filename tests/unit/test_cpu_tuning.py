@@ -1,0 +1,51 @@
+"""CPU settings decided at run time: the dtype, the probe that measures bf16, the engine preloads."""
+
+import pytest
+
+
+@pytest.mark.parametrize(("requested", "on_cpu", "flags", "speedup", "dtype"), [
+    ("auto", True, ["avx512_bf16"], 2.8, "bfloat16"),  # AVX-512 BF16 that pays (AMD Zen 4 measured 2.8x)
+    ("auto", True, ["amx_bf16"], 4.0, "bfloat16"),  # AMX (Sapphire Rapids)
+    ("auto", True, ["avx512_bf16"], 0.65, "float32"),  # native but slower (an Intel Xeon without AMX measured 0.65x)
+    ("auto", True, [], None, "float32"),  # AVX2 only: bf16 would be emulated; nothing is measured
+    ("auto", False, [], None, "auto"),  # GPU: the model's own dtype
+    ("float32", True, ["avx512_bf16"], None, "float32"),  # an explicit dtype is kept, nothing measured
+])
+def test_engine_dtype_follows_the_cpu_unless_set(requested, on_cpu, flags, speedup, dtype):
+    from llm_engineering.infrastructure.cpu_tuning import engine_dtype
+
+    def measured() -> float:
+        assert speedup is not None, "measured bf16 where the flags or the config already decide"
+        return speedup
+
+    chosen, reason = engine_dtype(requested, on_cpu, flags, measured)
+    assert chosen == dtype
+    if speedup is not None:
+        assert flags[0] in reason and f"{speedup:.2f}x" in reason  # the log and generation_stats say why
+
+
+def test_bf16_speedup_is_measured_on_this_cpu():
+    from llm_engineering.infrastructure.cpu_tuning import bf16_speedup
+
+    # A real ratio of two timed matmul rates, whichever dtype wins here: emulated bf16 on an AVX2-only CPU ran at
+    # 0.004x fp32, native bf16 on a Zen 4 at 2.8x.
+    assert 0.0005 < bf16_speedup() < 20
+
+
+def test_the_engine_preload_adds_tcmalloc_and_intel_openmp_once_after_what_is_there(monkeypatch, tmp_path):
+    from llm_engineering.infrastructure import cpu_tuning
+
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "libiomp5.so").write_bytes(b"")
+    monkeypatch.setattr(cpu_tuning.sys, "prefix", str(tmp_path))
+    monkeypatch.setattr(cpu_tuning.ctypes.util, "find_library",
+                        lambda name: "libtcmalloc_minimal.so.4" if name == "tcmalloc_minimal" else None)
+    iomp = str(tmp_path / "lib" / "libiomp5.so")
+    assert cpu_tuning.preloaded_libraries() == f"libtcmalloc_minimal.so.4:{iomp}"
+    # The user's own preload stays first; a library already there (by any path) is not added twice.
+    assert cpu_tuning.preloaded_libraries("/opt/libx.so:/usr/lib/libtcmalloc_minimal.so.4") == \
+        f"/opt/libx.so:/usr/lib/libtcmalloc_minimal.so.4:{iomp}"
+    # Neither installed: the preload is what it was.
+    monkeypatch.setattr(cpu_tuning.ctypes.util, "find_library", lambda name: None)
+    monkeypatch.setattr(cpu_tuning.sys, "prefix", str(tmp_path / "elsewhere"))
+    assert cpu_tuning.preloaded_libraries("/opt/libx.so") == "/opt/libx.so"
