@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 
 import click
+from llm_engineering.evaluation.judging.judge import Judge
+from llm_engineering.evaluation.config import JudgeCheckConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -88,19 +90,22 @@ def _measure(model: str, rubric: str, dtype: str, rows: int, label_rows: int, ma
         result["engine_start_s"] = round(time.perf_counter() - started, 1)
         if rows:
             started = time.perf_counter()
-            evaluations = score_answers(answers, [judge], rubric_)
+            evaluations = score_answers(answers, Judge((judge,), rubric_))
             result["scoring_s"] = round(time.perf_counter() - started, 1)
             result["valid_verdicts"] = f"{sum(e is None for e in evaluations[col.JUDGE_ERROR])}/{len(answers)}"
             result["answers_scored"] = len(answers)
             started = time.perf_counter()
-            check = run_judge_check(split, judge, rubric_, None, rows, 0.7, tiers=HARDER_TIERS, embedder=get_embedder())
+            check = run_judge_check(split, Judge((judge,), rubric_),
+                                    JudgeCheckConfig(rows=rows, threshold=0.7, tiers=HARDER_TIERS),
+                                    embedder=get_embedder())
             result.update(check_s=round(time.perf_counter() - started, 1), check_verdicts=check.judge_calls,
                           check_tokens=check.judge_tokens, tiers=_card(check))
             if compare_whole and rubric_.score_first:
                 # The same prompts again as whole verdicts; on a prefix cache the first pass warmed.
                 started = time.perf_counter()
-                whole = run_judge_check(split, judge, rubric_, None, rows, 0.7, tiers=HARDER_TIERS, embedder=get_embedder(),
-                                        whole_verdicts=True)
+                whole = run_judge_check(split, Judge((judge,), rubric_),
+                                        JudgeCheckConfig(rows=rows, threshold=0.7, tiers=HARDER_TIERS),
+                                        embedder=get_embedder(), whole_verdicts=True)
                 result["whole_verdicts"] = {"check_s": round(time.perf_counter() - started, 1),
                                             "check_tokens": whole.judge_tokens, "tiers": _card(whole), **_alike(check, whole)}
         if label_rows:
@@ -108,7 +113,7 @@ def _measure(model: str, rubric: str, dtype: str, rows: int, label_rows: int, ma
             labels = Labels(kind="pointwise", rows=check_tiers.constructed_labels(
                 first[col.ID], first[col.REFERENCE], rubric_.criteria[0].name))
             started = time.perf_counter()
-            result["labels"] = judge_labels(first, labels, judge, rubric_, None).metadata()
+            result["labels"] = judge_labels(first, labels, Judge((judge,), rubric_)).metadata()
             result["labels_s"] = round(time.perf_counter() - started, 1)
     finally:
         pool.release()

@@ -31,7 +31,7 @@ def library_run(rows: int) -> None:
     from llm_engineering.evaluation.models import resolve_model
     from llm_engineering.evaluation.report.summary import build_summary
     from llm_engineering.infrastructure.engines import open_engine
-    from llm_engineering.infrastructure.judge_backends import build_judge
+    from llm_engineering.infrastructure.judge_backends import open_judge
     from llm_engineering.infrastructure.vllm_engine import EnginePool
     from llm_engineering.settings import get_settings
 
@@ -44,8 +44,8 @@ def library_run(rows: int) -> None:
         with open_engine(model.path, config.engine, pool) as engine:
             generations, stats = answer_test_split(engine, split, config.models[0], config.sampling, config.prompt,
                                                   config.engine.max_model_len)
-        evaluations = score_answers(generations, [build_judge(config.judge, config.engine, settings, pool)],
-                                    config.judge.resolved_rubric())
+        with open_judge([config.judge.model_copy(update={"cache": False})], config.engine, settings, pool) as judge:
+            evaluations = score_answers(generations, judge)
     finally:
         pool.release()  # the engine runs in its own process: end it before this one exits
     print(build_summary([evaluations], [stats]).models[0].model_dump_json())

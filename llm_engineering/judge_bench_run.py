@@ -33,7 +33,7 @@ def run_judge_bench(pairs_path: Path, config: EvaluationConfig, limit: Optional[
                     reports_dir: Optional[Path] = None) -> tuple[JudgeBenchReport, Optional[Path]]:
     """The judge benchmark of `config`'s judges (chosen: `bench_config`) on the pairs of `pairs_path`: the report,
     and the JSON report's path (when `reports_dir` is given; the HTML page beside it)."""
-    from llm_engineering.infrastructure.judge_backends import build_judge, open_cache
+    from llm_engineering.infrastructure.judge_backends import open_judge
     from llm_engineering.infrastructure.vllm_engine import EnginePool
     from llm_engineering.settings import get_settings
 
@@ -42,12 +42,9 @@ def run_judge_bench(pairs_path: Path, config: EvaluationConfig, limit: Optional[
     settings = get_settings()
     pool = EnginePool()
     try:
-        with open_cache(panel[0], settings) as cache:
-            judges = [build_judge(judge, config.engine, settings, pool) for judge in panel]
+        with open_judge(panel, config.engine, settings, pool) as judge:
             started = time.perf_counter()
-            report = bench_judge(pairs, judges, panel[0].resolved_rubric(),
-                                 cache if all(j.cache for j in panel) else None, str(pairs_path),
-                                 panel[0].max_analysis_chars)
+            report = bench_judge(pairs, judge, str(pairs_path))
             report = report.model_copy(update={"seconds": round(time.perf_counter() - started, 1)})
     finally:
         pool.release()

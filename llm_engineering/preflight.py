@@ -40,7 +40,7 @@ def check_publish_settings(publish: PublishConfig, settings: Any) -> None:
         )
 
 
-def check_labels(config: EvaluationConfig) -> None:
+def check_labels_fit_rubric(config: EvaluationConfig) -> None:
     """Labels must score the first judge's rubric's criteria on their scales (checked after the command line's
     --rubric and --labels are applied, so either may fix the other)."""
     if config.labels is None:
@@ -159,7 +159,7 @@ def check_run(config: EvaluationConfig, secrets: Sequence[str], generate: bool, 
     from llm_engineering.settings import get_settings, settings_from_secrets
 
     if judge:
-        check_labels(config)
+        check_labels_fit_rubric(config)
     if generate:
         check_generation_step(config.generation_step)
     secrets = list(secrets)

@@ -1,14 +1,16 @@
-"""Build the configured judge backend."""
+"""Build the configured judge: its backend (`build_judge`), and the whole judge a step hands on (`open_judge`)."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from typing import Literal
 
 from llm_engineering.evaluation.config import JudgeConfig
 from llm_engineering.evaluation.config_base import ConfigError
 from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.evaluation.judging.cache import JudgeCache
+from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.transport import JudgeBackend
 from llm_engineering.infrastructure.vllm_engine import EnginePool
 from llm_engineering.settings import Settings
@@ -46,3 +48,15 @@ def open_cache(config: JudgeConfig, settings: Settings) -> Iterator[JudgeCache |
     finally:
         if cache is not None:
             cache.close()
+
+
+@contextlib.contextmanager
+def open_judge(configs: Sequence[JudgeConfig], engine: EngineConfig, settings: Settings, pool: EnginePool,
+               aggregate: Literal["mean", "majority"] = "mean") -> Iterator[Judge]:
+    """The judge of `configs` (several: a jury) for the block: each backend built, the first config's rubric and
+    limits, the verdict cache when every config keeps it on (closed when the block ends)."""
+    first = configs[0]
+    with open_cache(first if all(c.cache for c in configs) else first.model_copy(update={"cache": False}),
+                    settings) as cache:
+        backends = tuple(build_judge(config, engine, settings, pool) for config in configs)
+        yield Judge(backends, first.resolved_rubric(), cache, first.max_analysis_chars, aggregate)

@@ -9,7 +9,7 @@ from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.evaluation.trust.label_agreement import LabelAgreement
 from llm_engineering.evaluation.trust.label_check import judge_labels
 from llm_engineering.evaluation.trust.labels import Labels
-from llm_engineering.infrastructure.judge_backends import build_judge, open_cache
+from llm_engineering.infrastructure.judge_backends import open_judge
 from llm_engineering.settings import get_settings
 from steps.engine_pool import ENGINE_POOL
 
@@ -21,8 +21,7 @@ def check_labels(
     """How far the judge agrees with human labels: it scores exactly the labelled answers, each with its
     row's instruction and reference (`rows`: any model's answers), beside the labels and the baselines."""
     settings = get_settings()
-    with open_cache(judge, settings) as cache:
-        report = judge_labels(rows, labels, build_judge(judge, engine, settings, ENGINE_POOL), judge.resolved_rubric(),
-                              cache, judge.max_analysis_chars)
+    with open_judge([judge], engine, settings, ENGINE_POOL) as bound:
+        report = judge_labels(rows, labels, bound)
     log_metadata(metadata={"label_agreement": report.metadata()})
     return report

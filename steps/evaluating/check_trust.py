@@ -8,7 +8,7 @@ from llm_engineering.evaluation.config import JudgeCheckConfig, JudgeConfig, Sim
 from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.evaluation.trust.judge_check import TrustChecks, run_judge_check
 from llm_engineering.evaluation.trust.similarity import check_similarity, get_embedder
-from llm_engineering.infrastructure.judge_backends import build_judge, open_cache
+from llm_engineering.infrastructure.judge_backends import open_judge
 from llm_engineering.settings import get_settings
 from steps.engine_pool import ENGINE_POOL
 
@@ -33,11 +33,9 @@ def check_trust(
         checks.notes.append(f"judge check skipped: it needs at least 2 rows, the run has {len(rows)}")
     elif judge_check.rows:
         settings = get_settings()
-        with open_cache(judge, settings) as cache:
+        with open_judge([judge], engine, settings, ENGINE_POOL) as bound:
             embedder = get_embedder(similarity.batch_size) if "same_topic" in judge_check.tiers else None
-            checks.judge = run_judge_check(rows, build_judge(judge, engine, settings, ENGINE_POOL), judge.resolved_rubric(),
-                                           cache, judge_check.rows, judge_check.threshold, judge_check.seed,
-                                           judge_check.tiers, embedder)
+            checks.judge = run_judge_check(rows, bound, judge_check, embedder)
     if similarity.enabled and len(rows) >= 2:
         checks.similarity = check_similarity(rows, get_embedder(similarity.batch_size), judge_check.seed)
     metadata = {}

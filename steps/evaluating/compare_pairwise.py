@@ -7,7 +7,7 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeConfig
 from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.evaluation.judging.pairwise import PairwiseReport, compare_answers
-from llm_engineering.infrastructure.judge_backends import build_judge, open_cache
+from llm_engineering.infrastructure.judge_backends import open_judge
 from llm_engineering.settings import get_settings
 from steps.engine_pool import ENGINE_POOL
 
@@ -18,12 +18,8 @@ def compare_pairwise(
 ) -> Annotated[PairwiseReport, col.PAIRWISE_COMPARISONS]:
     """Judge every other model's answers against the first model's, each pair in both orders."""
     settings = get_settings()
-    backend = build_judge(judge, engine, settings, ENGINE_POOL)
-    with open_cache(judge, settings) as cache:
-        report = PairwiseReport(comparisons=[
-            compare_answers(other, answers[0], backend, judge.resolved_rubric(), cache, judge.max_analysis_chars)
-            for other in answers[1:]
-        ])
+    with open_judge([judge], engine, settings, ENGINE_POOL) as bound:
+        report = PairwiseReport(comparisons=[compare_answers(other, answers[0], bound) for other in answers[1:]])
     # Nested: ZenML refuses colons in top-level keys.
     log_metadata(metadata={"comparisons": {f"{c.model_a} vs {c.model_b}": c.metadata() for c in report.comparisons}})
     return report

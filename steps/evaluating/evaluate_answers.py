@@ -10,7 +10,7 @@ from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.evaluation.judging.scoring import score_answers
 from llm_engineering.evaluation.trust.similarity import add_reference_similarity, get_embedder
 from llm_engineering.evaluation.report.summary import model_scores
-from llm_engineering.infrastructure.judge_backends import build_judge, open_cache
+from llm_engineering.infrastructure.judge_backends import open_judge
 from llm_engineering.infrastructure.opik_tracking import log_scoring
 from llm_engineering.settings import get_settings
 from steps.engine_pool import ENGINE_POOL
@@ -36,11 +36,9 @@ def evaluate_answers(
     verdicts are kept and only the rows without one are judged again.
     """
     settings = get_settings()
-    rubric = judges[0].resolved_rubric()
-    with open_cache(judges[0], settings) as cache:
-        backends = [build_judge(judge, engine, settings, ENGINE_POOL) for judge in judges]
-        evaluations = score_answers(generations, backends, rubric, cache if all(j.cache for j in judges) else None,
-                                    only_failed, (jury or JuryConfig()).aggregate)
+    with open_judge(judges, engine, settings, ENGINE_POOL, (jury or JuryConfig()).aggregate) as judge:
+        rubric = judge.rubric
+        evaluations = score_answers(generations, judge, only_failed)
     if similarity is not None and similarity.enabled:
         if col.REFERENCE in evaluations.column_names:
             evaluations = add_reference_similarity(evaluations, get_embedder(similarity.batch_size))

@@ -19,10 +19,12 @@ import socket
 import threading
 from dataclasses import dataclass, field
 from email.parser import BytesParser
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Optional
 
 from tests.integration.openai_stub import PAIRWISE_VERDICT, VERDICT
+
+from tests.support.loopback import LoopbackServer
 
 
 @dataclass
@@ -308,22 +310,13 @@ def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-class BatchStub:
+class BatchStub(LoopbackServer):
     """Context manager: `with BatchStub() as stub: stub.base_url, stub.state ...`."""
 
     def __init__(self) -> None:
         self.state = StubState()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self.state))
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        super().__init__(_handler(self.state))
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self) -> "BatchStub":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        return self.url + "/v1"

@@ -32,10 +32,12 @@ import sys
 import threading
 import uuid
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, Callable, Optional
 from urllib.parse import parse_qs, unquote, urlparse
+
+from tests.support.loopback import LoopbackServer
 
 TOKEN = "hf_stub_write_token"
 USER = "stub-user"
@@ -349,26 +351,23 @@ def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-class HubStub:
+class HubStub(LoopbackServer):
     """`with HubStub(root, port) as hub:` serves on 127.0.0.1:port (any free port for 0) at `hub.endpoint`."""
 
     def __init__(self, root: Path, port: int = 0) -> None:
         self.state = HubState(root)
-        self.server = ThreadingHTTPServer(("127.0.0.1", port), _handler(self.state))
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        super().__init__(_handler(self.state), port)
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        return self.url
 
     def __enter__(self) -> "HubStub":
         self._saved_xet = _switch_xet_off(True)
-        self.thread.start()
-        return self
+        return super().__enter__()
 
     def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__exit__(*exc)
         _switch_xet_off(*self._saved_xet)
 
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.support.loopback import LoopbackServer
 
 VERDICT = {"accuracy": {"analysis": "Correct and complete.", "score": 3},
            "style": {"analysis": "Plain and clear.", "score": 2}}
@@ -93,22 +95,13 @@ def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-class OpenAIStub:
+class OpenAIStub(LoopbackServer):
     """Context manager: `with OpenAIStub() as stub: stub.base_url ...`."""
 
     def __init__(self) -> None:
         self.state = StubState()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self.state))
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        super().__init__(_handler(self.state))
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self) -> "OpenAIStub":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        return self.url + "/v1"

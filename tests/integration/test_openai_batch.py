@@ -23,6 +23,7 @@ from llm_engineering.evaluation.judging.rubric import judge_messages, load_rubri
 from llm_engineering.evaluation.judging.scoring import score_answers
 from llm_engineering.infrastructure.openai_batch import BatchStillRunning, OpenAIBatchJudge
 from tests.integration.batch_stub import BatchPlan, BatchStub
+from llm_engineering.evaluation.judging.judge import Judge
 
 HANDBOOK = load_rubric("handbook")
 FAST_POLLS = {"batch_poll_initial_s": 0.005, "batch_poll_max_s": 0.02}
@@ -52,7 +53,7 @@ def score(base_url, workdir, rows, only_failed=False, **options):
     cache = JudgeCache(Path(workdir) / "cache")
     try:
         judge = batch_judge(base_url, Path(workdir) / "batches", **options)
-        return score_answers(rows, [judge], HANDBOOK, cache, only_failed=only_failed)
+        return score_answers(rows, Judge((judge,), HANDBOOK, cache), only_failed=only_failed)
     finally:
         cache.close()
 

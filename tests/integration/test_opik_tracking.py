@@ -3,7 +3,6 @@
 import gzip
 import json
 import logging
-import threading
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
@@ -14,14 +13,16 @@ from llm_engineering.evaluation.judging.rubric import load_rubric
 from llm_engineering.evaluation.judging.scoring import score_answers
 from llm_engineering.infrastructure import opik_tracking
 from llm_engineering.settings import Settings
-from tests.unit.test_judge import GOOD, ScriptedJudge, answers
+from tests.support.loopback import LoopbackServer
+from tests.support.judges import GOOD, ScriptedJudge, answers
+from llm_engineering.evaluation.judging.judge import Judge
 
 HANDBOOK = load_rubric("handbook")
 
 
 def test_not_configured_sends_nothing(monkeypatch):
     monkeypatch.setattr(opik_tracking, "_client", lambda settings: (_ for _ in ()).throw(AssertionError("contacted")))
-    evaluations = score_answers(answers(2), [ScriptedJudge([GOOD, GOOD])], HANDBOOK)
+    evaluations = score_answers(answers(2), Judge((ScriptedJudge([GOOD, GOOD]),), HANDBOOK))
     assert opik_tracking.log_scoring(evaluations, HANDBOOK, Settings(_env_file=None), "exp") is None
 
 
@@ -42,8 +43,8 @@ class FakeOpik(ThreadingHTTPServer):
         ("POST", "/v1/private/experiments/items"): (204, None),
     }
 
-    def __init__(self):
-        super().__init__(("127.0.0.1", 0), FakeOpikHandler)
+    def __init__(self, address, handler):
+        super().__init__(address, handler)
         self.calls, self.unserved = [], []
         self.datasets = {}  # name -> {"id": ..., "items": [...]}
 
@@ -108,17 +109,14 @@ class FakeOpikHandler(BaseHTTPRequestHandler):
 @pytest.fixture
 def opik_server():
     """One server per test, so recorded calls never leak between tests."""
-    server = FakeOpik()
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server
-    server.shutdown()
-    server.server_close()
+    with LoopbackServer(FakeOpikHandler, server_class=FakeOpik) as loopback:
+        yield loopback.server
 
 
 def test_configured_opik_receives_traces_scores_dataset_and_experiment(opik_server, caplog):
     caplog.set_level(logging.WARNING, logger=opik_tracking.logger.name)
     settings = Settings(_env_file=None, OPIK_URL_OVERRIDE=opik_server.url)
-    evaluations = score_answers(answers(3), [ScriptedJudge([GOOD, GOOD, "broken"])], HANDBOOK)
+    evaluations = score_answers(answers(3), Judge((ScriptedJudge([GOOD, GOOD, "broken"]),), HANDBOOK))
 
     assert opik_tracking.log_scoring(evaluations, HANDBOOK, settings, "exp") == 3
     assert not [r for r in caplog.records if "Opik logging failed" in r.getMessage()]

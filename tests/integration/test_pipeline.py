@@ -17,6 +17,8 @@ from llm_engineering.infrastructure.zenml_runs import finished_outputs, generati
 from steps.engine_pool import ENGINE_POOL
 from llm_engineering.evaluation.judging.rubric import load_rubric
 from tests.support.cli_output import json_report
+from llm_engineering.evaluation.judging.judge import Judge
+from llm_engineering.evaluation.config import JudgeCheckConfig
 
 pytestmark = pytest.mark.slow
 
@@ -232,11 +234,11 @@ def test_a_score_first_judge_check_asking_for_scores_alone_gets_the_scores_of_wh
     # Both asked on a cold prefix cache: KV blocks cached by earlier tests' prompts, computed in other batches,
     # differ from fresh ones in the last bf16 bits, which can move an expected score.
     llm.reset_prefix_cache()
-    check = run_judge_check(split, judge, score_first, None, rows=6, threshold=0.7)
+    check = run_judge_check(split, Judge((judge,), score_first), JudgeCheckConfig(rows=6, threshold=0.7, tiers=["mismatch"]))
     checked = split.filter(lambda row: row[col.ID] in {p.id for p in check.details})
     rows = checked.add_column(col.ANSWER, checked[col.REFERENCE]).add_column(col.MODEL_ID, ["reference"] * len(checked))
     llm.reset_prefix_cache()
-    whole = score_answers(rows, [judge], score_first)
+    whole = score_answers(rows, Judge((judge,), score_first))
     by_id = {row[col.ID]: row for row in whole}
     assert len(by_id) == 6 and all(row[col.JUDGE_ERROR] is None for row in whole)
     for pair in check.details:
@@ -253,15 +255,14 @@ def test_the_embedded_judge_returns_a_valid_verdict_for_nearly_every_row_of_the_
     from llm_engineering.evaluation.engine_config import EngineConfig
     from llm_engineering.evaluation.generation.dataset import read_test_split
     from llm_engineering.evaluation.judging.scoring import score_answers
-    from llm_engineering.infrastructure.judge_backends import build_judge, open_cache
+    from llm_engineering.infrastructure.judge_backends import open_judge
     from llm_engineering.settings import get_settings
 
     split = read_test_split(DatasetConfig())
     rows = split.add_column(col.ANSWER, split[col.REFERENCE]).add_column(col.MODEL_ID, ["reference"] * len(split))
     settings, config = get_settings(), JudgeConfig()
-    with open_cache(config, settings) as cache:
-        evaluations = score_answers(rows, [build_judge(config, EngineConfig(), settings, ENGINE_POOL)],
-                                    config.resolved_rubric(), cache)
+    with open_judge([config], EngineConfig(), settings, ENGINE_POOL) as judge:
+        evaluations = score_answers(rows, judge)
     valid = sum(error is None for error in evaluations[col.JUDGE_ERROR])
     print(f"valid verdicts under the default rubric: {valid}/{len(rows)}")
     assert len(rows) >= 40 and valid / len(rows) >= 0.9, [e for e in evaluations[col.JUDGE_ERROR] if e]

@@ -15,9 +15,10 @@ from llm_engineering.evaluation.models import resolve_model
 from llm_engineering.infrastructure.openai_judge import OpenAIJudge
 from llm_engineering.settings import get_settings
 from tests.support.tcp_proxy import TcpProxy
-from tests.support.vllm_server import ServerError
-from tests.support.vllm_server import vllm_server as serve
+from llm_engineering.infrastructure.vllm_server import ServerError
+from llm_engineering.infrastructure.vllm_server import vllm_server as serve
 from llm_engineering.evaluation.judging.rubric import load_rubric
+from llm_engineering.evaluation.judging.judge import Judge
 
 HANDBOOK = load_rubric("handbook")
 
@@ -45,7 +46,7 @@ def test_vllm_serve_judge_stores_valid_verdicts(vllm_server):
     })
     config = JudgeConfig(backend="openai", model="smollm2-135m", base_url=vllm_server,
                          max_tokens=256, max_analysis_chars=160, cache=False, rubric="handbook")
-    evaluations = score_answers(rows, [OpenAIJudge(config, api_key=None)], HANDBOOK)
+    evaluations = score_answers(rows, Judge((OpenAIJudge(config, api_key=None),), HANDBOOK))
     assert evaluations[col.ID] == ["a", "b", "c"]
     for row in evaluations:
         # The server constrains output to the schema, so every verdict must parse and validate.
@@ -72,7 +73,7 @@ def test_a_jury_of_the_in_process_judge_and_the_served_judge_reports_each_and_th
                          max_analysis_chars=80, cache=False, rubric="helpfulness")
     local = JudgeConfig(max_tokens=160, max_analysis_chars=80, cache=False, rubric="helpfulness")
     judges = [build_judge(local, EngineConfig(), get_settings(), ENGINE_POOL), OpenAIJudge(served, api_key=None)]
-    evaluations = score_answers(rows, judges, rubric, aggregate="mean")
+    evaluations = score_answers(rows, Judge(tuple(judges), rubric, aggregate="mean"))
     ids = [j.judge_id for j in judges]
     assert evaluations[0][col.JUDGE_MODEL] == "jury: " + " + ".join(ids)
     for row in evaluations:
@@ -118,7 +119,7 @@ def test_judge_server_lost_mid_run_loses_no_row_and_a_rerun_asks_only_the_rest(v
                              rubric="handbook")
         cutter = threading.Thread(target=_cut_after, args=(proxy, cache, 3))
         cutter.start()
-        first = score_answers(rows, [OpenAIJudge(config, api_key=None)], HANDBOOK, cache)
+        first = score_answers(rows, Judge((OpenAIJudge(config, api_key=None),), HANDBOOK, cache))
         cutter.join()
         assert first[col.ID] == rows[col.ID]  # every row is there, judged or with its error
         judged = [error is None for error in first[col.JUDGE_ERROR]]
@@ -129,7 +130,7 @@ def test_judge_server_lost_mid_run_loses_no_row_and_a_rerun_asks_only_the_rest(v
         # (all at once: concurrency is not part of a verdict's cache key).
         proxy.restore()
         again = config.model_copy(update={"max_concurrency": 8})
-        second = score_answers(rows, [OpenAIJudge(again, api_key=None)], HANDBOOK, cache)
+        second = score_answers(rows, Judge((OpenAIJudge(again, api_key=None),), HANDBOOK, cache))
     assert second[col.ID] == rows[col.ID]
     assert second[col.JUDGE_ERROR] == [None] * len(rows)
     assert second[col.JUDGE_CACHED] == judged  # verdicts given before the crash were kept, not asked again

@@ -139,7 +139,7 @@ def test_a_local_clusters_processes_end_soon_after_the_program_that_started_it_i
 def test_the_tests_vllm_server_ends_with_the_test_process_that_started_it(repo_root):
     # The tests' `vllm serve` is started with `end_with_this_process`; here a stand-in server, the same way.
     program = ("import subprocess, sys\n"
-               "from tests.support.vllm_server import end_with_this_process\n"
+               "from llm_engineering.infrastructure.vllm_server import end_with_this_process\n"
                "server = subprocess.Popen(['sleep', '300'], preexec_fn=end_with_this_process)\n"
                "print(server.pid, flush=True)\n"
                "sys.stdin.read()\n")

@@ -18,6 +18,7 @@ from llm_engineering.evaluation.judging.score_probs import compact, score_distri
 from llm_engineering.evaluation.judging.scoring import score_answers
 from llm_engineering.evaluation.report.summary import build_summary
 from llm_engineering.evaluation.report.trust_text import pairwise_finding
+from llm_engineering.evaluation.judging.judge import Judge
 
 ln = math.log
 HELPFULNESS = load_rubric("helpfulness")  # one criterion, 1-5, score first
@@ -120,7 +121,7 @@ def answers(n, model="m", lengths=None):
 
 def test_scoring_stores_each_scale_value_probability_and_the_expected_score():
     judge = ScriptedJudge("j", [_reply(4, {4: 0.5, 5: 0.5}), _reply(2, None)])
-    rows = score_answers(answers(2), [judge], HELPFULNESS).to_list()
+    rows = score_answers(answers(2), Judge((judge,), HELPFULNESS)).to_list()
     assert rows[0][col.score("helpfulness")] == 4
     assert rows[0][col.probabilities("helpfulness")] == pytest.approx([0, 0, 0, 0.5, 0.5])
     assert rows[0][col.expected("helpfulness")] == pytest.approx(4.5)
@@ -130,7 +131,7 @@ def test_scoring_stores_each_scale_value_probability_and_the_expected_score():
 
 def test_the_summary_says_in_words_when_rows_lack_expected_scores():
     judge = ScriptedJudge("j", [_reply(4, {4: 0.5, 5: 0.5}), _reply(2, None)])
-    summary = build_summary([score_answers(answers(2), [judge], HELPFULNESS)], rubric=HELPFULNESS)
+    summary = build_summary([score_answers(answers(2), Judge((judge,), HELPFULNESS))], rubric=HELPFULNESS)
     figures = summary.models[0].criterion("helpfulness")
     assert (figures.mean, figures.expected_mean, figures.expected_rows) == (3.0, 4.5, 1)
     assert any("1 of 2 scored rows have none" in line and "refused logprobs" in line for line in trust_lines(summary))
@@ -139,20 +140,20 @@ def test_the_summary_says_in_words_when_rows_lack_expected_scores():
 def test_a_jury_aggregates_each_row_and_keeps_every_judges_score():
     first = ScriptedJudge("a", [_reply(4, {4: 0.5, 5: 0.5}), _reply(1, {1: 1.0}), JudgeReply(None, "timeout")])
     second = ScriptedJudge("b", [_reply(2, {2: 1.0}), _reply(2, {2: 0.5, 3: 0.5}), _reply(5, {5: 1.0})])
-    rows = score_answers(answers(3), [first, second], HELPFULNESS, aggregate="majority").to_list()
+    rows = score_answers(answers(3), Judge((first, second), HELPFULNESS, aggregate="majority")).to_list()
     assert [r[col.jury_scores("helpfulness")] for r in rows] == [[4, 2], [1, 2], [None, 5]]
     assert [r[col.score("helpfulness")] for r in rows] == [2, 1, 5]  # a split vote goes to the lower score
     assert [r[col.expected("helpfulness")] for r in rows] == pytest.approx([(4.5 + 2) / 2, (1 + 2.5) / 2, 5.0])
     assert rows[2][col.JUDGE_ERROR] is None  # one judge answered
     assert rows[0][col.JUDGE_MODEL] == "jury: a + b"
-    mean_rows = score_answers(answers(1), [ScriptedJudge("a", [_reply(4, {4: 1.0})]), ScriptedJudge("b", [_reply(1, {1: 1.0})])],
-                              HELPFULNESS, aggregate="mean").to_list()
+    jury = (ScriptedJudge("a", [_reply(4, {4: 1.0})]), ScriptedJudge("b", [_reply(1, {1: 1.0})]))
+    mean_rows = score_answers(answers(1), Judge(jury, HELPFULNESS, aggregate="mean")).to_list()
     assert mean_rows[0][col.score("helpfulness")] == 3  # 2.5 rounds half up
 
 
 def test_a_row_no_judge_of_the_jury_answered_is_a_row_error_naming_each_judge():
     judges = [ScriptedJudge("a", [JudgeReply("nope")]), ScriptedJudge("b", [JudgeReply(None, "HTTP 503")])]
-    rows = score_answers(answers(1), judges, HELPFULNESS).to_list()
+    rows = score_answers(answers(1), Judge(tuple(judges), HELPFULNESS)).to_list()
     assert rows[0][col.score("helpfulness")] is None
     assert "a: invalid JSON" in rows[0][col.JUDGE_ERROR] and "b: HTTP 503" in rows[0][col.JUDGE_ERROR]
 
@@ -161,7 +162,7 @@ def test_the_summary_reports_each_judge_and_the_jurys_agreement():
     agreeing = [{1: 1.0}, {3: 1.0}, {5: 1.0}, {2: 1.0}]
     scores = [1, 3, 5, 2]
     judges = [ScriptedJudge(name, [_reply(s, p) for s, p in zip(scores, agreeing)]) for name in ("a", "b")]
-    evaluations = score_answers(answers(4), judges, HELPFULNESS)
+    evaluations = score_answers(answers(4), Judge(tuple(judges), HELPFULNESS))
     summary = build_summary([evaluations], rubric=HELPFULNESS, judge_models=["x", "y"], jury_aggregate="mean")
     assert summary.jury == ["a", "b"]
     (agreement,) = summary.agreement
@@ -185,7 +186,7 @@ def test_the_judge_check_breaks_integer_ties_with_expected_scores():
 
 def test_a_judge_that_is_also_a_generator_is_warned_about_with_its_check_figure():
     judge = ScriptedJudge("vllm:smollm2-135m", [_reply(3, {3: 1.0})])
-    evaluations = score_answers(answers(1, model="smollm2-135m"), [judge], HELPFULNESS)
+    evaluations = score_answers(answers(1, model="smollm2-135m"), Judge((judge,), HELPFULNESS))
     summary = build_summary([evaluations], rubric=HELPFULNESS, judge_models=["smollm2-135m"])
     assert len(summary.warnings) == 1 and "Self-preference" in summary.warnings[0]
     assert build_summary([evaluations], rubric=HELPFULNESS, judge_models=["other-judge"]).warnings == []
@@ -193,7 +194,7 @@ def test_a_judge_that_is_also_a_generator_is_warned_about_with_its_check_figure(
 
 def test_score_length_correlation_is_reported_per_criterion():
     judge = ScriptedJudge("j", [_reply(s, {s: 1.0}) for s in (1, 2, 3, 4, 5)])
-    evaluations = score_answers(answers(5, lengths=[10, 20, 30, 40, 50]), [judge], HELPFULNESS)
+    evaluations = score_answers(answers(5, lengths=[10, 20, 30, 40, 50]), Judge((judge,), HELPFULNESS))
     length = build_summary([evaluations], rubric=HELPFULNESS).models[0].criterion("helpfulness").length
     assert (length.rows, length.spearman) == (5, 1.0)
 

@@ -7,6 +7,7 @@ import re
 import pytest
 
 from llm_engineering.evaluation.trust.human_pairs import HumanPair
+from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.trust.judge_bench import bench_judge
 from llm_engineering.evaluation.report.judge_bench import bench_rows, render_bench_html
 from llm_engineering.evaluation.judging.transport import JudgeReply
@@ -58,7 +59,7 @@ def _pairs():
 
 
 def test_a_judge_that_reads_the_answers_agrees_everywhere_and_without_position_bias():
-    report = bench_judge(_pairs(), [StandInJudge()], RUBRIC, None, "constructed.jsonl")
+    report = bench_judge(_pairs(), Judge((StandInJudge(),), RUBRIC), "constructed.jsonl")
     pairwise, expected = report.ways["pairwise"], report.ways["pointwise_expected"]
     assert (pairwise.agreement.count, pairwise.agreement.total) == (6, 6)  # 3 pairs not a tie, 2 orders each
     assert (pairwise.both_orders_right.count, pairwise.both_orders_right.total) == (3, 3)
@@ -75,7 +76,7 @@ def test_a_judge_that_reads_the_answers_agrees_everywhere_and_without_position_b
 
 
 def test_a_judge_that_names_the_first_answer_is_at_chance_and_shown_as_biased():
-    report = bench_judge(_pairs(), [StandInJudge(first_shown=True)], RUBRIC, None, "constructed.jsonl")
+    report = bench_judge(_pairs(), Judge((StandInJudge(first_shown=True),), RUBRIC), "constructed.jsonl")
     pairwise = report.ways["pairwise"]
     assert (pairwise.agreement.count, pairwise.agreement.total) == (3, 6)
     assert pairwise.both_orders_right.count == 0 and pairwise.first_shown.rate == 1.0
@@ -83,7 +84,7 @@ def test_a_judge_that_names_the_first_answer_is_at_chance_and_shown_as_biased():
 
 
 def test_a_failed_verdict_counts_against_agreement_and_is_named():
-    report = bench_judge(_pairs(), [StandInJudge(broken_pairwise=1)], RUBRIC, None, "constructed.jsonl")
+    report = bench_judge(_pairs(), Judge((StandInJudge(broken_pairwise=1),), RUBRIC), "constructed.jsonl")
     pairwise = report.ways["pairwise"]
     assert (pairwise.agreement.count, pairwise.agreement.total, pairwise.failed.count) == (5, 6, 1)
     assert report.details[0].decisions["pairwise"] == [-1, 1] and "invalid JSON" in report.details[0].problems[0]
@@ -96,8 +97,8 @@ def test_a_second_run_asks_only_what_the_cache_lacks(tmp_path):
 
     cache = JudgeCache(tmp_path)
     first, judge = StandInJudge(), StandInJudge()
-    bench_judge(_pairs()[:2], [first], RUBRIC, cache, "a")
-    again = bench_judge(_pairs(), [judge], RUBRIC, cache, "a")
+    bench_judge(_pairs()[:2], Judge((first,), RUBRIC, cache), "a")
+    again = bench_judge(_pairs(), Judge((judge,), RUBRIC, cache), "a")
     assert judge.asked == 8  # the two new pairs: 2 orders + 2 answers each; the first two pairs all cached
     assert again.cached == 8 and again.ways["pairwise"].agreement.count == 6
     cache.close()

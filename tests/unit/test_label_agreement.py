@@ -21,8 +21,9 @@ from llm_engineering.evaluation.report.html import render_html
 from llm_engineering.evaluation.report.text import label_rows, trust_lines
 from llm_engineering.evaluation.judging.rubric import load_rubric
 from llm_engineering.evaluation.report.summary import build_summary
-from llm_engineering.preflight import check_labels
+from llm_engineering.preflight import check_labels_fit_rubric
 from llm_engineering.run_config import apply_overrides, parse_evaluation
+from llm_engineering.evaluation.judging.judge import Judge
 
 HANDBOOK = load_rubric("handbook")
 
@@ -146,7 +147,7 @@ def test_the_judge_scores_exactly_the_labelled_answers_with_their_rows_question(
     labels = pointwise([("q0", "Cats sleep a lot.", "accuracy", 3), ("q0", "Cats sleep a lot.", "style", 3),
                         ("q1", "Cats sleep a lot.", "accuracy", 1), ("q2", "Planes fly.", "accuracy", 2)])
     judge = ReferenceJudge()
-    report = judge_labels(split(), labels, judge, HANDBOOK, cache=None)
+    report = judge_labels(split(), labels, Judge((judge,), HANDBOOK))
     # Three distinct answers (one labelled on two criteria), each judged once, none of the run's own answers.
     assert len(judge.prompts) == 3 and report.judge_calls == 3 and report.judge_tokens == 15
     assert not any("RUN-ANSWER" in p for p in judge.prompts)
@@ -159,7 +160,7 @@ def test_the_judge_scores_exactly_the_labelled_answers_with_their_rows_question(
 def test_labels_on_ids_the_run_lacks_are_an_error_naming_them():
     labels = pointwise([("q0", "x", "accuracy", 1), ("q9", "x", "accuracy", 1), ("q7", "y", "accuracy", 2)])
     with pytest.raises(LabelsError, match=r"2 id\(s\) that are not rows of this run: 'q9', 'q7'.*check --limit"):
-        judge_labels(split(), labels, ReferenceJudge(), HANDBOOK, cache=None)
+        judge_labels(split(), labels, Judge((ReferenceJudge(),), HANDBOOK))
 
 
 class FirstPositionJudge:
@@ -178,7 +179,7 @@ class FirstPositionJudge:
 def test_pairwise_labels_are_judged_in_both_orders():
     labels = Labels(kind="pairwise", rows=[PairwiseLabel(id="q0", answer_a="long answer", answer_b="short", preferred="A"),
                                            PairwiseLabel(id="q1", answer_a="x", answer_b="y", preferred="tie")])
-    report = judge_labels(split(), labels, FirstPositionJudge(), HANDBOOK, cache=None)
+    report = judge_labels(split(), labels, Judge((FirstPositionJudge(),), HANDBOOK))
     # A judge that always picks the first position names A, then B (swapped): its combined preference is a tie.
     assert [d.judge for d in report.details] == ["tie", "tie"] and report.judge_calls == 4
     assert report.pairwise.order_disagreement.count == 2 and report.pairwise.judge.agreement.count == 1
@@ -214,8 +215,8 @@ def test_preflight_checks_the_labels_against_the_rubric_after_the_command_line(t
     config = parse_evaluation({"labels": str(path)})
     wrong = r"labels: .*line 1: the labels score 'helpfulness', which rubric 'handbook-score-first'"
     with pytest.raises(ConfigError, match=wrong):
-        check_labels(config)
-    check_labels(apply_overrides(config, rubric="helpfulness"))  # --rubric helpfulness fits them
+        check_labels_fit_rubric(config)
+    check_labels_fit_rubric(apply_overrides(config, rubric="helpfulness"))  # --rubric helpfulness fits them
 
 
 def _evaluations():

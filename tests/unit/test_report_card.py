@@ -12,6 +12,8 @@ from llm_engineering.evaluation.judging.transport import JudgeReply
 from llm_engineering.evaluation.report.text import judge_check_rows
 from llm_engineering.evaluation.judging.rubric import load_rubric
 from llm_engineering.evaluation.report.summary import build_summary
+from llm_engineering.evaluation.judging.judge import Judge
+from llm_engineering.evaluation.config import JudgeCheckConfig
 
 HANDBOOK = load_rubric("handbook")
 
@@ -79,8 +81,9 @@ class ExactJudge:
 
 def test_every_tier_is_scored_and_reported_with_its_own_verdict():
     judge = ExactJudge()
-    check = run_judge_check(split(), judge, HANDBOOK, None, rows=4, threshold=0.7,
-                            tiers=["same_topic", "truncated", "corrupted"], embedder=KeywordEmbedder())
+    check = run_judge_check(split(), Judge((judge,), HANDBOOK),
+                            JudgeCheckConfig(rows=4, threshold=0.7, tiers=["same_topic", "truncated", "corrupted"]),
+                            embedder=KeywordEmbedder())
     assert check.tier == "mismatch" and [t.tier for t in check.tiers] == ["same_topic", "truncated", "corrupted"]
     assert all(t.pairs == 4 and t.reference_higher.count == 4 for t in [check, *check.tiers])
     same_topic = check.tiers[0]
@@ -94,7 +97,8 @@ def test_every_tier_is_scored_and_reported_with_its_own_verdict():
 
 
 def test_without_an_embedder_the_same_topic_tier_is_left_out():
-    check = run_judge_check(split(), ExactJudge(), HANDBOOK, None, rows=4, threshold=0.7, tiers=["same_topic", "truncated"])
+    check = run_judge_check(split(), Judge((ExactJudge(),), HANDBOOK),
+                            JudgeCheckConfig(rows=4, threshold=0.7, tiers=["same_topic", "truncated"]))
     assert [t.tier for t in check.tiers] == ["truncated"]
 
 

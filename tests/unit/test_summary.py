@@ -10,6 +10,7 @@ from llm_engineering.evaluation.report.html import render_html
 from llm_engineering.evaluation.report.text import table_header, table_rows
 from llm_engineering.evaluation.judging.rubric import load_rubric
 from llm_engineering.evaluation.report.summary import build_summary, model_scores
+from llm_engineering.evaluation.judging.judge import Judge
 
 CASES = json.loads((Path(__file__).parent / "cases" / "aggregation.json").read_text())
 
@@ -156,10 +157,10 @@ def test_the_judges_seconds_per_verdict_are_its_wall_time_over_new_calls_and_unk
                               col.ANSWER: ["x", "y", "z"]})
     handbook = load_rubric("handbook")
     cache = JudgeCache(tmp_path / "cache")
-    score_answers(rows.select([0]), [KeyedJudge(lambda prompt: verdict(2))], handbook, cache)  # row a: cached next
+    score_answers(rows.select([0]), Judge((KeyedJudge(lambda prompt: verdict(2)),), handbook, cache))  # row a: cached next
     clock = iter([100.0, 106.0])  # the judge's call starts at 100 s and ends at 106 s
     monkeypatch.setattr(judge_transport.time, "perf_counter", lambda: next(clock))
-    scored = score_answers(rows, [KeyedJudge(lambda prompt: verdict(3))], handbook, cache)
+    scored = score_answers(rows, Judge((KeyedJudge(lambda prompt: verdict(3)),), handbook, cache))
     assert scored[col.JUDGE_CACHED] == [True, False, False]
     assert scored[col.JUDGE_SECONDS] == [0.0, 3.0, 3.0]  # the 6 s are the two new verdicts'; a cached one costs none
     usage = model_scores(scored, rubric=handbook).judge_usage

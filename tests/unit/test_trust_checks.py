@@ -19,6 +19,8 @@ from llm_engineering.evaluation.judging.pairwise import (
 from llm_engineering.evaluation.rates import derangement, rate, sample_rows, wilson_interval
 from llm_engineering.evaluation.trust.judge_check import JudgeCheckPair, run_judge_check, judge_check_from_pairs
 from llm_engineering.evaluation.judging.rubric import first_score_schema, load_rubric
+from llm_engineering.evaluation.judging.judge import Judge
+from llm_engineering.evaluation.config import JudgeCheckConfig
 
 HANDBOOK = load_rubric("handbook")
 
@@ -132,13 +134,15 @@ def matching_judge():
 def test_check_judge_pairs_each_reference_with_another_rows_and_uses_the_cache(tmp_path):
     cache = JudgeCache(tmp_path / "cache")
     judge = matching_judge()
-    check = run_judge_check(split(30), judge, HANDBOOK, cache, rows=10, threshold=0.7, seed=1)
+    check = run_judge_check(split(30), Judge((judge,), HANDBOOK, cache),
+                            JudgeCheckConfig(rows=10, threshold=0.7, seed=1, tiers=["mismatch"]))
     assert check.pairs == 10 and len(judge.asked) == 20
     assert all(p.id != p.mismatched_id for p in check.details)
     assert {p.mismatched_id for p in check.details} == {p.id for p in check.details}  # a derangement of the sample
     assert check.reference_higher.rate == 1.0 and not check.no_signal
     again = matching_judge()
-    rerun = run_judge_check(split(30), again, HANDBOOK, cache, rows=10, threshold=0.7, seed=1)
+    rerun = run_judge_check(split(30), Judge((again,), HANDBOOK, cache),
+                            JudgeCheckConfig(rows=10, threshold=0.7, seed=1, tiers=["mismatch"]))
     assert rerun.judge_seconds_per_verdict is None and check.judge_seconds_per_verdict is not None  # no new calls
     assert rerun == check.model_copy(update={"judge_seconds_per_verdict": None})
     assert again.asked == []  # every verdict came from the cache
@@ -152,27 +156,32 @@ def test_a_score_first_rubrics_check_asks_for_the_first_score_alone_and_reads_it
         return json.dumps({"accuracy": {"score": 3 if f"Answer: Topic {topic} is explained" in prompt else 1}})
 
     judge = KeyedJudge(reply)
-    check = run_judge_check(split(12), judge, score_first, None, rows=6, threshold=0.7, seed=2)
+    check = run_judge_check(split(12), Judge((judge,), score_first),
+                            JudgeCheckConfig(rows=6, threshold=0.7, seed=2, tiers=["mismatch"]))
     assert [s.name for s in judge.schemas] == ["first_score"]
     assert judge.schemas[0].schema == first_score_schema(score_first)
     assert check.reference_higher.count == 6 and check.failed.count == 0
     # Asked for whole verdicts (to compare), the same judge gets no reply schema and is read the same way.
     whole_judge = matching_judge()
-    whole = run_judge_check(split(12), whole_judge, score_first, None, rows=6, threshold=0.7, seed=2, whole_verdicts=True)
+    whole = run_judge_check(split(12), Judge((whole_judge,), score_first),
+                            JudgeCheckConfig(rows=6, threshold=0.7, seed=2, tiers=["mismatch"]), whole_verdicts=True)
     assert whole_judge.schemas == [None] and whole.reference_higher.count == 6
     # The handbook (analysis first) keeps asking for whole verdicts: its score depends on the analysis.
     handbook_judge = matching_judge()
-    run_judge_check(split(12), handbook_judge, HANDBOOK, None, rows=6, threshold=0.7, seed=2)
+    run_judge_check(split(12), Judge((handbook_judge,), HANDBOOK),
+                    JudgeCheckConfig(rows=6, threshold=0.7, seed=2, tiers=["mismatch"]))
     assert handbook_judge.schemas == [None]
 
 
 def test_check_judge_flags_a_judge_that_scores_everything_alike():
-    check = run_judge_check(split(6), KeyedJudge(lambda prompt: verdict(2)), HANDBOOK, None, rows=20, threshold=0.7)
+    check = run_judge_check(split(6), Judge((KeyedJudge(lambda prompt: verdict(2)),), HANDBOOK),
+                            JudgeCheckConfig(rows=20, threshold=0.7, tiers=["mismatch"]))
     assert check.pairs == 6 and check.ties.rate == 1.0 and check.no_signal
 
 
 def test_check_judge_counts_unparseable_verdicts_as_failed():
-    check = run_judge_check(split(4), KeyedJudge(lambda prompt: "not json"), HANDBOOK, None, rows=4, threshold=0.7)
+    check = run_judge_check(split(4), Judge((KeyedJudge(lambda prompt: "not json"),), HANDBOOK),
+                            JudgeCheckConfig(rows=4, threshold=0.7, tiers=["mismatch"]))
     assert check.failed.count == 4 and check.reference_higher.count == 0
     assert all(p.error and "invalid JSON" in p.error for p in check.details)
 
@@ -227,14 +236,14 @@ def test_compare_answers_swaps_positions_and_cancels_position_bias(tmp_path):
         return pairwise_reply("A" if len(first) > len(second) else "B")
 
     judge = KeyedJudge(prefers_longer)
-    result = compare_answers(long_a, short_b, judge, HANDBOOK, JudgeCache(tmp_path / "c"))
+    result = compare_answers(long_a, short_b, Judge((judge,), HANDBOOK, JudgeCache(tmp_path / "c")))
     assert len(judge.asked) == 6 and judge.schemas[0].name == "pairwise_verdict"
     assert "Answer A: a long and complete answer" in judge.asked[0]
     assert "Answer A: short" in judge.asked[1]  # the same pair, positions swapped
     assert (result.model_a, result.model_b, result.win_rate) == ("a", "b", 1.0)
     assert result.order_disagreement.count == 0
 
-    always_first = compare_answers(long_a, short_b, KeyedJudge(lambda p: pairwise_reply("A")), HANDBOOK, None)
+    always_first = compare_answers(long_a, short_b, Judge((KeyedJudge(lambda p: pairwise_reply("A")),), HANDBOOK))
     assert always_first.win_rate == 0.5 and always_first.ties.count == 3
     assert always_first.order_disagreement.rate == 1.0 and always_first.position_a_preferred.rate == 1.0
 
@@ -242,7 +251,7 @@ def test_compare_answers_swaps_positions_and_cancels_position_bias(tmp_path):
 def test_compare_answers_only_pairs_shared_instructions_and_keeps_failures():
     a = answers("a", ["x", "y", "z"])
     b = answers("b", ["x", "y"])
-    result = compare_answers(a, b, KeyedJudge(lambda p: "{}"), HANDBOOK, None)
+    result = compare_answers(a, b, Judge((KeyedJudge(lambda p: "{}"),), HANDBOOK))
     assert result.pairs == 2 and result.failed.count == 2 and result.win_rate is None
     assert "invalid verdict" in result.details[0].error
 

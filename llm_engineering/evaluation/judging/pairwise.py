@@ -17,8 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judging.agreement import length_controlled_win_rate, longer_answer_wins
-from llm_engineering.evaluation.judging.cache import JudgeCache
-from llm_engineering.evaluation.judging.transport import JudgeBackend, JudgeReply, ReplySchema, ask_judge, reply_json_schema
+from llm_engineering.evaluation.judging.judge import Judge
+from llm_engineering.evaluation.judging.transport import JudgeReply, ReplySchema, ask_judge, reply_json_schema
 from llm_engineering.evaluation.rates import Rate, bootstrap_ci, rate
 from llm_engineering.evaluation.judging.rubric import Rubric
 
@@ -86,17 +86,16 @@ def pairwise_messages(
 
 
 def ask_both_orders(
-    judge: JudgeBackend, rubric: Rubric, pairs: list[tuple[str, str, str, Optional[str]]], cache: Optional[JudgeCache],
-    max_analysis_chars: int,
+    judge: Judge, pairs: list[tuple[str, str, str, Optional[str]]],
 ) -> tuple[list[tuple[Optional[Winner], Optional[str]]], list[JudgeReply]]:
-    """Each `(instruction, answer_a, answer_b, reference)` asked in both orders (a in position A, then in B): per
-    pair two `(winner, problem)` readings, in that order, and the replies."""
+    """Each `(instruction, answer_a, answer_b, reference)` asked of the judge's first backend in both orders (a in
+    position A, then in B): per pair two `(winner, problem)` readings, in that order, and the replies."""
     conversations = []
     for instruction, answer_a, answer_b, reference in pairs:
-        conversations += [pairwise_messages(rubric, instruction, answer_a, answer_b, reference),
-                          pairwise_messages(rubric, instruction, answer_b, answer_a, reference)]
-    replies = ask_judge(judge, conversations, cache, lambda text: parse_pairwise(text)[0] is not None,
-                        pairwise_schema(max_analysis_chars))
+        conversations += [pairwise_messages(judge.rubric, instruction, answer_a, answer_b, reference),
+                          pairwise_messages(judge.rubric, instruction, answer_b, answer_a, reference)]
+    replies = ask_judge(judge.backend, conversations, judge.cache, lambda text: parse_pairwise(text)[0] is not None,
+                        pairwise_schema(judge.max_analysis_chars))
     return [parse_pairwise(r.text) if r.text is not None else (None, r.error) for r in replies], replies
 
 
@@ -203,50 +202,32 @@ def tally(model_a: str, model_b: str, judge_id: str, rows: list[PairwiseRow]) ->
     )
 
 
-def compare_answers(
-    a: Dataset,
-    b: Dataset,
-    judge: JudgeBackend,
-    rubric: Rubric,
-    cache: Optional[JudgeCache],
-    max_analysis_chars: int = 300,
-) -> PairwiseComparison:
-    """Judge `a`'s answers against `b`'s on `rubric`'s criteria for every instruction id both have, in
+def compare_answers(a: Dataset, b: Dataset, judge: Judge) -> PairwiseComparison:
+    """Judge `a`'s answers against `b`'s on the rubric's criteria for every instruction id both have, in
     both orders. With the scoring's expected scores of the first criterion on both, ties are also
     reported broken by them."""
-    criterion = rubric.names[0]
+    criterion = judge.rubric.names[0]
     answers_b = {row[col.ID]: row[col.ANSWER] for row in b.select_columns([col.ID, col.ANSWER]).to_list()}
     shown = [col.ID, col.INSTRUCTION, col.ANSWER] + ([col.REFERENCE] if col.REFERENCE in a.column_names else [])
     rows_a = [row for row in a.select_columns(shown).to_list() if row[col.ID] in answers_b]
     if len(rows_a) < len(a) or len(rows_a) < len(answers_b):
         logger.warning("Pairwise: %d of %d / %d instructions are answered by both models",
                        len(rows_a), len(a), len(answers_b))
-    conversations: list[list[dict[str, Any]]] = []
-    for row in rows_a:
-        answer_a, answer_b = row[col.ANSWER], answers_b[row[col.ID]]
-        reference = row.get(col.REFERENCE)
-        conversations += [pairwise_messages(rubric, row[col.INSTRUCTION], answer_a, answer_b, reference),
-                          pairwise_messages(rubric, row[col.INSTRUCTION], answer_b, answer_a, reference)]
-    schema = pairwise_schema(max_analysis_chars)
     expected_a, expected_b = (
         dict(zip(d[col.ID], d[col.expected(criterion)])) if col.expected(criterion) in d.column_names else {}
         for d in (a, b)
     )
-    replies = ask_judge(judge, conversations, cache, lambda text: parse_pairwise(text)[0] is not None, schema)
-
-    def winner(index: int) -> tuple[Optional[Winner], Optional[str]]:
-        reply = replies[index]
-        return parse_pairwise(reply.text) if reply.text is not None else (None, reply.error)
-
+    winners, _ = ask_both_orders(judge, [(row[col.INSTRUCTION], row[col.ANSWER], answers_b[row[col.ID]],
+                                          row.get(col.REFERENCE)) for row in rows_a])
     rows = []
     for k, row in enumerate(rows_a):
-        (in_order, error_1), (swapped, error_2) = winner(2 * k), winner(2 * k + 1)
+        (in_order, error_1), (swapped, error_2) = winners[2 * k], winners[2 * k + 1]
         points = points_for_first_model(in_order, swapped) if in_order and swapped else None
         rows.append(PairwiseRow(id=str(row[col.ID]), in_order=in_order, swapped=swapped, points=points,
                                 error=error_1 or error_2, length_a=len(row[col.ANSWER] or ""),
                                 length_b=len(answers_b[row[col.ID]] or ""), expected_a=expected_a.get(row[col.ID]),
                                 expected_b=expected_b.get(row[col.ID])))
-    comparison = tally(a[0][col.MODEL_ID], b[0][col.MODEL_ID], judge.judge_id, rows)
+    comparison = tally(a[0][col.MODEL_ID], b[0][col.MODEL_ID], judge.backend.judge_id, rows)
     logger.info("Pairwise %s vs %s: win rate %s %s, orders disagree %s", comparison.model_a, comparison.model_b,
                 comparison.win_rate, comparison.win_rate_ci, comparison.order_disagreement.describe())
     return comparison

@@ -17,8 +17,8 @@ from datasets import Dataset, List, Value
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judging.agreement import jury_aggregate
-from llm_engineering.evaluation.judging.cache import JudgeCache
-from llm_engineering.evaluation.judging.transport import JudgeBackend, JudgeReply, ask_judge
+from llm_engineering.evaluation.judging.judge import Judge
+from llm_engineering.evaluation.judging.transport import JudgeReply, ask_judge
 from llm_engineering.evaluation.judging.rubric import ParsedVerdict, Rubric, judge_messages, parse_verdict, verdict_checker
 from llm_engineering.evaluation.judging.score_probs import ScoreDistribution, score_distribution
 
@@ -131,23 +131,17 @@ def _valid_rows(dataset: Dataset, rubric: Rubric) -> set[int]:
     return {i for i, (error, *scores) in enumerate(values) if error is None and None not in scores}
 
 
-def score_answers(
-    dataset: Dataset,
-    judges: list[JudgeBackend],
-    rubric: Rubric,
-    cache: Optional[JudgeCache] = None,
-    only_failed: bool = False,
-    aggregate: Literal["mean", "majority"] = "mean",
-) -> Dataset:
-    """Add the verdict columns of `rubric` to every answer; errors stay on their rows.
+def score_answers(dataset: Dataset, judge: Judge, only_failed: bool = False) -> Dataset:
+    """Add the verdict columns of the judge's rubric to every answer; errors stay on their rows.
 
-    Several `judges` are a jury: each is asked on its own and the rows hold the `aggregate`.
+    A jury's judges are each asked on their own, and the rows hold the jury's `aggregate`.
     With `only_failed`, rows of a previous scoring that hold a valid verdict are kept as they
     are and only the others are judged. With a cache, a reply already given for the same
     prompt, judge and sampling parameters is reused, and each new valid reply is stored at
     once, so an interrupted run resumes where it stopped.
     """
-    columns = judge_columns(rubric, jury=len(judges) > 1)
+    judges, rubric = judge.backends, judge.rubric
+    columns = judge_columns(rubric, jury=judge.is_jury)
     keep = _valid_rows(dataset, rubric) if only_failed else set()
     previous = dataset.to_list() if keep else []
     # A row that was never generated has nothing to judge: it stays a row error, not a score of 1.
@@ -161,8 +155,8 @@ def score_answers(
         judge_messages(rubric, dataset[i][col.INSTRUCTION], dataset[i][col.ANSWER], references[i]) for i in todo
     ]
     is_valid = verdict_checker(rubric)
-    readings = [dict(zip(todo, (read_reply(rubric, r) for r in ask_judge(judge, conversations, cache, is_valid))))
-                for judge in judges]
+    readings = [dict(zip(todo, (read_reply(rubric, r) for r in ask_judge(backend, conversations, judge.cache, is_valid))))
+                for backend in judges]
     unanswered = JudgeReply(None, "not judged: the prompt is longer than engine.max_model_len, so no answer was generated")
     judge_ids = [j.judge_id for j in judges]
     if len(set(judge_ids)) < len(judge_ids):  # one model twice (other sampling): number them
@@ -174,7 +168,7 @@ def score_answers(
         per_judge = [read_reply(rubric, unanswered) if i in not_generated else r[i] for r in readings]
         if len(judges) == 1:
             return _single_row(rubric, judge_ids[0], per_judge[0])
-        return _jury_row(rubric, judge_ids, per_judge, aggregate)
+        return _jury_row(rubric, judge_ids, per_judge, judge.aggregate)
 
     rows = [row(i) for i in range(len(dataset))]
     failures = sum(r[col.JUDGE_ERROR] is not None for r in rows)

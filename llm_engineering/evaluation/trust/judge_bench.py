@@ -20,11 +20,9 @@ from pydantic import BaseModel, Field
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.trust.human_pairs import HumanPair
-from llm_engineering.evaluation.judging.cache import JudgeCache
-from llm_engineering.evaluation.judging.transport import JudgeBackend
+from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.pairwise import ask_both_orders
 from llm_engineering.evaluation.rates import Rate, rate
-from llm_engineering.evaluation.judging.rubric import Rubric
 from llm_engineering.evaluation.judging.scoring import score_answers
 
 WAYS = ("pairwise", "pointwise_expected", "pointwise_integer")
@@ -122,35 +120,31 @@ def baseline_decisions(pair: HumanPair) -> dict[str, list[int]]:
     return {"longer": [_compare(len(pair.output_1), len(pair.output_2))], "first_shown": [1, 2]}
 
 
-def _pairwise(pairs: list[HumanPair], judge: JudgeBackend, rubric: Rubric, cache: Optional[JudgeCache],
-              max_analysis_chars: int) -> tuple[list[list[int]], list[list[str]], int]:
-    parsed, replies = ask_both_orders(judge, rubric, [(p.instruction, p.output_1, p.output_2, p.reference)
-                                                      for p in pairs], cache, max_analysis_chars)
+def _pairwise(pairs: list[HumanPair], judge: Judge) -> tuple[list[list[int]], list[list[str]], int]:
+    parsed, replies = ask_both_orders(judge, [(p.instruction, p.output_1, p.output_2, p.reference) for p in pairs])
     decisions = [[_winner_to_output(parsed[2 * i][0], 1), _winner_to_output(parsed[2 * i + 1][0], 2)]
                  for i in range(len(pairs))]
     problems = [[f"pairwise: {e}" for _, e in parsed[2 * i: 2 * i + 2] if e] for i in range(len(pairs))]
     return decisions, problems, sum(r.cached for r in replies)
 
 
-def _pointwise(pairs: list[HumanPair], judges: list[JudgeBackend], rubric: Rubric,
-               cache: Optional[JudgeCache]) -> tuple[list[dict], int]:
+def _pointwise(pairs: list[HumanPair], judge: Judge) -> tuple[list[dict], int]:
     answers = [(p, output) for p in pairs for output in (p.output_1, p.output_2)]
     data = {col.ID: [f"{p.id}/{k % 2 + 1}" for k, (p, _) in enumerate(answers)],
             col.INSTRUCTION: [p.instruction for p, _ in answers], col.ANSWER: [a for _, a in answers],
             col.MODEL_ID: ["labelled pairs"] * len(answers)}
     if any(p.reference for p in pairs):
         data[col.REFERENCE] = [p.reference or "" for p, _ in answers]
-    rows = score_answers(Dataset.from_dict(data), judges, rubric, cache).to_list()
+    rows = score_answers(Dataset.from_dict(data), judge).to_list()
     return rows, sum(bool(r[col.JUDGE_CACHED]) for r in rows)
 
 
-def bench_judge(pairs: list[HumanPair], judges: list[JudgeBackend], rubric: Rubric, cache: Optional[JudgeCache],
-                pairs_file: str, max_analysis_chars: int = 300) -> JudgeBenchReport:
-    """Every pair judged both ways (pointwise by the whole panel, pairwise by its first judge), with the figures of
-    each way and baseline. Through `ask_judge`: a repeated run asks only what `cache` lacks."""
-    first = rubric.criteria[0].name
-    pairwise, pairwise_problems, pairwise_cached = _pairwise(pairs, judges[0], rubric, cache, max_analysis_chars)
-    rows, pointwise_cached = _pointwise(pairs, judges, rubric, cache)
+def bench_judge(pairs: list[HumanPair], judge: Judge, pairs_file: str) -> JudgeBenchReport:
+    """Every pair judged both ways (pointwise by the whole jury, pairwise by its first judge), with the figures of
+    each way and baseline. Through `ask_judge`: a repeated run asks only what the judge's cache lacks."""
+    first = judge.rubric.criteria[0].name
+    pairwise, pairwise_problems, pairwise_cached = _pairwise(pairs, judge)
+    rows, pointwise_cached = _pointwise(pairs, judge)
     details = []
     for i, p in enumerate(pairs):
         one, two = rows[2 * i], rows[2 * i + 1]
@@ -165,9 +159,9 @@ def bench_judge(pairs: list[HumanPair], judges: list[JudgeBackend], rubric: Rubr
         ))
     ordered = {"pairwise", "first_shown"}
     return JudgeBenchReport(
-        pairs_file=pairs_file, judge=rows[0][col.JUDGE_MODEL] if rows else judges[0].judge_id, rubric=rubric.name,
+        pairs_file=pairs_file, judge=rows[0][col.JUDGE_MODEL] if rows else judge.backend.judge_id, rubric=judge.rubric.name,
         pairs=len(pairs), tie_labels=sum(p.label == 0 for p in pairs),
         ways={way: way_figures(details, way, way in ordered) for way in (*WAYS, *BASELINES)},
-        judge_calls=2 * len(pairs) + len(rows) * len(judges), cached=pairwise_cached + pointwise_cached,
+        judge_calls=2 * len(pairs) + len(rows) * len(judge.backends), cached=pairwise_cached + pointwise_cached,
         details=details,
     )

@@ -13,7 +13,7 @@ are reported. The calls go through the scoring cache and retries.
 from __future__ import annotations
 
 import logging
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 import numpy as np
 
@@ -22,9 +22,10 @@ from pydantic import BaseModel, Field
 
 from llm_engineering.evaluation.trust import tiers as check_tiers
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.judging.cache import JudgeCache
-from llm_engineering.evaluation.judging.transport import JudgeBackend, ReplySchema, ask_judge
-from llm_engineering.evaluation.judging.rubric import Rubric, first_score_schema, judge_messages, verdict_checker
+from llm_engineering.evaluation.config import JudgeCheckConfig
+from llm_engineering.evaluation.judging.judge import Judge
+from llm_engineering.evaluation.judging.transport import ReplySchema, ask_judge
+from llm_engineering.evaluation.judging.rubric import first_score_schema, judge_messages, verdict_checker
 from llm_engineering.evaluation.judging.scoring import read_reply
 from llm_engineering.evaluation.rates import Rate, mean, rate, sample_rows
 from llm_engineering.evaluation.trust.similarity import SimilarityCheck
@@ -191,18 +192,10 @@ def _worse_answers(
 
 
 def run_judge_check(
-    dataset: Dataset,
-    judge: JudgeBackend,
-    rubric: Rubric,
-    cache: Optional[JudgeCache],
-    rows: int,
-    threshold: float,
-    seed: int = 0,
-    tiers: Sequence[str] = ("mismatch",),
-    embedder: Any = None,
-    whole_verdicts: bool = False,
+    dataset: Dataset, judge: Judge, config: JudgeCheckConfig, embedder: Any = None, whole_verdicts: bool = False,
 ) -> JudgeCheck:
-    """Score `rows` sampled references and, per tier, their worse answers with `judge`; see the module doc.
+    """Score `config.rows` sampled references and, per tier, their worse answers with the judge's first backend;
+    see the module doc.
 
     The figures are the mismatch tier's, with the other tiers under `tiers`. `same_topic` needs an
     `embedder` (sentence embeddings of the references). `whole_verdicts`: ask a score-first rubric's judge
@@ -210,8 +203,9 @@ def run_judge_check(
     """
     if col.REFERENCE not in dataset.column_names:
         raise ValueError(f"the judge check needs a {col.REFERENCE!r} column; the rows have {dataset.column_names}")
-    sample = sample_rows(len(dataset), rows, seed)
-    tiers = ["mismatch", *[tier for tier in tiers if tier != "mismatch"]]  # the mismatch tier decides the flag
+    rubric, seed = judge.rubric, config.seed
+    sample = sample_rows(len(dataset), config.rows, seed)
+    tiers = ["mismatch", *[tier for tier in config.tiers if tier != "mismatch"]]  # the mismatch tier decides the flag
     instructions, references, ids = dataset[col.INSTRUCTION], dataset[col.REFERENCE], dataset[col.ID]
     embeddings = embedder.encode(references) if "same_topic" in tiers and embedder is not None else None
     worse = {tier: _worse_answers(tier, sample, references, seed, embeddings) for tier in tiers
@@ -225,7 +219,7 @@ def run_judge_check(
     # (the same score, see `first_score_schema`), which spares it the analyses, most of a verdict's tokens.
     first_only = rubric.score_first and not whole_verdicts
     reply_schema = ReplySchema("first_score", first_score_schema(rubric)) if first_only else None
-    replies = ask_judge(judge, conversations, cache, verdict_checker(rubric, first_only), reply_schema)
+    replies = ask_judge(judge.backend, conversations, judge.cache, verdict_checker(rubric, first_only), reply_schema)
     readings = [read_reply(rubric, reply, first_only) for reply in replies]
     criterion = rubric.names[0]
 
@@ -246,7 +240,7 @@ def run_judge_check(
                                         reference_accuracy=ref, mismatched_accuracy=mis, reference_expected=ref_expected,
                                         mismatched_expected=mis_expected, error=ref_error or mis_error))
         offset += len(answers)
-        checks[tier] = judge_check_from_pairs(judge.judge_id, pairs, threshold, criterion, problem, tier)
+        checks[tier] = judge_check_from_pairs(judge.backend.judge_id, pairs, config.threshold, criterion, problem, tier)
     check = checks.pop("mismatch")
     fresh = [r for r in replies if not r.cached]
     check = check.model_copy(update={

@@ -9,17 +9,16 @@ repeated run asks nothing. The report itself is `label_agreement`'s.
 from __future__ import annotations
 
 import logging
-from typing import Optional
+
+from dataclasses import replace
 
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.judging.cache import JudgeCache
-from llm_engineering.evaluation.judging.transport import JudgeBackend
+from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.trust.label_agreement import LabelAgreement, check_labels_fit, pairwise_report, pointwise_report
 from llm_engineering.evaluation.trust.labels import Labels, LabelsError
 from llm_engineering.evaluation.judging.pairwise import ask_both_orders
-from llm_engineering.evaluation.judging.rubric import Rubric
 from llm_engineering.evaluation.judging.scoring import score_answers
 
 logger = logging.getLogger(__name__)
@@ -39,8 +38,7 @@ def _row_of_each_label(rows: Dataset, labels: Labels) -> list[int]:
     return [position[r.id] for r in labels.rows]
 
 
-def _pointwise(rows: Dataset, labels: Labels, at: list[int], judge: JudgeBackend, rubric: Rubric,
-               cache: Optional[JudgeCache]) -> LabelAgreement:
+def _pointwise(rows: Dataset, labels: Labels, at: list[int], judge: Judge) -> LabelAgreement:
     # One verdict scores every criterion: each labelled answer is judged once, however many criteria it has.
     answers = list(dict.fromkeys((at[i], r.answer) for i, r in enumerate(labels.rows)))
     ids, instructions = rows[col.ID], rows[col.INSTRUCTION]
@@ -49,12 +47,13 @@ def _pointwise(rows: Dataset, labels: Labels, at: list[int], judge: JudgeBackend
     if col.REFERENCE in rows.column_names:
         references = rows[col.REFERENCE]
         data[col.REFERENCE] = [references[k] for k, _ in answers]
-    scored = score_answers(Dataset.from_dict(data), [judge], rubric, cache).to_list()
+    # The first judge only: labels measure one judge (a jury's members each have their own agreement).
+    scored = score_answers(Dataset.from_dict(data), replace(judge, backends=(judge.backend,))).to_list()
     verdict = {key: row for key, row in zip(answers, scored)}
     picked = [verdict[(at[i], r.answer)] for i, r in enumerate(labels.rows)]
     problems = [v[col.EXPECTED_PROBLEM] for v in picked if v[col.EXPECTED_PROBLEM]]
     report = pointwise_report(
-        labels, rubric, judge.judge_id, [v[col.score(r.criterion)] for v, r in zip(picked, labels.rows)],
+        labels, judge.rubric, judge.backend.judge_id, [v[col.score(r.criterion)] for v, r in zip(picked, labels.rows)],
         [v[col.expected(r.criterion)] for v, r in zip(picked, labels.rows)], [v[col.JUDGE_ERROR] for v in picked],
         expected_problem=problems[0] if problems else None)
     fresh = [v for v in scored if not v[col.JUDGE_CACHED]]
@@ -62,30 +61,29 @@ def _pointwise(rows: Dataset, labels: Labels, at: list[int], judge: JudgeBackend
     return report.model_copy(update={"judge_calls": len(scored), "judge_tokens": tokens})
 
 
-def _pairwise(rows: Dataset, labels: Labels, at: list[int], judge: JudgeBackend, rubric: Rubric,
-              cache: Optional[JudgeCache], max_analysis_chars: int) -> LabelAgreement:
+def _pairwise(rows: Dataset, labels: Labels, at: list[int], judge: Judge) -> LabelAgreement:
     references = rows[col.REFERENCE] if col.REFERENCE in rows.column_names else [None] * len(rows)
     instructions = rows[col.INSTRUCTION]
-    winners, replies = ask_both_orders(judge, rubric, [(instructions[k], r.answer_a, r.answer_b, references[k])
-                                                       for k, r in zip(at, labels.rows)], cache, max_analysis_chars)
-    report = pairwise_report(labels, rubric, judge.judge_id, [w for w, _ in winners[0::2]], [w for w, _ in winners[1::2]],
+    winners, replies = ask_both_orders(judge, [(instructions[k], r.answer_a, r.answer_b, references[k])
+                                               for k, r in zip(at, labels.rows)])
+    report = pairwise_report(labels, judge.rubric, judge.backend.judge_id, [w for w, _ in winners[0::2]],
+                             [w for w, _ in winners[1::2]],
                              [a[1] or b[1] for a, b in zip(winners[0::2], winners[1::2])])
     tokens = sum(r.prompt_tokens + r.completion_tokens for r in replies if not r.cached)
     return report.model_copy(update={"judge_calls": len(replies), "judge_tokens": tokens})
 
 
-def judge_labels(rows: Dataset, labels: Labels, judge: JudgeBackend, rubric: Rubric, cache: Optional[JudgeCache],
-                 max_analysis_chars: int = 300) -> LabelAgreement:
+def judge_labels(rows: Dataset, labels: Labels, judge: Judge) -> LabelAgreement:
     """The judge's verdicts on exactly the labelled answers, beside the labels and the baselines.
 
     `rows` are the run's rows (any model's answers: they carry each id's instruction and reference).
     """
-    check_labels_fit(labels, rubric)
+    check_labels_fit(labels, judge.rubric)
     at = _row_of_each_label(rows, labels)
     if labels.kind == "pointwise":
-        report = _pointwise(rows, labels, at, judge, rubric, cache)
+        report = _pointwise(rows, labels, at, judge)
     else:
-        report = _pairwise(rows, labels, at, judge, rubric, cache, max_analysis_chars)
+        report = _pairwise(rows, labels, at, judge)
     for c in report.criteria:
         logger.info("Labels, %s: %s", c.criterion, c.verdict)
     if report.pairwise:

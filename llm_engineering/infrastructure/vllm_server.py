@@ -1,4 +1,5 @@
-"""Start an OpenAI-compatible `vllm serve` on 127.0.0.1 for tests and benchmarks (a real judge endpoint)."""
+"""An OpenAI-compatible `vllm serve` on 127.0.0.1, started for a block and ended with it: a served judge for
+benchmarks and tests (`judge.backend: openai` with its `base_url`), never left running."""
 
 from __future__ import annotations
 
