@@ -1,0 +1,3 @@
+from llm_engineering.stored_types import install as _resolve_moved_artifact_types
+
+_resolve_moved_artifact_types()

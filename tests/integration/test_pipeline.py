@@ -8,57 +8,16 @@ import json
 from pathlib import Path
 
 import pytest
-from datasets import load_dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.infrastructure.vllm_engine import VLLMEngine
 from llm_engineering.run_config import EvaluationConfig
-from llm_engineering.infrastructure.zenml_runs import finished_outputs, generations_of, step_output
+from llm_engineering.infrastructure.zenml_runs import generations_of, step_output
 from steps.engine_pool import ENGINE_POOL
-from llm_engineering.evaluation.judging.rubric import load_rubric
 from tests.support.cli_output import json_report
-from llm_engineering.evaluation.judging.judge import Judge
-from llm_engineering.evaluation.config import JudgeCheckConfig
+from tests.support.small_run import FIRST_RUN_PUBLISHED, ROWS, SMALL, small_config, step_status
 
 pytestmark = pytest.mark.slow
-
-ROWS = 3
-SMALL = {
-    "dataset": {"limit": ROWS},
-    "sampling": {"max_tokens": 48},
-    "judge": {"model": "smollm2-135m", "max_tokens": 256, "max_analysis_chars": 160},
-}
-
-
-def _config(**judge):
-    data = json.loads(json.dumps(SMALL))
-    data["judge"].update(judge)
-    return EvaluationConfig.model_validate(data)
-
-
-def _status(run, step):
-    return str(run.steps[step].status.value).lower()
-
-
-
-# What first_run published in the local results repo, read right after it ran: later runs of the same
-# model (other tests, any order) publish to the same folder.
-FIRST_RUN_PUBLISHED = {}
-
-
-@pytest.fixture(scope="session")
-def first_run():
-    from zenml.client import Client
-
-    from pipelines.evaluating import evaluating
-
-    run = Client().get_pipeline_run(evaluating.with_options(enable_cache=False)(config=_config()).id)
-    for name, step in run.steps.items():
-        if name.startswith("publish_results"):
-            receipt = step.outputs[col.PUBLISH_RECEIPT][0].load()
-            FIRST_RUN_PUBLISHED[receipt.stage] = (load_dataset(receipt.local_path, split="test"),
-                                                  (Path(receipt.local_path) / "README.md").read_text())
-    return run
 
 
 def test_pipeline_generates_aligned_answers_and_judges_every_row(first_run):
@@ -116,9 +75,9 @@ def test_changing_only_the_judge_does_not_rerun_generation(first_run):
 
     from pipelines.evaluating import evaluating
 
-    run = Client().get_pipeline_run(evaluating(config=_config(max_analysis_chars=120)).id)
-    assert _status(run, "generate_answers") == "cached"
-    assert _status(run, "evaluate_answers") == "completed"
+    run = Client().get_pipeline_run(evaluating(config=small_config(max_analysis_chars=120)).id)
+    assert step_status(run, "generate_answers") == "cached"
+    assert step_status(run, "evaluate_answers") == "completed"
     cached = step_output(run, "generate_answers", col.GENERATIONS)
     assert cached[col.ANSWER] == step_output(first_run, "generate_answers", col.GENERATIONS)[col.ANSWER]
 
@@ -132,7 +91,7 @@ def test_a_prompt_longer_than_max_model_len_is_skipped_and_the_rest_answered(fir
     from llm_engineering.evaluation.models import resolve_model
     from llm_engineering.settings import get_settings
 
-    config = _config()
+    config = small_config()
     model = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR)
     split = data.with_prompts(data.validate_split(Dataset.from_dict({
         col.ID: ["short", "huge", "short-too"],
@@ -214,82 +173,6 @@ def test_first_run_checks_its_judge_and_reports_how_far_to_trust_it(first_run):
     assert any("Self-preference" in w for w in summary.warnings) and "Self-preference" in card
 
 
-def test_a_score_first_judge_check_asking_for_scores_alone_gets_the_scores_of_whole_verdicts():
-    """The check asks a score-first judge for its first score alone (`first_score_schema`): with the real
-    engine, each reference's score and expected score must be those of the whole verdict for the same prompt."""
-    from llm_engineering.evaluation.config import DatasetConfig, JudgeConfig
-    from llm_engineering.evaluation.engine_config import EngineConfig
-    from llm_engineering.evaluation.generation.dataset import read_test_split
-    from llm_engineering.evaluation.trust.judge_check import run_judge_check
-    from llm_engineering.evaluation.models import resolve_model
-    from llm_engineering.evaluation.judging.scoring import score_answers
-    from llm_engineering.infrastructure.judge_backends import build_judge
-    from llm_engineering.settings import get_settings
-
-    score_first = load_rubric("handbook-score-first")
-    judge_config = JudgeConfig.model_validate({**SMALL["judge"], "rubric": "handbook-score-first", "cache": False})
-    split = read_test_split(DatasetConfig())
-    judge = build_judge(judge_config, EngineConfig(), get_settings(), ENGINE_POOL)
-    llm = ENGINE_POOL.get(resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR).path, EngineConfig())
-    # Both asked on a cold prefix cache: KV blocks cached by earlier tests' prompts, computed in other batches,
-    # differ from fresh ones in the last bf16 bits, which can move an expected score.
-    llm.reset_prefix_cache()
-    check = run_judge_check(split, Judge((judge,), score_first), JudgeCheckConfig(rows=6, threshold=0.7, tiers=["mismatch"]))
-    checked = split.filter(lambda row: row[col.ID] in {p.id for p in check.details})
-    rows = checked.add_column(col.ANSWER, checked[col.REFERENCE]).add_column(col.MODEL_ID, ["reference"] * len(checked))
-    llm.reset_prefix_cache()
-    whole = score_answers(rows, Judge((judge,), score_first))
-    by_id = {row[col.ID]: row for row in whole}
-    assert len(by_id) == 6 and all(row[col.JUDGE_ERROR] is None for row in whole)
-    for pair in check.details:
-        row = by_id[pair.id]
-        assert row[col.analysis("accuracy")]  # the whole verdict has its analysis; the check's reply had none
-        assert pair.reference_accuracy == row[col.score("accuracy")]
-        assert pair.reference_expected == pytest.approx(row[col.expected("accuracy")], abs=0.01)  # batch-dependent float noise
-
-
-def test_the_embedded_judge_returns_a_valid_verdict_for_nearly_every_row_of_the_embedded_split():
-    """Under the default rubric and judge settings, on every row of the shipped split (its reference
-    answers as the answers judged), at least 90% of the verdicts parse and validate."""
-    from llm_engineering.evaluation.config import DatasetConfig, JudgeConfig
-    from llm_engineering.evaluation.engine_config import EngineConfig
-    from llm_engineering.evaluation.generation.dataset import read_test_split
-    from llm_engineering.evaluation.judging.scoring import score_answers
-    from llm_engineering.infrastructure.judge_backends import open_judge
-    from llm_engineering.settings import get_settings
-
-    split = read_test_split(DatasetConfig())
-    rows = split.add_column(col.ANSWER, split[col.REFERENCE]).add_column(col.MODEL_ID, ["reference"] * len(split))
-    settings, config = get_settings(), JudgeConfig()
-    with open_judge([config], EngineConfig(), settings, ENGINE_POOL) as judge:
-        evaluations = score_answers(rows, judge)
-    valid = sum(error is None for error in evaluations[col.JUDGE_ERROR])
-    print(f"valid verdicts under the default rubric: {valid}/{len(rows)}")
-    assert len(rows) >= 40 and valid / len(rows) >= 0.9, [e for e in evaluations[col.JUDGE_ERROR] if e]
-
-
-def test_rescore_reuses_generations_without_inference(first_run):
-    from zenml.client import Client
-
-    from pipelines.evaluating import rescoring
-
-    generations, stats = generations_of(first_run)
-    # Judge cache off: the rows are judged again, not read back.
-    run = rescoring.with_options(enable_cache=False)(
-        config=_config(cache=False), answers_ids=[str(a.id) for a in generations], generation_stats=stats
-    )
-    run = Client().get_pipeline_run(run.id)
-    assert not [name for name in run.steps if name.startswith(("generate_answers", "load_test_split"))]
-    stored = generations[0].load()
-    rescored = step_output(run, "evaluate_answers", col.EVALUATIONS)
-    assert rescored[col.ID] == stored[col.ID]
-    assert rescored[col.ANSWER] == stored[col.ANSWER]
-    assert rescored[col.JUDGE_CACHED] == [False] * len(stored)
-    (scores,) = step_output(run, "summarize", col.EVALUATION_SUMMARY).models
-    assert scores.rows == len(stored)
-    assert scores.judge_usage.calls == len(stored) and scores.judge_usage.seconds_per_verdict > 0  # the judge's time
-
-
 def test_cli_runs_a_local_jsonl_with_output_column_and_limit(run_cli, tmp_path):
     rows = [{"instruction": f"In one sentence, what is {t}?", "output": f"{t} is a technique."}
             for t in ["RAG", "LoRA", "QLoRA", "DPO", "vLLM", "PagedAttention", "a KV cache",
@@ -316,80 +199,3 @@ def test_cli_runs_a_local_jsonl_with_output_column_and_limit(run_cli, tmp_path):
     assert "In one sentence, what is RAG?" in generations[0][col.PROMPT]
 
 
-def test_rescore_only_failed_through_the_pipeline_fills_exactly_the_failed_rows(first_run):
-    from zenml.client import Client
-
-    from pipelines.evaluating import rescoring
-    from tests.integration.openai_stub import OpenAIStub
-
-    generations, stats = generations_of(first_run)
-    rows = len(generations[0].load())
-    with OpenAIStub() as stub:
-        judge = {"backend": "openai", "model": "stub-judge", "base_url": stub.base_url,
-                 "max_attempts": 1, "max_concurrency": 1, "cache": False}
-        # No judge check here: its calls would blur the count of re-asked rows.
-        config = EvaluationConfig.model_validate({**SMALL, "judge": judge, "judge_check": {"rows": 0}})
-        stub.state.script, stub.state.default = ["ok"], "500"  # first row judged, the rest fail
-        run = rescoring.with_options(enable_cache=False)(
-            config=config, answers_ids=[str(a.id) for a in generations], generation_stats=stats)
-        partial_run = Client().get_pipeline_run(run.id)
-        partial = step_output(partial_run, "evaluate_answers", col.EVALUATIONS)
-        assert [e is None for e in partial[col.JUDGE_ERROR]] == [True] + [False] * (rows - 1)
-
-        stub.state.requests, stub.state.default = [], "ok"
-        evaluations = finished_outputs(partial_run, "evaluate_answers", col.EVALUATIONS)
-        run = rescoring.with_options(enable_cache=False)(
-            config=config, answers_ids=[str(a.id) for a in evaluations], generation_stats=stats, only_failed=True)
-        merged = step_output(Client().get_pipeline_run(run.id), "evaluate_answers", col.EVALUATIONS)
-    assert len(stub.state.requests) == rows - 1
-    assert merged[col.JUDGE_ERROR] == [None] * rows
-    assert merged[col.ID] == partial[col.ID]
-
-
-def test_failed_hub_push_loses_nothing_and_publish_only_pushes_later(first_run, hub, monkeypatch):
-    from zenml.client import Client
-
-    from llm_engineering.infrastructure.publishing import trust_info
-    from llm_engineering.infrastructure.zenml_runs import results_to_publish
-    from llm_engineering.settings import get_settings
-    from pipelines.evaluating import publishing, rescoring
-    from tests.integration.hub_stub import TOKEN, USER
-    from tests.integration.openai_stub import OpenAIStub
-
-    monkeypatch.setenv("HUGGINGFACE_ACCESS_TOKEN", TOKEN)
-    get_settings.cache_clear()
-    try:
-        config = EvaluationConfig.model_validate({**SMALL, "publish": {"target": "hub"}})
-        stored_ids = results_to_publish(first_run)  # what `publish` sends to the pipeline for this run
-        (results_id,) = stored_ids["results_ids"]
-        stored = Client().get_artifact_version(results_id).load()
-        hub.state.fail_status = 500
-        run = Client().get_pipeline_run(publishing.with_options(enable_cache=False)(config=config, **stored_ids).id)
-        receipt = step_output(run, "publish_results", col.PUBLISH_RECEIPT)
-        assert "HTTP 500" in receipt.hub_error and receipt.hub_url is None
-        assert load_dataset(receipt.local_path, split="test")[col.ID] == stored[col.ID]  # kept locally
-
-        hub.state.fail_status = None  # the Hub is back: publish again, re-running nothing else
-        run = Client().get_pipeline_run(publishing.with_options(enable_cache=False)(config=config, **stored_ids).id)
-        receipt = step_output(run, "publish_results", col.PUBLISH_RECEIPT)
-        repo = f"{USER}/SmolLM2-135M-Instruct-results"
-        assert receipt.hub_error is None and receipt.repo == repo
-        pushed = load_dataset(repo, split="test", token=TOKEN)
-        assert pushed[col.ID] == stored[col.ID] and pushed[col.score("accuracy")] == stored[col.score("accuracy")]
-        # The republished card keeps the source run's trust facts (every run here checks the similarity metric).
-        checks = Client().get_artifact_version(stored_ids["checks_id"]).load()
-        facts = trust_info(stored[0][col.MODEL_ID], checks)
-        card = (Path(receipt.local_path) / "README.md").read_text()
-        assert facts and all(f"- **{key}**: {value}" in card for key, value in facts.items())
-
-        # Scoring from the published repo, as on another machine: no artifact, no generation.
-        with OpenAIStub() as judge:
-            config = EvaluationConfig.model_validate({**SMALL, "judge": {
-                "backend": "openai", "model": "stub-judge", "base_url": judge.base_url, "cache": False}})
-            run = Client().get_pipeline_run(rescoring.with_options(enable_cache=False)(
-                config=config, generation_stats=[], hub_repos=[repo]).id)
-        rescored = step_output(run, "evaluate_answers", col.EVALUATIONS)
-        assert rescored[col.ID] == stored[col.ID] and rescored[col.ANSWER] == stored[col.ANSWER]
-        assert rescored[col.JUDGE_ERROR] == [None] * len(stored)
-    finally:
-        get_settings.cache_clear()

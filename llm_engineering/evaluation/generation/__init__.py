@@ -8,3 +8,15 @@
 
 This room knows nothing of judging, trust or reports.
 """
+
+from typing import Any
+
+
+def __getattr__(name: str) -> Any:
+    # Artifacts stored before this package existed name `llm_engineering.evaluation.generation.GenerationStats`
+    # (then a module; see llm_engineering/stored_types.py).
+    if name == "GenerationStats":
+        from llm_engineering.evaluation.generation.answers import GenerationStats
+
+        return GenerationStats
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,6 +11,7 @@ from llm_engineering.evaluation.report.rows import row_browser_html
 from llm_engineering.evaluation.report.comparison import RunComparison
 from llm_engineering.evaluation.report import comparison_text as compared
 from llm_engineering.evaluation.report.text import (
+    expected_lines,
     COMPARISON_HEADER,
     JUDGE_CHECK_HEADER,
     JURY_HEADER,
@@ -36,7 +37,6 @@ from llm_engineering.evaluation.report.trust_text import (
     SCORES_METHOD,
     SIMILARITY_METRIC,
     WIN_RATE_DEFINITION,
-    expected_lines,
     labels_title,
     note_text,
     similarity_check_finding,

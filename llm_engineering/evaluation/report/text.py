@@ -10,7 +10,6 @@ from llm_engineering.evaluation.report.trust_text import (
     LABEL_RATERS,
     PAIRWISE_METHOD,
     agreement_figures,
-    expected_lines,
     judge_check_figures,
     labels_title,
     note_text,
@@ -19,6 +18,17 @@ from llm_engineering.evaluation.report.trust_text import (
     preference_figures,
     similarity_check_finding,
 )
+
+
+def expected_lines(summary: EvaluationSummary) -> list[str]:
+    """Where scored rows have no expected score, how many and why, in words (never a silent fallback)."""
+    lines = []
+    for s in summary.models:
+        for c in s.criteria:
+            if c.expected_rows < s.scored:
+                lines.append(f"Expected {c.name} scores of {s.model_id}: {s.scored - c.expected_rows} of {s.scored} scored "
+                             f"rows have none ({c.expected_problem}); the expected mean is over the other {c.expected_rows}.")
+    return lines
 
 def table_header(summary: EvaluationSummary) -> list[str]:
     """One column per criterion (integer mean, and expected mean where the judge gave logprobs)."""

@@ -18,7 +18,6 @@ if TYPE_CHECKING:  # only read attributes of these: the cards need no judge code
     from llm_engineering.evaluation.trust.labels import PointwiseAgreement
     from llm_engineering.evaluation.judging.pairwise import PairwiseComparison
     from llm_engineering.evaluation.trust.similarity import SimilarityCheck
-    from llm_engineering.evaluation.report.summary import EvaluationSummary
 
 
 SCORES_METHOD = ("Means are over scored rows, with 95% bootstrap intervals; rows whose verdict failed are counted "
@@ -111,17 +110,6 @@ def pairwise_finding(comparison: PairwiseComparison) -> str:
     return (f"win rate {rate_with_ci(c.win_rate, c.win_rate_ci)}{tie_broken}; wins {c.wins.describe()}, ties "
             f"{c.ties.describe()}, losses {c.losses.describe()}, failed {c.failed.describe()}; "
             f"the two orders disagreed in {c.order_disagreement.describe()}{length}")
-
-
-def expected_lines(summary: EvaluationSummary) -> list[str]:
-    """Where scored rows have no expected score, how many and why, in words (never a silent fallback)."""
-    lines = []
-    for s in summary.models:
-        for c in s.criteria:
-            if c.expected_rows < s.scored:
-                lines.append(f"Expected {c.name} scores of {s.model_id}: {s.scored - c.expected_rows} of {s.scored} scored "
-                             f"rows have none ({c.expected_problem}); the expected mean is over the other {c.expected_rows}.")
-    return lines
 
 
 def self_preference_warnings(judge_models: list[str], generators: list[str], check: Optional[JudgeCheck]) -> list[str]:

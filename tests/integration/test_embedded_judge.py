@@ -1,0 +1,68 @@
+"""The embedded in-process judge on the real engine: a score-first check's scores alone are those of whole
+verdicts, and nearly every verdict on the embedded split is valid."""
+
+
+import pytest
+
+from llm_engineering.evaluation import columns as col
+from steps.engine_pool import ENGINE_POOL
+from llm_engineering.evaluation.judging.rubric import load_rubric
+from llm_engineering.evaluation.judging.judge import Judge
+from llm_engineering.evaluation.config import JudgeCheckConfig
+from tests.support.small_run import SMALL
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_score_first_judge_check_asking_for_scores_alone_gets_the_scores_of_whole_verdicts():
+    """The check asks a score-first judge for its first score alone (`first_score_schema`): with the real
+    engine, each reference's score and expected score must be those of the whole verdict for the same prompt."""
+    from llm_engineering.evaluation.config import DatasetConfig, JudgeConfig
+    from llm_engineering.evaluation.engine_config import EngineConfig
+    from llm_engineering.evaluation.generation.dataset import read_test_split
+    from llm_engineering.evaluation.trust.judge_check import run_judge_check
+    from llm_engineering.evaluation.models import resolve_model
+    from llm_engineering.evaluation.judging.scoring import score_answers
+    from llm_engineering.infrastructure.judge_backends import build_judge
+    from llm_engineering.settings import get_settings
+
+    score_first = load_rubric("handbook-score-first")
+    judge_config = JudgeConfig.model_validate({**SMALL["judge"], "rubric": "handbook-score-first", "cache": False})
+    split = read_test_split(DatasetConfig())
+    judge = build_judge(judge_config, EngineConfig(), get_settings(), ENGINE_POOL)
+    llm = ENGINE_POOL.get(resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR).path, EngineConfig())
+    # Both asked on a cold prefix cache: KV blocks cached by earlier tests' prompts, computed in other batches,
+    # differ from fresh ones in the last bf16 bits, which can move an expected score.
+    llm.reset_prefix_cache()
+    check = run_judge_check(split, Judge((judge,), score_first), JudgeCheckConfig(rows=6, threshold=0.7, tiers=["mismatch"]))
+    checked = split.filter(lambda row: row[col.ID] in {p.id for p in check.details})
+    rows = checked.add_column(col.ANSWER, checked[col.REFERENCE]).add_column(col.MODEL_ID, ["reference"] * len(checked))
+    llm.reset_prefix_cache()
+    whole = score_answers(rows, Judge((judge,), score_first))
+    by_id = {row[col.ID]: row for row in whole}
+    assert len(by_id) == 6 and all(row[col.JUDGE_ERROR] is None for row in whole)
+    for pair in check.details:
+        row = by_id[pair.id]
+        assert row[col.analysis("accuracy")]  # the whole verdict has its analysis; the check's reply had none
+        assert pair.reference_accuracy == row[col.score("accuracy")]
+        assert pair.reference_expected == pytest.approx(row[col.expected("accuracy")], abs=0.01)  # batch-dependent float noise
+
+
+def test_the_embedded_judge_returns_a_valid_verdict_for_nearly_every_row_of_the_embedded_split():
+    """Under the default rubric and judge settings, on every row of the shipped split (its reference
+    answers as the answers judged), at least 90% of the verdicts parse and validate."""
+    from llm_engineering.evaluation.config import DatasetConfig, JudgeConfig
+    from llm_engineering.evaluation.engine_config import EngineConfig
+    from llm_engineering.evaluation.generation.dataset import read_test_split
+    from llm_engineering.evaluation.judging.scoring import score_answers
+    from llm_engineering.infrastructure.judge_backends import open_judge
+    from llm_engineering.settings import get_settings
+
+    split = read_test_split(DatasetConfig())
+    rows = split.add_column(col.ANSWER, split[col.REFERENCE]).add_column(col.MODEL_ID, ["reference"] * len(split))
+    settings, config = get_settings(), JudgeConfig()
+    with open_judge([config], EngineConfig(), settings, ENGINE_POOL) as judge:
+        evaluations = score_answers(rows, judge)
+    valid = sum(error is None for error in evaluations[col.JUDGE_ERROR])
+    print(f"valid verdicts under the default rubric: {valid}/{len(rows)}")
+    assert len(rows) >= 40 and valid / len(rows) >= 0.9, [e for e in evaluations[col.JUDGE_ERROR] if e]

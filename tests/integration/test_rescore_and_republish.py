@@ -1,0 +1,115 @@
+"""Scoring again without inference (all rows, or only the failed ones), and publishing later what a failed push
+did not publish: through the real pipeline, on the session's first small run."""
+
+from pathlib import Path
+
+import pytest
+from datasets import load_dataset
+
+from llm_engineering.evaluation import columns as col
+from llm_engineering.run_config import EvaluationConfig
+from llm_engineering.infrastructure.zenml_runs import finished_outputs, generations_of, step_output
+from tests.support.small_run import SMALL, small_config
+
+pytestmark = pytest.mark.slow
+
+
+def test_rescore_reuses_generations_without_inference(first_run):
+    from zenml.client import Client
+
+    from pipelines.evaluating import rescoring
+
+    generations, stats = generations_of(first_run)
+    # Judge cache off: the rows are judged again, not read back.
+    run = rescoring.with_options(enable_cache=False)(
+        config=small_config(cache=False), answers_ids=[str(a.id) for a in generations], generation_stats=stats
+    )
+    run = Client().get_pipeline_run(run.id)
+    assert not [name for name in run.steps if name.startswith(("generate_answers", "load_test_split"))]
+    stored = generations[0].load()
+    rescored = step_output(run, "evaluate_answers", col.EVALUATIONS)
+    assert rescored[col.ID] == stored[col.ID]
+    assert rescored[col.ANSWER] == stored[col.ANSWER]
+    assert rescored[col.JUDGE_CACHED] == [False] * len(stored)
+    (scores,) = step_output(run, "summarize", col.EVALUATION_SUMMARY).models
+    assert scores.rows == len(stored)
+    assert scores.judge_usage.calls == len(stored) and scores.judge_usage.seconds_per_verdict > 0  # the judge's time
+
+
+def test_rescore_only_failed_through_the_pipeline_fills_exactly_the_failed_rows(first_run):
+    from zenml.client import Client
+
+    from pipelines.evaluating import rescoring
+    from tests.integration.openai_stub import OpenAIStub
+
+    generations, stats = generations_of(first_run)
+    rows = len(generations[0].load())
+    with OpenAIStub() as stub:
+        judge = {"backend": "openai", "model": "stub-judge", "base_url": stub.base_url,
+                 "max_attempts": 1, "max_concurrency": 1, "cache": False}
+        # No judge check here: its calls would blur the count of re-asked rows.
+        config = EvaluationConfig.model_validate({**SMALL, "judge": judge, "judge_check": {"rows": 0}})
+        stub.state.script, stub.state.default = ["ok"], "500"  # first row judged, the rest fail
+        run = rescoring.with_options(enable_cache=False)(
+            config=config, answers_ids=[str(a.id) for a in generations], generation_stats=stats)
+        partial_run = Client().get_pipeline_run(run.id)
+        partial = step_output(partial_run, "evaluate_answers", col.EVALUATIONS)
+        assert [e is None for e in partial[col.JUDGE_ERROR]] == [True] + [False] * (rows - 1)
+
+        stub.state.requests, stub.state.default = [], "ok"
+        evaluations = finished_outputs(partial_run, "evaluate_answers", col.EVALUATIONS)
+        run = rescoring.with_options(enable_cache=False)(
+            config=config, answers_ids=[str(a.id) for a in evaluations], generation_stats=stats, only_failed=True)
+        merged = step_output(Client().get_pipeline_run(run.id), "evaluate_answers", col.EVALUATIONS)
+    assert len(stub.state.requests) == rows - 1
+    assert merged[col.JUDGE_ERROR] == [None] * rows
+    assert merged[col.ID] == partial[col.ID]
+
+
+def test_failed_hub_push_loses_nothing_and_publish_only_pushes_later(first_run, hub, monkeypatch):
+    from zenml.client import Client
+
+    from llm_engineering.infrastructure.publishing import trust_info
+    from llm_engineering.infrastructure.zenml_runs import results_to_publish
+    from llm_engineering.settings import get_settings
+    from pipelines.evaluating import publishing, rescoring
+    from tests.integration.hub_stub import TOKEN, USER
+    from tests.integration.openai_stub import OpenAIStub
+
+    monkeypatch.setenv("HUGGINGFACE_ACCESS_TOKEN", TOKEN)
+    get_settings.cache_clear()
+    try:
+        config = EvaluationConfig.model_validate({**SMALL, "publish": {"target": "hub"}})
+        stored_ids = results_to_publish(first_run)  # what `publish` sends to the pipeline for this run
+        (results_id,) = stored_ids["results_ids"]
+        stored = Client().get_artifact_version(results_id).load()
+        hub.state.fail_status = 500
+        run = Client().get_pipeline_run(publishing.with_options(enable_cache=False)(config=config, **stored_ids).id)
+        receipt = step_output(run, "publish_results", col.PUBLISH_RECEIPT)
+        assert "HTTP 500" in receipt.hub_error and receipt.hub_url is None
+        assert load_dataset(receipt.local_path, split="test")[col.ID] == stored[col.ID]  # kept locally
+
+        hub.state.fail_status = None  # the Hub is back: publish again, re-running nothing else
+        run = Client().get_pipeline_run(publishing.with_options(enable_cache=False)(config=config, **stored_ids).id)
+        receipt = step_output(run, "publish_results", col.PUBLISH_RECEIPT)
+        repo = f"{USER}/SmolLM2-135M-Instruct-results"
+        assert receipt.hub_error is None and receipt.repo == repo
+        pushed = load_dataset(repo, split="test", token=TOKEN)
+        assert pushed[col.ID] == stored[col.ID] and pushed[col.score("accuracy")] == stored[col.score("accuracy")]
+        # The republished card keeps the source run's trust facts (every run here checks the similarity metric).
+        checks = Client().get_artifact_version(stored_ids["checks_id"]).load()
+        facts = trust_info(stored[0][col.MODEL_ID], checks)
+        card = (Path(receipt.local_path) / "README.md").read_text()
+        assert facts and all(f"- **{key}**: {value}" in card for key, value in facts.items())
+
+        # Scoring from the published repo, as on another machine: no artifact, no generation.
+        with OpenAIStub() as judge:
+            config = EvaluationConfig.model_validate({**SMALL, "judge": {
+                "backend": "openai", "model": "stub-judge", "base_url": judge.base_url, "cache": False}})
+            run = Client().get_pipeline_run(rescoring.with_options(enable_cache=False)(
+                config=config, generation_stats=[], hub_repos=[repo]).id)
+        rescored = step_output(run, "evaluate_answers", col.EVALUATIONS)
+        assert rescored[col.ID] == stored[col.ID] and rescored[col.ANSWER] == stored[col.ANSWER]
+        assert rescored[col.JUDGE_ERROR] == [None] * len(stored)
+    finally:
+        get_settings.cache_clear()

@@ -1,0 +1,27 @@
+"""The small pipeline run the integration tests share: 3 rows, short answers, the embedded model judging itself."""
+
+import json
+
+from llm_engineering.run_config import EvaluationConfig
+
+ROWS = 3
+SMALL = {
+    "dataset": {"limit": ROWS},
+    "sampling": {"max_tokens": 48},
+    "judge": {"model": "smollm2-135m", "max_tokens": 256, "max_analysis_chars": 160},
+}
+
+
+def small_config(**judge):
+    data = json.loads(json.dumps(SMALL))
+    data["judge"].update(judge)
+    return EvaluationConfig.model_validate(data)
+
+
+def step_status(run, step):
+    return str(run.steps[step].status.value).lower()
+
+
+# What first_run published in the local results repo, read right after it ran: later runs of the same
+# model (other tests, any order) publish to the same folder.
+FIRST_RUN_PUBLISHED = {}
