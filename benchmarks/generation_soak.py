@@ -37,7 +37,7 @@ def generate(prompts: int, max_tokens: int, checkpoint_dir: Path) -> dict[str, A
     from llm_engineering.evaluation.engine_config import EngineConfig
     from llm_engineering.evaluation.generation.answers import answer_test_split
     from llm_engineering.evaluation.generation.checkpoint import AnswerCheckpoint
-    from llm_engineering.evaluation.generation.dataset import read_test_split
+    from llm_engineering.evaluation.generation.dataset import read_test_split, with_prompts
     from llm_engineering.evaluation.models import resolve_model
     from llm_engineering.infrastructure.cpu_tuning import resolved_dtype
     from llm_engineering.infrastructure.engines import open_engine
@@ -51,6 +51,7 @@ def generate(prompts: int, max_tokens: int, checkpoint_dir: Path) -> dict[str, A
         col.INSTRUCTION: [f"{row[col.INSTRUCTION]} (variant {i // len(base)})" for i, row in rows],
         col.REFERENCE: [row[col.REFERENCE] for _, row in rows],
     })
+    split = with_prompts(split, PromptConfig())
     sampling = SamplingConfig(max_tokens=max_tokens)
     engine = EngineConfig()
     model = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR)

