@@ -262,7 +262,7 @@ def kill_and_resume(n: int, concurrency: int, seed: int = 0) -> dict[str, Any]:
         stored = len(cache)
         cache.close()
         second = FaultLog(seed=seed + 1)
-        with FaultServer(second, port=int(server.base_url.rsplit(":", 1)[1].split("/")[0])) as server:
+        with FaultServer(second, port=server.server.server_address[1]) as server:
             figures = run_child(n, server.base_url, concurrency, cache_dir)
         answered_before = {prompt for prompt, fault in first.requests if fault is None}
         asked_again = {prompt for prompt, _ in second.requests}

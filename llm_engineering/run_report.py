@@ -1,7 +1,8 @@
 """A finished run reported: its summary (and the comparison with an earlier run) loaded from the store, the JSON
 and HTML reports written, the console's blocks of text and tables, and the CI gates checked.
 
-The command line prints what this returns; nothing here prints or exits.
+The command line decides what to print and when to exit: `print_blocks` is the only function here that writes
+(to stdout); nothing here exits.
 """
 
 from __future__ import annotations
