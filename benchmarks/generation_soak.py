@@ -68,7 +68,7 @@ def generate(prompts: int, max_tokens: int, checkpoint_dir: Path) -> dict[str, A
     return {"rows": len(answers), "resumed": stats.resumed, "generated": stats.generated,
             "seconds": round(time.perf_counter() - started, 1), "output_tokens_per_s": round(stats.tokens_per_second, 1),
             "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-            "checkpoint": str(checkpoint.path), "checkpoint_mib": round(checkpoint.path.stat().st_size / 2**20, 2)}
+            "checkpoint": checkpoint.path.name, "checkpoint_mib": round(checkpoint.path.stat().st_size / 2**20, 2)}
 
 
 def child() -> None:

@@ -46,7 +46,8 @@ def _score_publish_summarize(
                               after=evaluations)
     pairwise = None
     if config.pairwise.enabled and len(evaluations) > 1:
-        pairwise = compare_pairwise(evaluations, judge=config.panel[0], engine=config.engine, after=evaluations)
+        pairwise = compare_pairwise(evaluations, judge=config.panel[0], engine=config.engine,
+                                    method=config.pairwise.method, after=evaluations)
     samplings = samplings or [config.sampling] * len(evaluations)
     for rows, sampling in zip(evaluations, samplings):  # as the original: answers, then with verdicts and checks
         _publisher(config)(rows, publish=config.publish, dataset=config.dataset, sampling=sampling,

@@ -196,3 +196,6 @@ class PairwiseConfig(Strict):
     every pair in both orders."""
 
     enabled: bool = True
+    # preference: the better answer as one number before any analysis, its probabilities averaged over both orders
+    # (not decided by position); verdict: an analysis, then the winner (A, B or tie), per order (judging/pairwise.py).
+    method: Literal["preference", "verdict"] = "preference"

@@ -26,7 +26,7 @@ class VLLMJudge:
         c = self._config
         return {"backend": "vllm", "model": c.model, "temperature": c.temperature, "seed": c.seed,
                 "max_tokens": c.max_tokens, "schema": self._schema(reply_schema),
-                "logprobs": TOP_LOGPROBS if c.logprobs else None}
+                "logprobs": TOP_LOGPROBS if c.logprobs else None, "json": "compact"}
 
     def complete(
         self, conversations: list[list[dict[str, str]]], on_reply: OnReply, reply_schema: Optional[ReplySchema]
@@ -41,10 +41,8 @@ class VLLMJudge:
             max_tokens=self._config.max_tokens,
             seed=self._config.seed,
             logprobs=TOP_LOGPROBS if self._config.logprobs else None,
-            # Without disable_any_whitespace a small judge can loop on tabs until max_tokens.
-            structured_outputs=StructuredOutputsParams(
-                json=self._schema(reply_schema), disable_any_whitespace=True
-            ),
+            # Compact JSON (no whitespace between tokens) is the engine's setting (`engine_kwargs`).
+            structured_outputs=StructuredOutputsParams(json=self._schema(reply_schema)),
         )
         for index, output in enumerate(llm.chat(conversations, params, use_tqdm=True)):
             completion = output.outputs[0]

@@ -54,7 +54,9 @@ def vllm_server(
     # this module runs the same server.
     command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model_path,
                "--host", "127.0.0.1", "--port", str(port), "--served-model-name", served_name,
-               "--max-model-len", "2048"]
+               "--max-model-len", "2048",
+               # Compact JSON verdicts, as the in-process judge writes them (`vllm_engine.engine_kwargs`).
+               "--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}']
     if cpu:
         command += ["--dtype", "float32", "--enforce-eager"]
     base_url = f"http://127.0.0.1:{port}/v1"

@@ -22,7 +22,7 @@ from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Optional
 
-from tests.integration.openai_stub import PAIRWISE_VERDICT, VERDICT
+from tests.integration.openai_stub import VERDICT, reply_for
 
 from tests.support.loopback import LoopbackServer
 
@@ -97,8 +97,7 @@ def _logprobs(text: str) -> dict[str, Any]:
 
 
 def _completion(body: dict[str, Any]) -> dict[str, Any]:
-    pairwise = "Answer A:" in body["messages"][-1]["content"]
-    text = json.dumps(PAIRWISE_VERDICT if pairwise else VERDICT)
+    text = json.dumps(reply_for(body["messages"][-1]["content"], VERDICT))
     return {
         "id": "chatcmpl-stub",
         "object": "chat.completion",

@@ -22,6 +22,12 @@ VERDICT = {"accuracy": {"analysis": "Correct and complete.", "score": 3},
            "style": {"analysis": "Plain and clear.", "score": 2}}
 # For a pairwise prompt: always the answer shown first, a judge with pure position bias.
 PAIRWISE_VERDICT = {"analysis": "The first answer is better.", "winner": "A"}
+PREFERENCE = {"better": 1}  # the preference method's number: the same lean to the answer shown first
+
+
+def reply_for(prompt: str, verdict: dict[str, Any]) -> dict[str, Any]:
+    """What the stub answers: the pairwise verdict, the preference, or `verdict` for a scoring prompt."""
+    return PAIRWISE_VERDICT if "Answer A:" in prompt else PREFERENCE if "Answer 1:" in prompt else verdict
 
 
 class StubState:
@@ -88,7 +94,7 @@ def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
             self._send(200, {
                 "id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": body["model"],
                 "choices": [{"index": 0, "finish_reason": "stop", "message": {
-                    "role": "assistant", "content": json.dumps(PAIRWISE_VERDICT if "Answer A:" in prompt else verdict)}}],
+                    "role": "assistant", "content": json.dumps(reply_for(prompt, verdict))}}],
                 "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
             })
 

@@ -25,15 +25,18 @@ def test_the_real_judge_measures_agreement_on_human_pairs_and_a_rerun_asks_nothi
     assert result.exit_code == 0, result.output[-3000:]
     report = json.loads(Path(result.stdout.split("JSON report: ")[1].split("\n")[0]).read_text())
     assert report["pairs"] == 3 and report["judge"] == "vllm:smollm2-135m"
-    for way in ("pairwise", "pointwise_expected", "pointwise_integer", "longer", "first_shown"):
-        assert report["agreement"][way]["total"] == (6 if way in ("pairwise", "first_shown") else 3)
+    for way in ("pairwise", "preference", "preference_averaged", "pointwise_expected", "pointwise_integer", "longer",
+                "first_shown"):
+        assert report["agreement"][way]["total"] == (6 if way in ("pairwise", "preference", "first_shown") else 3)
     assert report["agreement"]["first_shown"]["rate"] == 0.5  # in both orders, the first shown is right once
     decisions = [d["decisions"]["pairwise"] for d in report["details"]]
     assert all(len(d) == 2 and set(d) <= {-1, 0, 1, 2} for d in decisions)  # a real verdict per order
-    assert report["judge_calls"] == 12 and "Judge benchmark" in result.stdout
+    # The real engine gives logprobs, so each pair's preference has probabilities in both orders.
+    assert all(None not in d["preference"] and 0.0 <= d["preference"][2] <= 1.0 for d in report["details"])
+    assert report["judge_calls"] == 18 and "Judge benchmark" in result.stdout  # 3 pairs: 2 + 2 + 2 verdicts each
     again = run_cli(*args)
     assert again.exit_code == 0
     rerun = json.loads(Path(again.stdout.split("JSON report: ")[1].split("\n")[0]).read_text())
-    failed = report["failed"]["pairwise"]["count"] + report["failed"]["pointwise_integer"]["count"]
+    failed = sum(report["failed"][way]["count"] for way in ("pairwise", "preference", "pointwise_integer"))
     assert rerun["cached"] >= rerun["judge_calls"] - 2 * failed  # every valid verdict came from the cache
     assert rerun["agreement"] == report["agreement"]

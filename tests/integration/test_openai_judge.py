@@ -117,9 +117,10 @@ def test_pairwise_and_judge_check_calls_go_through_the_same_retries_and_cache(st
     result = compare_answers(answers(2), other, Judge((judge(stub, max_concurrency=1),), HANDBOOK, cache))
     pairwise_requests = [r["body"] for r in stub.state.requests if r["action"] == "ok"]
     assert len(stub.state.requests) == 5 and len(pairwise_requests) == 4
-    assert pairwise_requests[0]["response_format"]["json_schema"]["name"] == "pairwise_verdict"
-    assert pairwise_requests[0]["response_format"]["json_schema"]["schema"]["properties"]["winner"]["enum"] == ["A", "B", "tie"]
-    # The stub always prefers position A: swapping positions turns that into ties, and says so.
+    assert pairwise_requests[0]["response_format"]["json_schema"]["name"] == "preference"
+    assert pairwise_requests[0]["response_format"]["json_schema"]["schema"]["properties"]["better"]["enum"] == [1, 2]
+    # The stub always prefers the answer shown first (and gives no logprobs, so its numbers decide): swapping
+    # positions turns that into ties, and says so.
     assert result.failed.count == 0 and result.ties.count == 2 and result.win_rate == 0.5
     assert result.order_disagreement.rate == 1.0 and result.position_a_preferred.rate == 1.0
 

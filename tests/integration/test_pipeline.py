@@ -41,6 +41,9 @@ def test_pipeline_generates_aligned_answers_and_judges_every_row(first_run):
         if row[col.JUDGE_ERROR] is None:
             assert row[col.score("accuracy")] in {1, 2, 3} and row[col.score("style")] in {1, 2, 3}
             assert row[col.analysis("accuracy")] is not None
+            # Compact JSON: whitespace between JSON tokens is off in the engine (a judge could write it until
+            # max_tokens); a JSON string holds no raw newline, so any newline would be such whitespace.
+            assert "\n" not in row[col.JUDGE_RAW] and not row[col.JUDGE_RAW].startswith("{ "), row[col.JUDGE_RAW]
         else:
             assert row[col.score("accuracy")] is None and row[col.JUDGE_RAW] is not None
 

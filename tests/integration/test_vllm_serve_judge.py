@@ -51,6 +51,7 @@ def test_vllm_serve_judge_stores_valid_verdicts(vllm_server):
     for row in evaluations:
         # The server constrains output to the schema, so every verdict must parse and validate.
         assert row[col.JUDGE_ERROR] is None, row[col.JUDGE_RAW]
+        assert "\n" not in row[col.JUDGE_RAW], row[col.JUDGE_RAW]  # compact JSON, as the server is started
         assert row[col.score("accuracy")] in {1, 2, 3} and row[col.score("style")] in {1, 2, 3}
         assert row[col.JUDGE_PROMPT_TOKENS] > 0 and row[col.JUDGE_COMPLETION_TOKENS] > 0
         # Expected scores from the server's logprobs + top_logprobs: a distribution over 1-3, not the integer.

@@ -39,6 +39,13 @@ class StandInJudge:
                 a = re.search(r"Answer A: (.*?)\n\nAnswer B:", text, re.S).group(1)
                 winner = "A" if self.first_shown or "RIGHT" in a else "B"
                 on_reply(index, JudgeReply(text=f'{{"analysis":"","winner":"{winner}"}}'))
+            elif reply_schema is not None and reply_schema.name == "preference":
+                one = re.search(r"Answer 1: (.*?)\n\nAnswer 2:", text, re.S).group(1)
+                better = "1" if self.first_shown or "RIGHT" in one else "2"
+                candidates = [(better, math.log(0.8)), (str(3 - int(better)), math.log(0.2))]
+                head = '{"better":'
+                on_reply(index, JudgeReply(text=f"{head}{better}}}", logprobs=[(head, None), (better, candidates),
+                                                                             ("}", None)]))
             else:
                 score = 5 if "RIGHT" in text.split("Answer:")[-1] else 1
                 head, tail = '{"helpfulness":{"score":', ',"analysis":"-"}}'
@@ -71,6 +78,10 @@ def test_a_judge_that_reads_the_answers_agrees_everywhere_and_without_position_b
     assert report.ways["longer"].agreement.count == 0
     assert (report.ways["first_shown"].agreement.count, report.ways["first_shown"].agreement.total) == (3, 6)
     assert report.tie_labels == 1 and report.details[0].expected == [pytest.approx(4.9), pytest.approx(1.2)]
+    preference, averaged = report.ways["preference"], report.ways["preference_averaged"]
+    assert (preference.agreement.count, preference.agreement.total, preference.first_shown.count) == (6, 6, 5)
+    assert (averaged.agreement.count, averaged.agreement.total) == (3, 3) and averaged.first_shown is None
+    assert report.details[1].preference == [pytest.approx(0.2), pytest.approx(0.2), pytest.approx(0.2)]
     figures = report.json_report()
     assert figures["agreement"]["pairwise"]["rate"] == 1.0 and figures["agreement"]["longer"]["total"] == 3
 
@@ -80,6 +91,10 @@ def test_a_judge_that_names_the_first_answer_is_at_chance_and_shown_as_biased():
     pairwise = report.ways["pairwise"]
     assert (pairwise.agreement.count, pairwise.agreement.total) == (3, 6)
     assert pairwise.both_orders_right.count == 0 and pairwise.first_shown.rate == 1.0
+    # The preference numbers lean the same way; their probabilities averaged over both orders cancel the lean out.
+    assert report.ways["preference"].first_shown.rate == 1.0
+    averaged = report.ways["preference_averaged"]
+    assert (averaged.agreement.count, averaged.ties.count, averaged.ties.total) == (0, 4, 4)
     assert "100%" in bench_rows(report)[0][3]
 
 
@@ -99,6 +114,14 @@ def test_a_second_run_asks_only_what_the_cache_lacks(tmp_path):
     first, judge = StandInJudge(), StandInJudge()
     bench_judge(_pairs()[:2], Judge((first,), RUBRIC, cache), "a")
     again = bench_judge(_pairs(), Judge((judge,), RUBRIC, cache), "a")
-    assert judge.asked == 8  # the two new pairs: 2 orders + 2 answers each; the first two pairs all cached
-    assert again.cached == 8 and again.ways["pairwise"].agreement.count == 6
+    assert judge.asked == 12  # the two new pairs: 2 orders of 2 prompts + 2 answers each; the first two all cached
+    assert again.cached == 12 and again.ways["pairwise"].agreement.count == 6
     cache.close()
+
+
+def test_a_preference_without_logprobs_or_number_is_a_named_failure():
+    from llm_engineering.evaluation.judging.pairwise import first_answer_preferred
+
+    assert first_answer_preferred(JudgeReply('{"better":1}')) == (None, "the judge backend returned no token logprobs")
+    assert first_answer_preferred(JudgeReply('{"winner":"A"}'))[1].startswith("no preference in the reply")
+    assert first_answer_preferred(JudgeReply(None, "HTTP 503: down")) == (None, "HTTP 503: down")

@@ -61,7 +61,7 @@ def test_bad_engine_settings_name_the_key_and_the_fix(tmp_path, engine, message)
 
 
 def test_cpu_replicas_get_cpu_bundles_and_their_own_threads(monkeypatch):
-    monkeypatch.setattr("llm_engineering.infrastructure.cpu_tuning.native_bf16_flags", lambda: [])  # an AVX2-only CPU
+    monkeypatch.setattr("llm_engineering.infrastructure.vllm_engine.native_bf16_flags", lambda: [])  # an AVX2-only CPU
     engine = EngineConfig(backend="ray", ray=RayConfig(replicas=2, cpus_per_replica=1, batch_size=4))
     config = processor_config("/models/m", engine, engine.ray)
     assert config["placement_group_config"] == {"bundle_per_worker": {"CPU": 1}}

@@ -48,3 +48,16 @@ def test_only_failed_rescoring_keeps_valid_rows_and_fills_the_others():
     assert merged[col.score("accuracy")] == [2, 3, 2, 3]
     assert merged[col.JUDGE_ERROR] == [None] * 4
     assert merged[col.analysis("accuracy")][0] == "ok"
+
+
+def test_first_score_only_asks_for_the_first_score_and_leaves_the_other_criteria_empty():
+    class SchemaJudge(ScriptedJudge):
+        def complete(self, conversations, on_reply, reply_schema):
+            self.schemas = [reply_schema.schema if reply_schema else None] * len(conversations)
+            super().complete(conversations, on_reply, reply_schema)
+
+    judge = SchemaJudge(['{"accuracy":{"score":3}}', '{"style":{"score":2}}'])
+    rows = score_answers(answers(2), Judge((judge,), load_rubric("handbook-score-first")), first_score_only=True).to_list()
+    assert judge.schemas[0]["required"] == ["accuracy"] and "analysis" not in str(judge.schemas[0])
+    assert (rows[0][col.score("accuracy")], rows[0][col.score("style")], rows[0][col.JUDGE_ERROR]) == (3, None, None)
+    assert rows[1][col.score("accuracy")] is None and "accuracy" in rows[1][col.JUDGE_ERROR]  # no first score: an error

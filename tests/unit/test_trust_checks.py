@@ -1,6 +1,7 @@
 """Trust checks: derangement, rates and intervals, the judge check, position-swap bookkeeping."""
 
 import json
+import math
 
 import pytest
 from datasets import Dataset
@@ -108,7 +109,8 @@ class KeyedJudge:
         self.schemas.append(reply_schema)
         for index, messages in enumerate(conversations):
             self.asked.append(messages[1]["content"])
-            on_reply(index, JudgeReply(text=self.reply_for(messages[1]["content"])))
+            reply = self.reply_for(messages[1]["content"])
+            on_reply(index, reply if isinstance(reply, JudgeReply) else JudgeReply(text=reply))
 
 
 def verdict(accuracy):
@@ -236,14 +238,15 @@ def test_compare_answers_swaps_positions_and_cancels_position_bias(tmp_path):
         return pairwise_reply("A" if len(first) > len(second) else "B")
 
     judge = KeyedJudge(prefers_longer)
-    result = compare_answers(long_a, short_b, Judge((judge,), HANDBOOK, JudgeCache(tmp_path / "c")))
+    result = compare_answers(long_a, short_b, Judge((judge,), HANDBOOK, JudgeCache(tmp_path / "c")), "verdict")
     assert len(judge.asked) == 6 and judge.schemas[0].name == "pairwise_verdict"
     assert "Answer A: a long and complete answer" in judge.asked[0]
     assert "Answer A: short" in judge.asked[1]  # the same pair, positions swapped
     assert (result.model_a, result.model_b, result.win_rate) == ("a", "b", 1.0)
     assert result.order_disagreement.count == 0
 
-    always_first = compare_answers(long_a, short_b, Judge((KeyedJudge(lambda p: pairwise_reply("A")),), HANDBOOK))
+    always_first = compare_answers(long_a, short_b, Judge((KeyedJudge(lambda p: pairwise_reply("A")),), HANDBOOK),
+                                   "verdict")
     assert always_first.win_rate == 0.5 and always_first.ties.count == 3
     assert always_first.order_disagreement.rate == 1.0 and always_first.position_a_preferred.rate == 1.0
 
@@ -251,9 +254,37 @@ def test_compare_answers_swaps_positions_and_cancels_position_bias(tmp_path):
 def test_compare_answers_only_pairs_shared_instructions_and_keeps_failures():
     a = answers("a", ["x", "y", "z"])
     b = answers("b", ["x", "y"])
-    result = compare_answers(a, b, Judge((KeyedJudge(lambda p: "{}"),), HANDBOOK))
+    result = compare_answers(a, b, Judge((KeyedJudge(lambda p: "{}"),), HANDBOOK), "verdict")
     assert result.pairs == 2 and result.failed.count == 2 and result.win_rate is None
     assert "invalid verdict" in result.details[0].error
+    preferred = compare_answers(a, b, Judge((KeyedJudge(lambda p: "{}"),), HANDBOOK))
+    assert preferred.failed.count == 2 and "no preference in the reply" in preferred.details[0].error
+
+
+def preference_reply(first, probability_first):
+    """A preference for the answer shown first ("1") or second, with the judge's probabilities of 1 and 2."""
+    head, number = '{"better":', "1" if probability_first >= 0.5 else "2"
+    candidates = [("1", math.log(probability_first)), ("2", math.log(1 - probability_first))]
+    return JudgeReply(text=f"{head}{number}}}", logprobs=[(head, None), (number, candidates), ("}", None)])
+
+
+def test_the_preference_method_averages_probabilities_over_both_orders_so_position_cancels_out():
+    long_a = answers("a", ["a long and complete answer"] * 3)
+    short_b = answers("b", ["short"] * 3)
+
+    def leans_first(prompt):  # always writes "1", but gives more to 1 when the longer answer is shown first
+        first = prompt.split("Answer 1: ")[1].split("\n")[0]
+        return preference_reply(first, 0.9 if first.startswith("a long") else 0.7)
+
+    judge = KeyedJudge(leans_first)
+    result = compare_answers(long_a, short_b, Judge((judge,), HANDBOOK))
+    assert judge.schemas[0].name == "preference" and "Answer 1: short" in judge.asked[1]
+    # Each order names the answer shown first; the probabilities averaged over both give the longer answer 0.6.
+    assert result.method == "preference" and result.position_a_preferred.rate == 1.0
+    assert result.win_rate == 1.0 and result.details[0].preference == pytest.approx(0.6)
+    # Without token logprobs the numbers written decide: "1" in both orders is a tie, as the verdict method says.
+    numbers_only = compare_answers(long_a, short_b, Judge((KeyedJudge(lambda p: '{"better":1}'),), HANDBOOK))
+    assert numbers_only.ties.count == 3 and numbers_only.failed.count == 0
 
 
 @pytest.mark.parametrize("raw, winner, problem", [

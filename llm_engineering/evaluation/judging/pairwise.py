@@ -1,15 +1,25 @@
 """Pairwise comparison of two models' answers, each pair judged twice with positions swapped.
 
 As MT-Bench and AlpacaEval compare models: the judge sees one instruction and two answers and
-names the better one. Judges favour a position, so every pair is asked in both orders and the
-two verdicts are averaged for the model (1 a win, 0.5 a tie, 0 a loss); how often the two
-orders disagree is reported as well. Calls go through the scoring backend, cache and retries.
+names the better one. Judges favour a position, so every pair is asked in both orders. Two methods:
+
+- `preference` (the default): the better answer as one number (1 or 2) before any analysis; the
+  probabilities the judge gave the two numbers are averaged over both orders, so a lean towards a
+  position cancels out, and the pair goes to the answer with more than half (a judge without token
+  logprobs: the numbers it wrote, a win in each position making a tie);
+- `verdict`: a short analysis, then the winner (A, B or tie); the two verdicts are averaged
+  (1 a win, 0.5 a tie, 0 a loss).
+
+On human-labelled pairs (`judge-bench`, docs/judge-trust.md) the verdict of a small judge is decided
+by position; the averaged preference is not. How often the two orders disagree is reported either
+way. Calls go through the scoring backend, cache and retries.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from typing import Any, Literal, Optional
 
 from datasets import Dataset
@@ -18,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judging.agreement import length_controlled_win_rate, longer_answer_wins
 from llm_engineering.evaluation.judging.judge import Judge
+from llm_engineering.evaluation.judging.score_probs import value_distribution
 from llm_engineering.evaluation.judging.transport import JudgeReply, ReplySchema, ask_judge, reply_json_schema
 from llm_engineering.evaluation.rates import Rate, bootstrap_ci, rate
 from llm_engineering.evaluation.judging.rubric import Rubric
@@ -99,6 +110,71 @@ def ask_both_orders(
     return [parse_pairwise(r.text) if r.text is not None else (None, r.error) for r in replies], replies
 
 
+PREFERENCE_PROMPT_TEMPLATE = """You are an expert judge. Compare two answers to the same instruction and decide which one is better.
+Judge on the rubric's criteria, in this order: {focus}.
+Do not let the order of the answers or their length decide.
+
+Instruction: {instruction}
+
+{reference}Answer 1: {answer_1}
+
+Answer 2: {answer_2}
+
+Reply with JSON only: {{"better": 1}} when Answer 1 is better, {{"better": 2}} when Answer 2 is better."""
+
+# The preference alone, before any analysis: one number, whose token probabilities are the verdict.
+PREFERENCE_SCHEMA = ReplySchema("preference", {
+    "type": "object", "properties": {"better": {"type": "integer", "enum": [1, 2]}}, "required": ["better"],
+    "additionalProperties": False,
+})
+
+
+def preference_messages(
+    rubric: Rubric, instruction: str, answer_1: str, answer_2: str, reference: Optional[str] = None
+) -> list[dict[str, str]]:
+    """Ask which answer is better as one number (1 or 2), on `rubric`'s criteria."""
+    focus = "; ".join(f"{c.name} ({c.description})" for c in rubric.criteria)
+    shown = f"Reference answer (known to be correct): {reference}\n\n" if rubric.reference_guided and reference else ""
+    prompt = PREFERENCE_PROMPT_TEMPLATE.format(instruction=instruction, answer_1=answer_1, answer_2=answer_2,
+                                               focus=focus, reference=shown)
+    system = PAIRWISE_SYSTEM_PROMPT.split(". ")[0].format(criteria=" and ".join(rubric.names)) + "."
+    return [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
+
+
+def first_answer_preferred(reply: JudgeReply) -> tuple[Optional[float], Optional[str]]:
+    """(the probability the judge gave "answer 1 is better" where it wrote its preference, None), or (None, why)."""
+    if reply.text is None:
+        return None, reply.error
+    found = re.search(r'(?<!\\)"better"\s*:\s*(\d)', reply.text)
+    if found is None:
+        return None, f"no preference in the reply ({reply.text[:80]!r})"
+    distribution = value_distribution(reply.text, reply.logprobs or [], found.start(1), found.group(1), "better", [1, 2])
+    if distribution.probabilities is None:
+        return None, distribution.problem if reply.logprobs else "the judge backend returned no token logprobs"
+    return distribution.probabilities[0], None
+
+
+def ask_preferences(
+    judge: Judge, pairs: list[tuple[str, str, str, Optional[str]]],
+) -> tuple[list[tuple[Optional[float], Optional[str]]], list[JudgeReply]]:
+    """Each `(instruction, answer_a, answer_b, reference)` asked as a preference of the judge's first backend (which
+    must give token logprobs) in both orders (a in position 1, then in 2): per pair two readings, in that order,
+    of the probability that the answer shown first is better (or None and why), and the replies."""
+    conversations = []
+    for instruction, answer_a, answer_b, reference in pairs:
+        conversations += [preference_messages(judge.rubric, instruction, answer_a, answer_b, reference),
+                          preference_messages(judge.rubric, instruction, answer_b, answer_a, reference)]
+    replies = ask_judge(judge.backend, conversations, judge.cache,
+                        lambda text: re.search(r'"better"\s*:\s*[12]', text) is not None, PREFERENCE_SCHEMA)
+    return [first_answer_preferred(reply) for reply in replies], replies
+
+
+def both_orders_preference(in_order: Optional[float], swapped: Optional[float]) -> Optional[float]:
+    """The probability that answer a is better, averaged over its two positions (`in_order`: a shown first), so that a
+    judge's lean towards a position cancels out; None where either order has no reading."""
+    return None if in_order is None or swapped is None else (in_order + 1.0 - swapped) / 2
+
+
 def points_for_first_model(in_order: Winner, swapped: Winner) -> float:
     """The first model's points from both orders: it sits in position A first, then in B."""
     return (_POINTS[in_order] + 1.0 - _POINTS[swapped]) / 2
@@ -111,6 +187,8 @@ def orders_disagree(in_order: Winner, swapped: Winner) -> bool:
 
 class PairwiseRow(BaseModel):
     id: str
+    preference: Optional[float] = Field(
+        None, description="preference method: the probability that model_a's answer is better, averaged over both orders")
     in_order: Optional[Winner] = Field(None, description="winner with model_a's answer in position A")
     swapped: Optional[Winner] = Field(None, description="winner with model_a's answer in position B")
     points: Optional[float] = Field(None, description="model_a's points: 1 win, 0.5 tie, 0 loss")
@@ -137,6 +215,7 @@ class PairwiseComparison(BaseModel):
     model_a: str
     model_b: str
     judge_model: str
+    method: str = Field("verdict", description="preference (numbers' probabilities over both orders) or verdict")
     pairs: int
     wins: Rate
     ties: Rate
@@ -202,10 +281,52 @@ def tally(model_a: str, model_b: str, judge_id: str, rows: list[PairwiseRow]) ->
     )
 
 
-def compare_answers(a: Dataset, b: Dataset, judge: Judge) -> PairwiseComparison:
+def _preference_winner(probability: float) -> Winner:
+    return "A" if probability > 0.5 else "B" if probability < 0.5 else "tie"
+
+
+def _sampled_preference(reply: JudgeReply) -> Optional[float]:
+    """Without token logprobs, the number the judge wrote, as a certainty (1: the answer shown first)."""
+    found = re.search(r'"better"\s*:\s*([12])', reply.text or "")
+    return None if found is None else 1.0 if found.group(1) == "1" else 0.0
+
+
+def _preference_rows(judge: Judge, pairs: list[tuple[str, str, str, Optional[str]]]) -> list[dict[str, Any]]:
+    """Per pair: each order's winner, model_a's points from the averaged preference, and the preference."""
+    readings, replies = ask_preferences(judge, pairs)
+    rows = []
+    for k in range(len(pairs)):
+        shown = []
+        for (probability, problem), reply in zip(readings[2 * k: 2 * k + 2], replies[2 * k: 2 * k + 2]):
+            if probability is None and not reply.logprobs and _sampled_preference(reply) is not None:
+                probability, problem = _sampled_preference(reply), None
+            shown.append((probability, problem))
+        (in_order, error_1), (swapped, error_2) = shown
+        averaged = both_orders_preference(in_order, swapped)
+        rows.append({
+            "in_order": None if in_order is None else _preference_winner(in_order),
+            "swapped": None if swapped is None else _preference_winner(swapped),
+            "points": None if averaged is None else _POINTS[_preference_winner(averaged)],
+            "preference": None if averaged is None else round(averaged, 6),
+            "error": (error_1 or error_2) if averaged is None else None,
+        })
+    return rows
+
+
+def _verdict_rows(judge: Judge, pairs: list[tuple[str, str, str, Optional[str]]]) -> list[dict[str, Any]]:
+    winners, _ = ask_both_orders(judge, pairs)
+    rows = []
+    for k in range(len(pairs)):
+        (in_order, error_1), (swapped, error_2) = winners[2 * k], winners[2 * k + 1]
+        rows.append({"in_order": in_order, "swapped": swapped, "error": error_1 or error_2,
+                     "points": points_for_first_model(in_order, swapped) if in_order and swapped else None})
+    return rows
+
+
+def compare_answers(a: Dataset, b: Dataset, judge: Judge, method: str = "preference") -> PairwiseComparison:
     """Judge `a`'s answers against `b`'s on the rubric's criteria for every instruction id both have, in
-    both orders. With the scoring's expected scores of the first criterion on both, ties are also
-    reported broken by them."""
+    both orders, by `method` (`preference` or `verdict`, see the module doc). With the scoring's expected
+    scores of the first criterion on both, ties are also reported broken by them."""
     criterion = judge.rubric.names[0]
     answers_b = {row[col.ID]: row[col.ANSWER] for row in b.select_columns([col.ID, col.ANSWER]).to_list()}
     shown = [col.ID, col.INSTRUCTION, col.ANSWER] + ([col.REFERENCE] if col.REFERENCE in a.column_names else [])
@@ -217,17 +338,13 @@ def compare_answers(a: Dataset, b: Dataset, judge: Judge) -> PairwiseComparison:
         dict(zip(d[col.ID], d[col.expected(criterion)])) if col.expected(criterion) in d.column_names else {}
         for d in (a, b)
     )
-    winners, _ = ask_both_orders(judge, [(row[col.INSTRUCTION], row[col.ANSWER], answers_b[row[col.ID]],
-                                          row.get(col.REFERENCE)) for row in rows_a])
-    rows = []
-    for k, row in enumerate(rows_a):
-        (in_order, error_1), (swapped, error_2) = winners[2 * k], winners[2 * k + 1]
-        points = points_for_first_model(in_order, swapped) if in_order and swapped else None
-        rows.append(PairwiseRow(id=str(row[col.ID]), in_order=in_order, swapped=swapped, points=points,
-                                error=error_1 or error_2, length_a=len(row[col.ANSWER] or ""),
-                                length_b=len(answers_b[row[col.ID]] or ""), expected_a=expected_a.get(row[col.ID]),
-                                expected_b=expected_b.get(row[col.ID])))
+    pairs = [(row[col.INSTRUCTION], row[col.ANSWER], answers_b[row[col.ID]], row.get(col.REFERENCE)) for row in rows_a]
+    judged = _preference_rows(judge, pairs) if method == "preference" else _verdict_rows(judge, pairs)
+    rows = [PairwiseRow(id=str(row[col.ID]), **outcome, length_a=len(row[col.ANSWER] or ""),
+                        length_b=len(answers_b[row[col.ID]] or ""), expected_a=expected_a.get(row[col.ID]),
+                        expected_b=expected_b.get(row[col.ID]))
+            for row, outcome in zip(rows_a, judged)]
     comparison = tally(a[0][col.MODEL_ID], b[0][col.MODEL_ID], judge.backend.judge_id, rows)
-    logger.info("Pairwise %s vs %s: win rate %s %s, orders disagree %s", comparison.model_a, comparison.model_b,
-                comparison.win_rate, comparison.win_rate_ci, comparison.order_disagreement.describe())
-    return comparison
+    logger.info("Pairwise %s vs %s (%s): win rate %s %s, orders disagree %s", comparison.model_a, comparison.model_b,
+                method, comparison.win_rate, comparison.win_rate_ci, comparison.order_disagreement.describe())
+    return comparison.model_copy(update={"method": method})

@@ -65,7 +65,14 @@ def score_distribution(
     found = _score_offset(text, criterion)
     if found is None or int(found[1]) != score:
         return _unavailable(f"the {criterion} score was not found in the reply text")
-    offset, digits = found
+    return value_distribution(text, tokens, *found, criterion, values)
+
+
+def value_distribution(
+    text: str, tokens: Sequence[TokenChoices], offset: int, digits: str, criterion: str, values: Sequence[int]
+) -> ScoreDistribution:
+    """The judge's distribution over `values` at the number `digits` written at char `offset` of `text` (a
+    criterion's score, or any other number a reply holds); `criterion` names it in the reasons."""
     position, index = 0, 0
     while index < len(tokens) and position + len(tokens[index][0]) <= offset:
         position += len(tokens[index][0])

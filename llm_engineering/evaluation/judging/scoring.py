@@ -18,8 +18,9 @@ from datasets import Dataset, List, Value
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judging.agreement import jury_aggregate
 from llm_engineering.evaluation.judging.judge import Judge
-from llm_engineering.evaluation.judging.transport import JudgeReply, ask_judge
-from llm_engineering.evaluation.judging.rubric import ParsedVerdict, Rubric, judge_messages, parse_verdict, verdict_checker
+from llm_engineering.evaluation.judging.transport import JudgeReply, ReplySchema, ask_judge
+from llm_engineering.evaluation.judging.rubric import (ParsedVerdict, Rubric, first_score_schema, judge_messages, parse_verdict,
+                                                       verdict_checker)
 from llm_engineering.evaluation.judging.score_probs import ScoreDistribution, score_distribution
 
 logger = logging.getLogger(__name__)
@@ -75,8 +76,9 @@ def _single_row(rubric: Rubric, judge_id: str, reading: Reading) -> dict[str, An
     row: dict[str, Any] = {col.JUDGE_MODEL: judge_id}
     for name in rubric.names:
         distribution = reading.distributions.get(name)
-        row[col.score(name)] = criteria[name].score if criteria else None
-        row[col.analysis(name)] = criteria[name].analysis if criteria else None
+        verdict = criteria.get(name) if criteria else None  # a first-score reply holds the first criterion only
+        row[col.score(name)] = verdict.score if verdict else None
+        row[col.analysis(name)] = verdict.analysis if verdict else None
         row[col.expected(name)] = distribution.expected if distribution else None
         row[col.probabilities(name)] = distribution.probabilities if distribution else None
     return row | {
@@ -98,11 +100,13 @@ def _jury_row(
     answered = [(judge, r) for judge, r in zip(judge_ids, readings) if r.verdict.criteria]
     row: dict[str, Any] = {col.JUDGE_MODEL: "jury: " + " + ".join(judge_ids)}
     for name in rubric.names:
-        scores = [r.verdict.criteria[name].score if r.verdict.criteria else None for r in readings]
+        scores = [r.verdict.criteria[name].score if r.verdict.criteria and name in r.verdict.criteria else None
+                  for r in readings]
         expected = [r.distributions[name].expected if name in r.distributions else None for r in readings]
         voted = jury_aggregate([[s] for s in scores], aggregate)[0]
         row[col.score(name)] = None if voted is None else math.floor(voted + 0.5)
-        row[col.analysis(name)] = "\n\n".join(f"[{j}] {r.verdict.criteria[name].analysis}" for j, r in answered) or None
+        row[col.analysis(name)] = "\n\n".join(f"[{j}] {r.verdict.criteria[name].analysis}" for j, r in answered
+                                              if name in r.verdict.criteria) or None
         row[col.expected(name)] = _mean([e for e, s in zip(expected, scores) if s is not None])
         probabilities = [r.distributions[name].probabilities for _, r in answered if name in r.distributions]
         row[col.probabilities(name)] = (
@@ -131,12 +135,14 @@ def _valid_rows(dataset: Dataset, rubric: Rubric) -> set[int]:
     return {i for i, (error, *scores) in enumerate(values) if error is None and None not in scores}
 
 
-def score_answers(dataset: Dataset, judge: Judge, only_failed: bool = False) -> Dataset:
+def score_answers(dataset: Dataset, judge: Judge, only_failed: bool = False, first_score_only: bool = False) -> Dataset:
     """Add the verdict columns of the judge's rubric to every answer; errors stay on their rows.
 
     A jury's judges are each asked on their own, and the rows hold the jury's `aggregate`.
     With `only_failed`, rows of a previous scoring that hold a valid verdict are kept as they
-    are and only the others are judged. With a cache, a reply already given for the same
+    are and only the others are judged. `first_score_only` (a score-first rubric): each judge is asked for the
+    first criterion's score alone (`first_score_schema`: the same score, without the analyses), and the other
+    criteria's columns stay empty. With a cache, a reply already given for the same
     prompt, judge and sampling parameters is reused, and each new valid reply is stored at
     once, so an interrupted run resumes where it stopped.
     """
@@ -154,8 +160,10 @@ def score_answers(dataset: Dataset, judge: Judge, only_failed: bool = False) -> 
     conversations = [
         judge_messages(rubric, dataset[i][col.INSTRUCTION], dataset[i][col.ANSWER], references[i]) for i in todo
     ]
-    is_valid = verdict_checker(rubric)
-    readings = [dict(zip(todo, (read_reply(rubric, r) for r in ask_judge(backend, conversations, judge.cache, is_valid))))
+    is_valid = verdict_checker(rubric, first_score_only)
+    schema = ReplySchema("first_score", first_score_schema(rubric)) if first_score_only else None
+    readings = [dict(zip(todo, (read_reply(rubric, r, first_score_only)
+                                for r in ask_judge(backend, conversations, judge.cache, is_valid, schema))))
                 for backend in judges]
     unanswered = JudgeReply(None, "not judged: the prompt is longer than engine.max_model_len, so no answer was generated")
     judge_ids = [j.judge_id for j in judges]

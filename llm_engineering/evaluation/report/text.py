@@ -8,7 +8,7 @@ from llm_engineering.evaluation.rates import fmt, rate_with_ci
 from llm_engineering.evaluation.report.summary import CriterionScores, EvaluationSummary
 from llm_engineering.evaluation.report.trust_text import (
     LABEL_RATERS,
-    PAIRWISE_METHOD,
+    PAIRWISE_METHODS,
     agreement_figures,
     judge_check_figures,
     labels_title,
@@ -191,7 +191,7 @@ def trust_lines(summary: EvaluationSummary) -> list[str]:
         c = summary.similarity_check
         lines.append(f"Similarity metric check ({c.embedding_model}): {similarity_check_finding(c)}")
     for p in summary.pairwise:
-        lines.append(f"Pairwise {pairwise_name(p)} ({PAIRWISE_METHOD}): {pairwise_finding(p)}")
+        lines.append(f"Pairwise {pairwise_name(p)} ({PAIRWISE_METHODS[p.method]}): {pairwise_finding(p)}")
     for s in summary.models:
         lengths = [f"{c.name} {fmt(c.length.spearman)}" for c in s.criteria if c.length and c.length.spearman is not None]
         if lengths:

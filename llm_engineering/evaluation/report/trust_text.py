@@ -33,6 +33,8 @@ REFERENCE_GUIDED_CHECK = ("the rubric is reference-guided, so in the judge check
 SIMILARITY_METRIC = "cosine similarity of answer and reference embeddings"
 
 PAIRWISE_METHOD = "each pair judged in both orders"
+PAIRWISE_METHODS = {"preference": "each pair's preference asked in both orders, its probabilities averaged",
+                    "verdict": "each pair judged in both orders"}
 
 WIN_RATE_DEFINITION = ("Win rate: model A's mean points over judged pairs (win 1, tie 0.5, loss 0; the two orders "
                        "averaged), with a 95% bootstrap interval.")

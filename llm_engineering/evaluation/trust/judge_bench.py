@@ -2,7 +2,12 @@
 
 - pairwise: the pipeline's pairwise prompt, asked in both orders (the first output shown first, then second);
 - pointwise: each answer scored alone with the rubric, the pair decided by the first criterion's expected scores
-  (`pointwise_expected`) and by its integer scores (`pointwise_integer`, where a tie is a third outcome);
+  (`pointwise_expected`) and by its integer scores (`pointwise_integer`, where a tie is a third outcome); a
+  score-first rubric's judge is asked for that score alone, as the judge check asks it (the same score, without
+  the analyses that are most of a verdict's tokens);
+- preference: the better answer asked as one number (1 or 2) before any analysis, in both orders: the number the
+  judge writes in each order (`preference`), and the probabilities it gave the two numbers averaged over both
+  orders (`preference_averaged`, one decision a pair), so that a lean towards a position cancels out;
 - baselines that need no judge: the longer answer (`longer`), the answer shown first (`first_shown`).
 
 Per way, over the pairs whose label is not a tie: agreement with the label with each order counted, as LLMBar
@@ -21,17 +26,19 @@ from pydantic import BaseModel, Field
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.trust.human_pairs import HumanPair
 from llm_engineering.evaluation.judging.judge import Judge
-from llm_engineering.evaluation.judging.pairwise import ask_both_orders
+from llm_engineering.evaluation.judging.pairwise import ask_both_orders, ask_preferences, both_orders_preference
 from llm_engineering.evaluation.rates import Rate, rate
 from llm_engineering.evaluation.judging.scoring import score_answers
 
-WAYS = ("pairwise", "pointwise_expected", "pointwise_integer")
+WAYS = ("pairwise", "preference", "preference_averaged", "pointwise_expected", "pointwise_integer")
 BASELINES = ("longer", "first_shown")
 FAILED = -1  # a decision the judge could not give; 0 is a tie, 1 or 2 the output chosen
 
 # What each way is, for tables and pages.
 WAY_NAMES = {
     "pairwise": "pairwise prompt, both orders",
+    "preference": "preference number first, both orders",
+    "preference_averaged": "preference probabilities, averaged over both orders",
     "pointwise_expected": "pointwise, expected scores",
     "pointwise_integer": "pointwise, integer scores (ties possible)",
     "longer": "baseline: the longer answer",
@@ -47,6 +54,8 @@ class PairDecisions(BaseModel):
     label: int
     decisions: dict[str, list[int]]
     expected: Optional[list[Optional[float]]] = Field(None, description="each output's expected score (pointwise)")
+    preference: Optional[list[Optional[float]]] = Field(
+        None, description="the probability that output 1 is better: with output 1 shown first, then second, then averaged")
     scores: Optional[list[Optional[int]]] = Field(None, description="each output's integer score (pointwise)")
     problems: list[str] = Field(default_factory=list, description="why a verdict failed")
 
@@ -135,8 +144,22 @@ def _pointwise(pairs: list[HumanPair], judge: Judge) -> tuple[list[dict], int]:
             col.MODEL_ID: ["labelled pairs"] * len(answers)}
     if any(p.reference for p in pairs):
         data[col.REFERENCE] = [p.reference or "" for p, _ in answers]
-    rows = score_answers(Dataset.from_dict(data), judge).to_list()
+    rows = score_answers(Dataset.from_dict(data), judge, first_score_only=judge.rubric.score_first).to_list()
     return rows, sum(bool(r[col.JUDGE_CACHED]) for r in rows)
+
+
+def _preference(pairs: list[HumanPair], judge: Judge) -> tuple[list[dict], list[list[str]], int]:
+    readings, replies = ask_preferences(judge, [(p.instruction, p.output_1, p.output_2, p.reference) for p in pairs])
+    out, problems = [], []
+    for i in range(len(pairs)):
+        (first, error_1), (second, error_2) = readings[2 * i], readings[2 * i + 1]
+        # Output 1 is shown first in the first order and second in the other, where `second` is output 2's share.
+        averaged = both_orders_preference(first, second)
+        out.append({"probabilities": [first, None if second is None else 1.0 - second, averaged],
+                    "preference": [_compare(first, 0.5), _compare(0.5, second)],
+                    "preference_averaged": [_compare(averaged, 0.5)]})
+        problems.append([f"preference: {e}" for e in (error_1, error_2) if e])
+    return out, problems, sum(r.cached for r in replies)
 
 
 def bench_judge(pairs: list[HumanPair], judge: Judge, pairs_file: str) -> JudgeBenchReport:
@@ -144,6 +167,7 @@ def bench_judge(pairs: list[HumanPair], judge: Judge, pairs_file: str) -> JudgeB
     each way and baseline. Through `ask_judge`: a repeated run asks only what the judge's cache lacks."""
     first = judge.rubric.criteria[0].name
     pairwise, pairwise_problems, pairwise_cached = _pairwise(pairs, judge)
+    preference, preference_problems, preference_cached = _preference(pairs, judge)
     rows, pointwise_cached = _pointwise(pairs, judge)
     details = []
     for i, p in enumerate(pairs):
@@ -151,17 +175,21 @@ def bench_judge(pairs: list[HumanPair], judge: Judge, pairs_file: str) -> JudgeB
         expected = [one[col.expected(first)], two[col.expected(first)]]
         scores = [one[col.score(first)], two[col.score(first)]]
         details.append(PairDecisions(
-            id=p.id, label=p.label, expected=expected, scores=scores,
-            decisions={"pairwise": pairwise[i], "pointwise_expected": [_compare(*expected)],
+            id=p.id, label=p.label, expected=expected, scores=scores, preference=preference[i]["probabilities"],
+            decisions={"pairwise": pairwise[i], "preference": preference[i]["preference"],
+                       "preference_averaged": preference[i]["preference_averaged"],
+                       "pointwise_expected": [_compare(*expected)],
                        "pointwise_integer": [_compare(*scores)], **baseline_decisions(p)},
-            problems=pairwise_problems[i] + [f"pointwise: {r[col.JUDGE_ERROR] or r[col.EXPECTED_PROBLEM]}"
-                                             for r in (one, two) if r[col.JUDGE_ERROR] or r[col.EXPECTED_PROBLEM]],
+            problems=pairwise_problems[i] + preference_problems[i]
+            + [f"pointwise: {r[col.JUDGE_ERROR] or r[col.EXPECTED_PROBLEM]}"
+               for r in (one, two) if r[col.JUDGE_ERROR] or r[col.EXPECTED_PROBLEM]],
         ))
-    ordered = {"pairwise", "first_shown"}
+    ordered = {"pairwise", "preference", "first_shown"}
     return JudgeBenchReport(
         pairs_file=pairs_file, judge=rows[0][col.JUDGE_MODEL] if rows else judge.backend.judge_id, rubric=judge.rubric.name,
         pairs=len(pairs), tie_labels=sum(p.label == 0 for p in pairs),
         ways={way: way_figures(details, way, way in ordered) for way in (*WAYS, *BASELINES)},
-        judge_calls=2 * len(pairs) + len(rows) * len(judge.backends), cached=pairwise_cached + pointwise_cached,
+        judge_calls=4 * len(pairs) + len(rows) * len(judge.backends),
+        cached=pairwise_cached + preference_cached + pointwise_cached,
         details=details,
     )
