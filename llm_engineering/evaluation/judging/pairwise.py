@@ -35,10 +35,8 @@ from llm_engineering.evaluation.judging.rubric import Rubric
 
 logger = logging.getLogger(__name__)
 
-PAIRWISE_SYSTEM_PROMPT = (
-    "You are a helpful assistant who compares two answers based on {criteria}. "
-    "Provide your response in JSON format with a short analysis and the better answer."
-)
+COMPARE_SYSTEM_PROMPT = "You are a helpful assistant who compares two answers based on {criteria}."
+PAIRWISE_SYSTEM_PROMPT = COMPARE_SYSTEM_PROMPT + " Provide your response in JSON format with a short analysis and the better answer."
 
 PAIRWISE_PROMPT_TEMPLATE = """You are an expert judge. Compare two answers to the same instruction and decide which one is better.
 Judge on the rubric's criteria, in this order: {focus}.
@@ -46,9 +44,9 @@ Do not let the order of the answers or their length decide.
 
 Instruction: {instruction}
 
-{reference}Answer A: {answer_a}
+{reference}Answer A: {first}
 
-Answer B: {answer_b}
+Answer B: {second}
 
 Give your decision as JSON with this structure, where winner is "A", "B" or "tie":
 {{"analysis": "...", "winner": "A"}}"""
@@ -84,16 +82,24 @@ def parse_pairwise(raw: str) -> tuple[Optional[Winner], Optional[str]]:
             f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in error.errors()) + ")"
 
 
+def _comparison_messages(
+    system: str, template: str, rubric: Rubric, instruction: str, first: str, second: str, reference: Optional[str],
+) -> list[dict[str, str]]:
+    """`template` filled with the two answers and `rubric`'s criteria (with the reference when the rubric is
+    reference-guided)."""
+    focus = "; ".join(f"{c.name} ({c.description})" for c in rubric.criteria)
+    shown = f"Reference answer (known to be correct): {reference}\n\n" if rubric.reference_guided and reference else ""
+    prompt = template.format(instruction=instruction, first=first, second=second, focus=focus, reference=shown)
+    return [{"role": "system", "content": system.format(criteria=" and ".join(rubric.names))},
+            {"role": "user", "content": prompt}]
+
+
 def pairwise_messages(
     rubric: Rubric, instruction: str, answer_a: str, answer_b: str, reference: Optional[str] = None
 ) -> list[dict[str, str]]:
-    """Ask which answer is better on `rubric`'s criteria (with the reference when the rubric is reference-guided)."""
-    focus = "; ".join(f"{c.name} ({c.description})" for c in rubric.criteria)
-    shown = f"Reference answer (known to be correct): {reference}\n\n" if rubric.reference_guided and reference else ""
-    prompt = PAIRWISE_PROMPT_TEMPLATE.format(instruction=instruction, answer_a=answer_a, answer_b=answer_b, focus=focus,
-                                             reference=shown)
-    system = PAIRWISE_SYSTEM_PROMPT.format(criteria=" and ".join(rubric.names))
-    return [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
+    """Ask which answer is better on `rubric`'s criteria: an analysis, then A, B or tie."""
+    return _comparison_messages(PAIRWISE_SYSTEM_PROMPT, PAIRWISE_PROMPT_TEMPLATE, rubric, instruction, answer_a, answer_b,
+                                reference)
 
 
 def ask_both_orders(
@@ -116,12 +122,13 @@ Do not let the order of the answers or their length decide.
 
 Instruction: {instruction}
 
-{reference}Answer 1: {answer_1}
+{reference}Answer 1: {first}
 
-Answer 2: {answer_2}
+Answer 2: {second}
 
 Reply with JSON only: {{"better": 1}} when Answer 1 is better, {{"better": 2}} when Answer 2 is better."""
 
+_PREFERENCE = re.compile(r'(?<!\\)"better"\s*:\s*([12])')  # the number in a preference reply
 # The preference alone, before any analysis: one number, whose token probabilities are the verdict.
 PREFERENCE_SCHEMA = ReplySchema("preference", {
     "type": "object", "properties": {"better": {"type": "integer", "enum": [1, 2]}}, "required": ["better"],
@@ -133,19 +140,15 @@ def preference_messages(
     rubric: Rubric, instruction: str, answer_1: str, answer_2: str, reference: Optional[str] = None
 ) -> list[dict[str, str]]:
     """Ask which answer is better as one number (1 or 2), on `rubric`'s criteria."""
-    focus = "; ".join(f"{c.name} ({c.description})" for c in rubric.criteria)
-    shown = f"Reference answer (known to be correct): {reference}\n\n" if rubric.reference_guided and reference else ""
-    prompt = PREFERENCE_PROMPT_TEMPLATE.format(instruction=instruction, answer_1=answer_1, answer_2=answer_2,
-                                               focus=focus, reference=shown)
-    system = PAIRWISE_SYSTEM_PROMPT.split(". ")[0].format(criteria=" and ".join(rubric.names)) + "."
-    return [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
+    return _comparison_messages(COMPARE_SYSTEM_PROMPT, PREFERENCE_PROMPT_TEMPLATE, rubric, instruction, answer_1, answer_2,
+                                reference)
 
 
 def first_answer_preferred(reply: JudgeReply) -> tuple[Optional[float], Optional[str]]:
     """(the probability the judge gave "answer 1 is better" where it wrote its preference, None), or (None, why)."""
     if reply.text is None:
         return None, reply.error
-    found = re.search(r'(?<!\\)"better"\s*:\s*(\d)', reply.text)
+    found = _PREFERENCE.search(reply.text)
     if found is None:
         return None, f"no preference in the reply ({reply.text[:80]!r})"
     distribution = value_distribution(reply.text, reply.logprobs or [], found.start(1), found.group(1), "better", [1, 2])
@@ -165,7 +168,7 @@ def ask_preferences(
         conversations += [preference_messages(judge.rubric, instruction, answer_a, answer_b, reference),
                           preference_messages(judge.rubric, instruction, answer_b, answer_a, reference)]
     replies = ask_judge(judge.backend, conversations, judge.cache,
-                        lambda text: re.search(r'"better"\s*:\s*[12]', text) is not None, PREFERENCE_SCHEMA)
+                        lambda text: _PREFERENCE.search(text) is not None, PREFERENCE_SCHEMA)
     return [first_answer_preferred(reply) for reply in replies], replies
 
 
@@ -287,7 +290,7 @@ def _preference_winner(probability: float) -> Winner:
 
 def _sampled_preference(reply: JudgeReply) -> Optional[float]:
     """Without token logprobs, the number the judge wrote, as a certainty (1: the answer shown first)."""
-    found = re.search(r'"better"\s*:\s*([12])', reply.text or "")
+    found = _PREFERENCE.search(reply.text or "")
     return None if found is None else 1.0 if found.group(1) == "1" else 0.0
 
 
@@ -298,8 +301,9 @@ def _preference_rows(judge: Judge, pairs: list[tuple[str, str, str, Optional[str
     for k in range(len(pairs)):
         shown = []
         for (probability, problem), reply in zip(readings[2 * k: 2 * k + 2], replies[2 * k: 2 * k + 2]):
-            if probability is None and not reply.logprobs and _sampled_preference(reply) is not None:
-                probability, problem = _sampled_preference(reply), None
+            written = None if probability is not None or reply.logprobs else _sampled_preference(reply)
+            if written is not None:
+                probability, problem = written, None
             shown.append((probability, problem))
         (in_order, error_1), (swapped, error_2) = shown
         averaged = both_orders_preference(in_order, swapped)
