@@ -232,7 +232,9 @@ def test_a_store_locked_past_zenmls_wait_is_named_with_the_fix(run_cli, monkeypa
 
 def test_a_kv_cache_larger_than_this_machines_memory_stops_before_any_work(run_cli, tmp_path):
     config = tmp_path / "run.yaml"
-    config.write_text("parameters:\n  engine: {cpu_kvcache_space_gib: 100000}\n")  # 100 TB: on no machine here
+    # 100 TB: on no machine here. The judge named: `auto` takes the 1.5B judge where the CPU has fast bf16, and the
+    # message names the largest model's weights.
+    config.write_text("parameters:\n  engine: {cpu_kvcache_space_gib: 100000}\n  judge: {model: smollm2-135m}\n")
     result = run_cli("evaluate", "--config", config, "--limit", "2")
     assert result.exit_code == 1, result.output[-3000:]
     assert "engine.cpu_kvcache_space_gib = 100000 GiB of KV cache beside smollm2-135m's weights" in result.stderr
