@@ -1,4 +1,4 @@
-"""Screenshots of a standalone HTML report for the docs: its summary and its row browser.
+"""Screenshots of a standalone HTML report for the docs: its summary, its row browser, and labelling in it.
 
     .venv/bin/python docs/screenshots.py outputs/reports/<run>.html docs/images
 
@@ -23,6 +23,10 @@ def main(report: Path, folder: Path) -> None:
             page.screenshot(path=str(folder / "report-summary.png"))
             page.evaluate("window.scrollTo(0, document.getElementById('model-filter').closest('div').offsetTop - 60)")
             page.screenshot(path=str(folder / "report-rows.png"))
+            for key in "3231":  # two rows labelled by keys; the third row's first criterion is outlined next
+                page.keyboard.press(key)
+            page.evaluate("window.scrollTo(0, document.getElementById('label-next').closest('div').offsetTop - 20)")
+            page.screenshot(path=str(folder / "report-labelling.png"))
         finally:
             browser.close()
 

@@ -38,10 +38,22 @@ class RunReport:
     publish_errors: list[str] = field(default_factory=list)
 
 
+def _labelling_context(summary: EvaluationSummary, run_name: str) -> EvaluationSummary:
+    """A summary stored before summaries named their run and scales: the run's name, and the scales of its rubric
+    where it is a shipped one, so that its report's rows can be labelled too."""
+    from llm_engineering.evaluation.judging.rubric import load_rubric, shipped_rubrics
+
+    update: dict[str, Any] = {} if summary.run else {"run": run_name}
+    if not summary.scales and summary.rubric in shipped_rubrics():
+        update["scales"] = {c.name: dict(c.scale) for c in load_rubric(summary.rubric).criteria}
+    return summary.model_copy(update=update) if update else summary
+
+
 def write_reports(summary: EvaluationSummary, run_name: str, directory: Path,
                   comparison: Optional[RunComparison] = None) -> tuple[Path, Path]:
     """`<run>.json` and `<run>.html` in `directory` (the HTML: the dashboard's page, readable without it)."""
     directory.mkdir(parents=True, exist_ok=True)
+    summary = _labelling_context(summary, run_name)
     report = directory / f"{run_name}.json"
     extra = {"comparison": comparison.model_dump()} if comparison is not None else {}
     report.write_text(json.dumps({"run": run_name, **summary.model_dump(), **extra}, indent=2))

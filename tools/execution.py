@@ -214,6 +214,10 @@ def launch(config: Any, options: dict[str, Any], request: Request) -> Any:
     if request.mode == "rescore":
         stored, source_run = latest_answers_to_rescore(request.only_failed)
         click.echo(f"Re-scoring {len(stored['answers_ids'])} stored artifact(s) of run {source_run}")
+        labelled_on = config.labels.run if config.labels is not None else None
+        if labelled_on is not None and labelled_on != source_run:
+            click.echo(f"The labels were written on the report of run {labelled_on}, not of {source_run}: the answers "
+                       f"they hold are judged as written, against the instructions of {source_run}'s rows")
         return rescoring.with_options(**options)(config=config, **stored)
     return evaluating.with_options(**options)(config=config)
 

@@ -1,7 +1,7 @@
 from typing import Annotated, Optional
 
 from datasets import Dataset
-from zenml import log_metadata, step
+from zenml import get_step_context, log_metadata, step
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeConfig, JuryConfig
@@ -31,7 +31,7 @@ def summarize(
     prices = {judge_prices(judge) for judge in judges}
     summary = build_summary(evaluations, generation_stats, prices.pop() if len(prices) == 1 else None, checks, pairwise,
                             judges[0].resolved_rubric(), [judge.model for judge in judges], (jury or JuryConfig()).aggregate,
-                            labels)
+                            labels, run=get_step_context().pipeline_run.name)
     log_metadata(
         metadata={
             "ranking": summary.ranking,

@@ -1,18 +1,17 @@
 """The standalone HTML report's row browser in real headless Chromium (Debian's, driven by Playwright):
 the report the CLI writes for two models' scored rows with known scores and failures, sorted by a score,
-filtered to failed rows and by model, searched; the rows left visible are asserted; screenshots kept."""
-
-import os
-import shutil
+filtered to failed rows and by model, searched; the rows left visible are asserted; screenshots kept. Then
+labelling in it: keys and clicks, a reload, the downloaded files read back by the `--labels` loader."""
 
 import pytest
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.report.summary import build_summary
+from llm_engineering.evaluation.trust.labels import load_labels
 from llm_engineering.run_report import write_reports
+from tests.support.browser import download_all, report_page
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FAILED = None
 # id -> (base's accuracy, style), (tuned's accuracy, style); FAILED: no valid verdict.
 SCORES = {
@@ -48,25 +47,10 @@ def _evaluations(model, index):
 
 @pytest.fixture
 def page(tmp_path):
-    if CHROMIUM is None and os.environ.get("CI"):
-        pytest.fail("Chromium is not installed, and on CI the report must be tested: `make browser` installs it")
-    if CHROMIUM is None:
-        pytest.skip("Chromium is not installed: `make browser` installs Debian's chromium (needs root and apt)")
-    from playwright.sync_api import sync_playwright
-
-    summary = build_summary([_evaluations("base", 0), _evaluations("tuned", 1)])
+    summary = build_summary([_evaluations("base", 0), _evaluations("tuned", 1)], run="browser-test")
     _, html_path = write_reports(summary, "browser-test", tmp_path)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                             args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
-        try:
-            # Offline: a report that fetched anything (a CDN script, a font) would fail here.
-            context = browser.new_context(viewport={"width": 1500, "height": 900}, offline=True)
-            tab = context.new_page()
-            tab.goto(html_path.as_uri())
-            yield tab
-        finally:
-            browser.close()
+    with report_page(html_path) as tab:
+        yield tab
 
 
 def _visible_ids(page):
@@ -112,3 +96,51 @@ def test_row_browser_sorts_filters_and_collapses_long_texts_in_a_real_browser(pa
     assert "tuned accuracy analysis of e" in row.inner_text()
     page.screenshot(path=str(tmp_path / "row-browser-filtered.png"), full_page=True)
     assert (tmp_path / "row-browser-filtered.png").stat().st_size > 10_000
+
+
+def test_labelling_by_keys_and_clicks_survives_a_reload_and_downloads_files_the_labels_loader_reads(page, tmp_path):
+    # Keys work at once: the first row (c, worst first) has the focus, its first target is base's accuracy.
+    assert page.evaluate("document.activeElement.dataset.id") == "c"
+    for key in "32":  # base: accuracy 3, style 2
+        page.keyboard.press(key)
+    page.keyboard.press("9")  # off the 1-3 scale: ignored, tuned's accuracy stays the target
+    for key in "11":  # tuned: accuracy 1, style 1
+        page.keyboard.press(key)
+    page.keyboard.press("a")  # the pair: base's answer (A) is better; the row is done, the next one (d) is current
+    assert page.evaluate("document.activeElement.dataset.id") == "d"
+    page.keyboard.press("2")  # d: base accuracy 2 ...
+    page.keyboard.press("u")  # ... undone
+    page.keyboard.press("j")  # skip d; e is current
+    page.keyboard.press("3")  # e: base accuracy 3
+    assert page.inner_text("#label-count") == "2 of 6 rows labelled (6 labels)"
+    # A click labels any answer: tuned's style on row a, and a tie on row b.
+    row_a = page.locator("#rows tbody tr[data-id='a']")
+    row_a.locator("td[data-model='tuned'] .label-set", has_text="your style").get_by_role("button", name="2").click()
+    page.locator("#rows tbody tr[data-id='b']").get_by_role("button", name="tie").click()
+    assert page.inner_text("#label-count") == "4 of 6 rows labelled (8 labels)"
+
+    page.reload()
+    assert page.inner_text("#label-count") == "4 of 6 rows labelled (8 labels)"
+    assert page.locator("#rows tbody tr[data-id='a'] td[data-model='tuned'] button.on").inner_text() == "2"
+
+    scores, pairs = download_all(page, 2, tmp_path)
+    assert (scores.name, pairs.name) == ("labels-browser-test.jsonl", "pairwise-labels-browser-test.jsonl")
+    pointwise = load_labels(scores)
+    assert (pointwise.kind, pointwise.run, pointwise.rubric) == ("pointwise", "browser-test", "handbook")
+    assert sorted((r.id, r.answer, r.criterion, r.score) for r in pointwise.rows) == [
+        ("a", "tuned says a.", "style", 2),
+        ("c", "base says c.", "accuracy", 3), ("c", "base says c.", "style", 2),
+        ("c", "tuned says c.", "accuracy", 1), ("c", "tuned says c.", "style", 1),
+        ("e", "base says e.", "accuracy", 3),
+    ]
+    pairwise = load_labels(pairs)
+    assert sorted((r.id, r.answer_a, r.answer_b, r.preferred) for r in pairwise.rows) == [
+        ("b", "base says b.", "tuned says b.", "tie"), ("c", "base says c.", "tuned says c.", "A")]
+
+
+def test_label_next_proposes_unlabelled_rows_spread_over_the_judges_scores(page):
+    page.click("#label-next")
+    # Worst totals: c, d -1 (failed), e 2, b 4, f 5, a 6: each level in turn, then the next row of a level.
+    assert _visible_ids(page) == ["c", "e", "b", "f", "a", "d"]
+    assert page.inner_text("#label-order").startswith("Order: label next: the 6 unlabelled rows")
+    assert page.evaluate("document.activeElement.dataset.id") == "c"

@@ -74,6 +74,8 @@ POINT = '{"id": 1, "answer": "a", "criterion": "accuracy", "score": 2}\n'
     ("labels.jsonl", POINT + "\n" + POINT.replace('"id": 1', '"id": "1"'), 3, "same id, answer, criterion as line 1"),
     ("labels.jsonl", POINT + "{not json\n", 2, "one JSON object a line"),
     ("labels.csv", "id,answer,criterion,score\n1,a,accuracy\n", 2, "fewer fields"),
+    ("labels.jsonl", POINT.replace("}", ', "run": "r1"}') + POINT.replace('"id": 1', '"id": 2').replace("}", ', "run": "r2"}'),
+     2, "run 'r2', but line 1 names run 'r1'; keep the labels of one run in a file"),
 ])
 def test_load_errors_name_the_file_the_line_and_the_fix(tmp_path, name, text, line, fix):
     path = tmp_path / name
@@ -173,3 +175,29 @@ def test_longer_preferred():
 ])
 def test_valid_against_baseline(interval, baseline, valid):
     assert valid_against_baseline(interval, baseline) is valid
+
+
+def test_the_run_and_rubric_a_report_writes_are_read_in_either_kind_and_blank_cells_are_none(tmp_path):
+    path = _jsonl(tmp_path / "labels.jsonl", [
+        {"id": 1, "answer": "a", "criterion": "accuracy", "score": 2, "run": "evaluating-1", "rubric": "handbook"},
+        {"id": 2, "answer": "b", "criterion": "accuracy", "score": 3, "run": "evaluating-1", "rubric": "handbook"},
+    ])
+    labels = load_labels(path)
+    assert (labels.kind, labels.run, labels.rubric, len(labels.rows)) == ("pointwise", "evaluating-1", "handbook", 2)
+    csv = tmp_path / "pairs.csv"
+    csv.write_text("id,answer_a,answer_b,preferred,run,rubric\n1,a,b,A,,\n")
+    pairs = load_labels(csv)
+    assert (pairs.kind, pairs.run, pairs.rubric) == ("pairwise", None, None)
+
+
+def test_labels_written_for_another_rubric_are_refused_naming_both_and_the_fix(tmp_path):
+    from llm_engineering.evaluation.judging.rubric import load_rubric
+    from llm_engineering.evaluation.trust.label_agreement import check_labels_fit
+
+    path = _jsonl(tmp_path / "labels.jsonl", [{"id": 1, "answer": "a", "criterion": "accuracy", "score": 2,
+                                               "rubric": "handbook"}])
+    labels = load_labels(path)
+    check_labels_fit(labels, load_rubric("handbook"))  # its own rubric: no error
+    with pytest.raises(LabelsError, match="written for rubric 'handbook', but the judge scores with 'reference-guided'; "
+                                          "judge with theirs \\(--rubric handbook\\)"):
+        check_labels_fit(labels, load_rubric("reference-guided"))

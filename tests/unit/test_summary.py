@@ -181,3 +181,16 @@ def test_bootstrap_of_integer_scores_by_value_counts_matches_resampling_rows():
     # The same distribution of resampled means: intervals agree to Monte Carlo error (about 0.01 here).
     assert by_counts[0] == pytest.approx(by_rows[0], abs=0.03) and by_counts[1] == pytest.approx(by_rows[1], abs=0.03)
     assert by_counts[0] < 2.25 < by_counts[1]  # the mean, 2.25, inside
+
+
+def test_a_report_of_a_summary_stored_without_run_and_scales_can_still_be_labelled(tmp_path):
+    from llm_engineering.run_report import write_reports
+
+    stored = build_summary([evaluations("a", [[1, 1, None]])], rubric=load_rubric("handbook")).model_copy(
+        update={"run": "", "scales": {}})  # as summaries were stored before they named their run and scales
+    assert "Labelling needs a summary" in render_html(stored)
+    _, page = write_reports(stored, "evaluating-old", tmp_path)
+    data = json.loads(page.read_text().split("id='label-data'>")[1].split("</script>")[0])
+    assert (data["run"], data["rubric"]) == ("evaluating-old", "handbook")
+    assert data["scales"]["accuracy"]["1"].startswith("Poor")
+    assert data["answers"] == {"0": {"a": "x"}}

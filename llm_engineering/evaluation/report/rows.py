@@ -1,5 +1,6 @@
 """The report's row browser: every test item with each model's answer, reference, scores, analyses and
-errors; sortable (click a header), filterable (by model, failed only, text), long texts collapsed.
+errors; sortable (click a header), filterable (by model, failed only, text), long texts collapsed; a person
+labels rows in it (`labelling`).
 
 Plain HTML and a few lines of inline script: the report stays one self-contained file (no network).
 """
@@ -10,6 +11,7 @@ import html
 from typing import Optional
 
 from llm_engineering.evaluation.report.items import AnswerView, ItemView
+from llm_engineering.evaluation.report.labelling import labelling_html
 from llm_engineering.evaluation.report.summary import EvaluationSummary
 
 _PREVIEW_CHARS = 160
@@ -69,8 +71,11 @@ def _long_text(text: str) -> str:
             f"<div style='white-space:pre-wrap'>{html.escape(text)}</div></details>")
 
 
-def _cell(content: str, value: object, model: Optional[str] = None, failed: Optional[bool] = None) -> str:
+def _cell(content: str, value: object, model: Optional[str] = None, failed: Optional[bool] = None,
+          verdict: bool = False) -> str:
     attributes = f" data-value='{html.escape(str(value)[:_PREVIEW_CHARS], quote=True)}'"
+    if verdict:  # the judge's: hidden while a person labels blind
+        attributes += " class='verdict'"
     if model is not None:
         attributes += f" data-model='{html.escape(model, quote=True)}'"
     if failed is not None:
@@ -87,18 +92,20 @@ def _answer_cells(answer: Optional[AnswerView], model: str, criteria: list[str],
     if answer.error:
         body += f"<br><strong>judge error:</strong> {html.escape(answer.error)}"
     for name, analysis in answer.analyses.items():
-        body += f"<details><summary>{html.escape(name)} analysis</summary>{html.escape(analysis)}</details>"
+        body += (f"<details class='verdict'><summary>{html.escape(name)} analysis</summary>{html.escape(analysis)}"
+                 "</details>")
     cells = [_cell(body, len(answer.answer), model, answer.failed)]  # an answer column sorts by length
     for name in criteria:
         score, expected = answer.scores.get(name), answer.expected.get(name)
         if score is None:
-            cells.append(_cell("failed", -1, model))
+            cells.append(_cell("failed", -1, model, verdict=True))
         else:
             shown = f"{score}" + (f" <small>({expected:.2f})</small>" if expected is not None else "")
-            cells.append(_cell(shown, expected if expected is not None else score, model))
+            cells.append(_cell(shown, expected if expected is not None else score, model, verdict=True))
     if with_similarity:
         similarity = answer.similarity
-        cells.append(_cell("" if similarity is None else f"{similarity:.2f}", -1 if similarity is None else similarity, model))
+        cells.append(_cell("" if similarity is None else f"{similarity:.2f}", -1 if similarity is None else similarity,
+                           model, verdict=True))
     return "".join(cells)
 
 
@@ -107,12 +114,12 @@ def _row(item: ItemView, models: list[str], criteria: list[str], with_similarity
     worst = item.worst()
     cells = [
         _cell(html.escape(item.id), item.id),
-        _cell("failed" if worst < 0 else f"{worst:g}", worst),
+        _cell("failed" if worst < 0 else f"{worst:g}", worst, verdict=True),
         _cell(_long_text(item.instruction), item.instruction),
         _cell(_long_text(item.reference), item.reference),
     ]
     cells += [_answer_cells(by_model.get(m), m, criteria, with_similarity) for m in models]
-    return "<tr>" + "".join(cells) + "</tr>"
+    return f"<tr tabindex='0' data-id='{html.escape(item.id, quote=True)}'>" + "".join(cells) + "</tr>"
 
 
 def row_browser_html(summary: EvaluationSummary) -> str:
@@ -133,6 +140,7 @@ def row_browser_html(summary: EvaluationSummary) -> str:
         f"<option value='{html.escape(m, quote=True)}'>{html.escape(m)}</option>" for m in models)
     kept = (f"the {len(items)} worst of {summary.items_total} items (the report keeps at most {len(items)})"
             if summary.items_total > len(items) else f"{len(items)} items")
+    controls, script = labelling_html(summary, items)
     return (
         f"<style>{_STYLE}</style><h3>Rows</h3>"
         f"<p>{kept}, worst first: click a header to sort; scores are the judge's integer score with the "
@@ -141,8 +149,8 @@ def row_browser_html(summary: EvaluationSummary) -> str:
         f"<label>Model <select id='model-filter'>{options}</select></label>"
         "<label><input type='checkbox' id='failed-only'> failed only</label>"
         "<label>Search <input type='search' id='row-search' placeholder='text in any cell'></label>"
-        "<span id='shown-count'></span></div>"
+        "<span id='shown-count'></span></div>" + controls +
         f"<table id='rows'><thead><tr>{head}</tr></thead><tbody>"
         + "".join(_row(item, models, summary.criteria, with_similarity) for item in items)
-        + f"</tbody></table><script>{_SCRIPT}</script>"
+        + f"</tbody></table><script>{_SCRIPT}</script>{script}"
     )

@@ -115,9 +115,11 @@ class EvaluationSummary(BaseModel):
     """The `evaluation_summary` artifact: per-model scores, comparisons and the ranking."""
 
     judge_model: str
+    run: str = Field("", description="the pipeline run that made it (the report's labels name it)")
     headline: str = Field("", description="the first line: whether the judge's scores mean anything")
     rubric: str = "handbook"
     criteria: list[str] = Field(default_factory=lambda: ["accuracy", "style"])
+    scales: dict[str, dict[int, str]] = Field(default_factory=dict, description="each criterion's levels and meanings")
     models: list[ModelScores]
     comparisons: list[ModelComparison] = Field(default_factory=list)
     ranking: list[str] = Field(description="model ids, best mean of the first criterion (then the next...) first")
@@ -249,6 +251,7 @@ def build_summary(
     judge_models: Optional[list[str]] = None,
     jury_aggregate: Optional[str] = None,
     labels: Optional[LabelAgreement] = None,
+    run: str = "",
 ) -> EvaluationSummary:
     """Per-model scores per criterion, each model compared with the first (the baseline), the ranking,
     the jury's agreement, and the trust checks, agreement with human `labels` and bias warnings of the
@@ -274,9 +277,11 @@ def build_summary(
     items, items_total = item_views(evaluations, rubric.names)
     return EvaluationSummary(
         judge_model=", ".join(judge_ids),
+        run=run,
         headline=judge_headline(", ".join(judge_ids), judge_check),
         rubric=rubric.name,
         criteria=rubric.names,
+        scales={c.name: dict(c.scale) for c in rubric.criteria},
         models=scores,
         comparisons=comparisons,
         ranking=[s.model_id for s in ranking],

@@ -134,7 +134,12 @@ def _where(labels: Labels, index: int) -> str:
 
 
 def check_labels_fit(labels: Labels, rubric: Rubric) -> None:
-    """Pointwise labels must score the rubric's criteria, on their scales; the error names the label and the fix."""
+    """Labels naming a rubric must name the judge's; pointwise labels must score its criteria, on their scales. The
+    error names the label and the fix."""
+    if labels.rubric is not None and labels.rubric != rubric.name:
+        raise LabelsError(f"{labels.source}: the labels were written for rubric {labels.rubric!r}, but the judge scores "
+                          f"with {rubric.name!r}; judge with theirs (--rubric {labels.rubric}), or label again on the "
+                          f"report of a run with {rubric.name!r}")
     if labels.kind != "pointwise":
         return
     for index, row in enumerate(labels.rows):

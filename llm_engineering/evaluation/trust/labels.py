@@ -23,6 +23,9 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "pointwise": ("id", "answer", "criterion", "score"),
     "pairwise": ("id", "answer_a", "answer_b", "preferred"),
 }
+# Optional in both kinds: where the labels were written (the report's "Download labels" fills them); `rubric` is
+# checked against the judge's rubric.
+PROVENANCE = ("run", "rubric")
 PREFERENCES = ("A", "B", "tie")
 
 
@@ -32,12 +35,19 @@ class LabelsError(ValueError):
 
 class _Label(BaseModel):
     id: str
+    run: Optional[str] = Field(None, description="the run whose report the label was written in")
+    rubric: Optional[str] = Field(None, description="the rubric whose scale the label uses")
 
     @field_validator("id", mode="before")
     @classmethod
     def _text(cls, value: Any) -> Any:
         # A jsonl id may be a number and a csv id is always text: the same ids should match either way.
         return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("run", "rubric", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value: Any) -> Any:
+        return None if value == "" else value  # a csv's empty cell
 
 
 class PointwiseLabel(_Label):
@@ -72,15 +82,18 @@ class Labels(BaseModel):
     rows: Union[list[PointwiseLabel], list[PairwiseLabel]]
     source: Optional[str] = Field(None, description="the file the labels were read from, as it was given")
     lines: list[int] = Field(default_factory=list, description="each row's line in that file")
+    run: Optional[str] = Field(None, description="the run the labels name (the report they were written in)")
+    rubric: Optional[str] = Field(None, description="the rubric the labels name")
 
 
 def _needs() -> str:
-    return "; ".join(f"{kind} labels need the columns {', '.join(names)}" for kind, names in COLUMNS.items())
+    return ("; ".join(f"{kind} labels need the columns {', '.join(names)}" for kind, names in COLUMNS.items())
+            + f" (either may add {' and '.join(PROVENANCE)})")
 
 
 def _kind(columns: Sequence[str], where: str) -> Kind:
     """The kind whose columns these are exactly, or an error naming what is missing and extra."""
-    given = set(columns)
+    given = set(columns) - set(PROVENANCE)
     for kind, names in COLUMNS.items():
         if given == set(names):
             return kind  # type: ignore[return-value]
@@ -156,7 +169,19 @@ def load_labels(path: Path) -> Labels:
             raise LabelsError(f"{where}: the same {', '.join(key_names)} as line {seen[key]}; keep one of the two labels")
         seen[key] = number
         rows.append(row)
-    return Labels(kind=kind, rows=rows, source=str(path), lines=list(seen.values()))  # seen: each row's line, in order
+    provenance = {name: _one_value(path, records, rows, name) for name in PROVENANCE}
+    return Labels(kind=kind, rows=rows, source=str(path), lines=list(seen.values()),  # seen: each row's line, in order
+                  **provenance)
+
+
+def _one_value(path: Path, records: list[tuple[int, dict[str, Any]]], rows: list[Any], name: str) -> Optional[str]:
+    """The one run (or rubric) the labels name, None where none does; labels naming two are an error."""
+    values = {getattr(row, name): number for (number, _), row in zip(records, rows) if getattr(row, name) is not None}
+    if len(values) > 1:
+        (first, line), (second, other) = sorted(values.items(), key=lambda item: item[1])[:2]
+        raise LabelsError(f"{path}, line {other}: {name} {second!r}, but line {line} names {name} {first!r}; keep the "
+                          f"labels of one {name} in a file")
+    return next(iter(values), None)
 
 
 class PointwiseAgreement(BaseModel):
