@@ -18,7 +18,7 @@ from rich.table import Table
 
 from llm_engineering.evaluation.report import comparison_text as compared
 from llm_engineering.evaluation.report.comparison import RunComparison, compare_runs
-from llm_engineering.evaluation.report.gates import failed_gates, parse_gate
+from llm_engineering.evaluation.report.gates import failed_gates, failed_rate_failures, parse_gate
 from llm_engineering.evaluation.report.html import render_html
 from llm_engineering.evaluation.report.summary import EvaluationSummary
 from llm_engineering.evaluation.report.text import table_header, table_rows, trust_lines
@@ -117,14 +117,18 @@ def print_blocks(blocks: list[Union[str, Table]]) -> None:
 
 
 def gate_failures(summary: Optional[EvaluationSummary], gates: tuple[str, ...],
-                  comparison: Optional[RunComparison] = None) -> tuple[list[str], Optional[str]]:
+                  comparison: Optional[RunComparison] = None,
+                  max_failed_rate: Optional[float] = None) -> tuple[list[str], Optional[str]]:
     """The failed gates (`--fail-under` thresholds; with the `--fail-on-regression` comparison, regressed
-    metrics), one line each, and the line saying which passed (None when there was nothing to check)."""
-    if not gates and comparison is None:
+    metrics; `--max-failed-rate`), one line each, and the line saying which passed (None when there was nothing
+    to check)."""
+    if not gates and comparison is None and max_failed_rate is None:
         return [], None
     if summary is None:
         return ["not checked: this run stored no evaluation summary"], None
     failures = failed_gates(summary, [parse_gate(g) for g in gates])
     failures += compared.regression_lines(comparison) if comparison is not None else []
+    failures += failed_rate_failures(summary, max_failed_rate) if max_failed_rate is not None else []
     passed = [*gates] + ([f"no regression against run {comparison.previous_run}"] if comparison is not None else [])
+    passed += [f"max-failed-rate={max_failed_rate:g}"] if max_failed_rate is not None else []
     return failures, None if failures else f"Gates passed: {', '.join(passed)}"

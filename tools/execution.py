@@ -38,6 +38,7 @@ class Request:
     from_hub: tuple[str, ...] = ()
     snapshot: Optional[str] = None
     fail_under: tuple[str, ...] = ()
+    max_failed_rate: Optional[float] = None
     compare_to: Optional[str] = None
     fail_on_regression: bool = False
     verbose: bool = False
@@ -175,7 +176,7 @@ def _execute(request: Request, run_log: Any = None) -> None:
         )
         sys.exit(130)
     summary, comparison = report_run(run.id, earlier.id if earlier is not None else None)
-    check_gates(summary, request.fail_under, comparison if request.fail_on_regression else None)
+    check_gates(summary, request.fail_under, comparison if request.fail_on_regression else None, request.max_failed_rate)
 
 
 def _store_url() -> str:
@@ -185,12 +186,12 @@ def _store_url() -> str:
     return GlobalConfiguration().store_configuration.url
 
 
-def check_gates(summary: Any, gates: tuple[str, ...], comparison: Any = None) -> None:
+def check_gates(summary: Any, gates: tuple[str, ...], comparison: Any = None, max_failed_rate: Any = None) -> None:
     """Exit with `GATE_FAILED_EXIT_CODE` and one line per failed gate on stderr; the run is stored already."""
     from llm_engineering.evaluation.report.gates import GATE_FAILED_EXIT_CODE
     from llm_engineering.run_report import gate_failures
 
-    failures, passed = gate_failures(summary, gates, comparison)
+    failures, passed = gate_failures(summary, gates, comparison, max_failed_rate)
     for line in failures:
         click.echo(f"GATE FAILED {line}", err=True)
     if failures:

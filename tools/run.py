@@ -83,10 +83,23 @@ def _check_gates(ctx: click.Context, param: click.Parameter, values: tuple[str, 
 
 
 def _gate_option() -> Callable:
-    return click.option("--fail-under", "fail_under", multiple=True, metavar="METRIC=VALUE", callback=_check_gates,
-                        help="CI gate (repeatable): after the run is stored, exit with code 3 if a model's METRIC is "
-                             "under VALUE. METRIC: a criterion (accuracy), <criterion>_expected, similarity, "
-                             "judge_check, judge_check_expected.")
+    """--fail-under, --max-failed-rate: CI gates on the stored run (exit code 3)."""
+    options = [
+        click.option("--fail-under", "fail_under", multiple=True, metavar="METRIC=VALUE", callback=_check_gates,
+                     help="CI gate (repeatable): after the run is stored, exit with code 3 if a model's METRIC is "
+                          "under VALUE. METRIC: a criterion (accuracy), <criterion>_expected, similarity, "
+                          "judge_check, judge_check_expected."),
+        click.option("--max-failed-rate", "max_failed_rate", type=click.FloatRange(0, 1), metavar="RATE",
+                     help="CI gate: exit with code 3 if a model's share of rows without a valid verdict (a judge "
+                          "error, or no answer: prompt too long) is over RATE, e.g. 0.05."),
+    ]
+
+    def decorate(command: Callable) -> Callable:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
 
 
 def _compare_options() -> Callable:
@@ -97,8 +110,8 @@ def _compare_options() -> Callable:
                           "difference on the rows both runs scored, with a paired bootstrap 95% interval, and the "
                           "rows that changed most (console, JSON and HTML report)."),
         click.option("--fail-on-regression", is_flag=True,
-                     help="CI gate (with --compare-to): exit with code 3 if a metric's whole interval against the "
-                          "earlier run lies below zero."),
+                     help="CI gate (with --compare-to): exit with code 3 if a metric is lower than on the earlier "
+                          "run, significantly after Holm's correction across every metric and model compared."),
     ]
 
     def decorate(command: Callable) -> Callable:

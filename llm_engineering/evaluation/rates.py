@@ -22,27 +22,84 @@ def mean(values: Sequence[float]) -> Optional[float]:
     return round(sum(values) / len(values), 4) if values else None
 
 
-def bootstrap_ci(values: Sequence[float], samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> Optional[list[float]]:
-    """95% percentile-bootstrap interval of the mean (None for fewer than two values).
-
-    Time and memory grow linearly with the rows: data with few distinct values (integer scores) is
-    resampled as multinomial counts of each value (the same distribution of resampled means as drawing
-    rows, at a cost independent of the rows); other data row by row, in chunks."""
-    if len(values) < 2:
-        return None
+def _bootstrap_means(values: Sequence[float], samples: int, seed: int) -> np.ndarray:
+    """`samples` means of rows drawn with replacement. Time and memory grow linearly with the rows: data with few
+    distinct values (integer scores) is resampled as multinomial counts of each value (the same distribution of
+    resampled means as drawing rows, at a cost independent of the rows); other data row by row, in chunks."""
     rng = np.random.default_rng(seed)
     data = np.asarray(values, dtype=float)
     distinct, counts = np.unique(data, return_counts=True)
     if len(distinct) <= _FEW_VALUES:
-        means = rng.multinomial(len(data), counts / len(data), size=samples) @ distinct / len(data)
-    else:
-        chunk = max(1, _DRAWS_PER_CHUNK // len(data))
-        means = np.concatenate([
-            data[rng.integers(0, len(data), size=(min(chunk, samples - start), len(data)))].mean(axis=1)
-            for start in range(0, samples, chunk)
-        ])
-    low, high = np.percentile(means, [2.5, 97.5])
+        return rng.multinomial(len(data), counts / len(data), size=samples) @ distinct / len(data)
+    chunk = max(1, _DRAWS_PER_CHUNK // len(data))
+    return np.concatenate([
+        data[rng.integers(0, len(data), size=(min(chunk, samples - start), len(data)))].mean(axis=1)
+        for start in range(0, samples, chunk)
+    ])
+
+
+def bootstrap_ci(values: Sequence[float], samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> Optional[list[float]]:
+    """95% percentile-bootstrap interval of the mean (None for fewer than two values)."""
+    if len(values) < 2:
+        return None
+    low, high = np.percentile(_bootstrap_means(values, samples, seed), [2.5, 97.5])
     return [round(float(low), 4), round(float(high), 4)]
+
+
+def bootstrap_p(values: Sequence[float], samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> Optional[float]:
+    """Two-sided bootstrap p-value of "the mean is zero": twice the smaller share of resampled means on either side
+    of zero, counted as (k + 1) / (samples + 1) so that it is never 0 (None for fewer than two values). It is below
+    0.05 where the 95% interval of `bootstrap_ci` (same seed) excludes zero."""
+    if len(values) < 2:
+        return None
+    means = _bootstrap_means(values, samples, seed)
+    side = min(int((means >= 0).sum()), int((means <= 0).sum()))
+    return round(min(1.0, 2 * (side + 1) / (samples + 1)), 4)
+
+
+def holm(p_values: Sequence[Optional[float]], alpha: float = 0.05) -> list[bool]:
+    """Which hypotheses Holm's step-down procedure rejects at family-wise error `alpha` (None: not tested).
+
+    Sorted ascending, the k-th smallest of m p-values is rejected while p <= alpha / (m - k); the first that is
+    not stops the procedure."""
+    tested = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    rejected = [False] * len(p_values)
+    for k, (p, i) in enumerate(tested):
+        if p > alpha / (len(tested) - k):
+            break
+        rejected[i] = True
+    return rejected
+
+
+def detectable_difference(differences: Sequence[float], power: float = 0.8, alpha: float = 0.05) -> Optional[float]:
+    """The smallest mean paired difference a two-sided test at `alpha` detects with `power`, given the spread of
+    these differences and their count: (z(1 - alpha/2) + z(power)) * sd / sqrt(n). None for fewer than two."""
+    if len(differences) < 2:
+        return None
+    from scipy.stats import norm
+
+    sd = float(np.std(np.asarray(differences, dtype=float), ddof=1))
+    return round((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * sd / math.sqrt(len(differences)), 4)
+
+
+def detectable_change(scores: Sequence[float], power: float = 0.8, alpha: float = 0.05) -> Optional[float]:
+    """The smallest change of these rows' mean that a paired comparison with another run of the same rows detects
+    with `power`, when the two runs' scores on a row are uncorrelated: the paired differences then spread sqrt(2)
+    times as far as the scores. Runs whose scores correlate (the same answers, a similar model) detect smaller
+    changes, so this is an upper bound. None for fewer than two scores."""
+    spread = detectable_difference(scores, power, alpha)
+    return None if spread is None else round(spread * math.sqrt(2), 4)
+
+
+def rows_needed(differences: Sequence[float], difference: float, power: float = 0.8, alpha: float = 0.05) -> Optional[int]:
+    """Paired rows a mean difference of `difference` needs to be detected with `power`, at the spread of these
+    differences. None for fewer than two."""
+    if len(differences) < 2 or difference == 0:
+        return None
+    from scipy.stats import norm
+
+    sd = float(np.std(np.asarray(differences, dtype=float), ddof=1))
+    return max(2, math.ceil(((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * sd / abs(difference)) ** 2))
 
 
 class Rate(BaseModel):
@@ -110,3 +167,9 @@ def fmt(value: Optional[float], digits: int = 2) -> str:
 def rate_with_ci(value: Optional[float], ci: Optional[list[float]]) -> str:
     """`75% [56%, 100%]`: a rate and its 95% interval, `n/a` when missing."""
     return "n/a" if value is None else f"{value:.0%}" + (f" [{ci[0]:.0%}, {ci[1]:.0%}]" if ci else "")
+
+
+def rows_for_change(scores: Sequence[float], change: float, power: float = 0.8, alpha: float = 0.05) -> Optional[int]:
+    """Paired rows a change of `change` in the mean needs to be detected with `power`, runs uncorrelated per row
+    (as `detectable_change`)."""
+    return rows_needed([value * math.sqrt(2) for value in scores], change, power, alpha)

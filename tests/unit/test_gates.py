@@ -32,3 +32,14 @@ def test_gates_on_metrics_the_run_did_not_measure_fail_and_say_why():
 def test_a_malformed_gate_is_refused_with_the_form_to_write(text):
     with pytest.raises(ValueError, match="METRIC=VALUE, e.g. accuracy=2.0"):
         parse_gate(text)
+
+
+def test_the_failed_rate_gate_names_each_model_over_it_with_its_count_and_the_fix():
+    from llm_engineering.evaluation.report.gates import failed_rate_failures
+
+    half = evaluations("half", [[3, 3, None], [None, None, "no JSON in the reply"]])
+    summary = build_summary([half, STRONG])
+    (line,) = failed_rate_failures(summary, 0.25)
+    assert line.startswith("max-failed-rate=0.25: half has 1 of 2 rows without a valid verdict (50.0%")
+    assert "rescore --only-failed" in line
+    assert failed_rate_failures(summary, 0.5) == []  # at the threshold passes

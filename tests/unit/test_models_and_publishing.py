@@ -217,3 +217,34 @@ def test_a_full_disk_while_storing_an_artifact_names_the_artifact_store_and_the_
                                           r"step's output: free space there .* every generated answer is saved in "
                                           r"the checkpoint, so nothing is generated again"):
             DatasetMaterializer(uri).save(generations)
+
+
+def test_int8_per_channel_scales_each_row_by_its_largest_magnitude_and_rounds_within_half_a_step():
+    import torch
+
+    weight = torch.tensor([[0.5, -1.27, 0.0], [2.54, 1.0, -0.01]], dtype=torch.bfloat16)
+    quantized, scale = embedded_models.int8_per_channel(weight)
+    assert quantized.dtype == torch.int8 and scale.shape == (2, 1)
+    assert quantized.abs().amax(dim=1).tolist() == [127, 127]  # each row's largest magnitude takes the full range
+    assert torch.all((quantized.float() * scale - weight.float()).abs() <= scale / 2 + 1e-6)
+    assert quantized[0].tolist() == [50, -127, 0]  # 0.5 / (1.27 / 127) = 50 (bf16 holds 1.27 as 1.2734: 49.9 -> 50)
+
+
+def test_an_int8_copy_of_a_folder_keeps_what_is_not_a_projection_and_writes_its_own_manifest(tmp_path):
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    source = tmp_path / "model"
+    source.mkdir()
+    (source / "config.json").write_text(json.dumps({"num_hidden_layers": 1}))
+    (source / "tokenizer.json").write_text("{}")
+    (source / embedded_models.CONVERSION_MANIFEST).write_text(json.dumps({"model.safetensors": 1}))  # the source's own
+    save_file({"model.layers.0.mlp.up_proj.weight": torch.ones(4, 2), "model.norm.weight": torch.ones(2)},
+              source / "model.safetensors")
+    target = embedded_models.quantize_w8a8(source, tmp_path / "model-w8a8")
+    tensors = load_file(target / "model.safetensors")
+    assert tensors["model.layers.0.mlp.up_proj.weight"].dtype == torch.int8
+    assert torch.equal(tensors["model.norm.weight"], torch.ones(2))
+    assert json.loads((target / "config.json").read_text())["quantization_config"] == embedded_models.W8A8_CONFIG
+    assert (target / "tokenizer.json").is_file()
+    assert embedded_models.conversion_problem(target) is None  # its manifest lists its own files

@@ -1,5 +1,6 @@
 """Run comparison (`--compare-to`), its regression gate, and the row browser's items: pure logic on scored rows."""
 
+import pytest
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
@@ -67,3 +68,38 @@ def test_items_hold_each_models_answer_and_past_the_limit_only_the_worst_are_kep
     worst, total = item_views([base, tuned], ["accuracy", "style"], limit=2)
     assert total == 4 and [i.id for i in worst] == ["2", "3"]
     assert [i.id for i in item_views([base, tuned], ["accuracy", "style"], limit=3)[0]] == ["2", "3", "4"]
+
+
+def test_holm_rejects_step_down_from_the_smallest_p_and_stops_at_the_first_that_fails():
+    from llm_engineering.evaluation.rates import holm
+
+    # m = 3 tested: 0.01 <= 0.05/3; then 0.03 > 0.05/2 stops, so 0.04 is not rejected though below 0.05.
+    assert holm([0.01, 0.04, 0.03, None]) == [True, False, False, False]
+    assert holm([0.001, 0.02, 0.04]) == [True, True, True]  # 0.05/3, 0.05/2, 0.05/1
+    assert holm([0.03, 0.03]) == [False, False]  # each below 0.05 alone, neither below 0.025
+
+
+def test_a_drop_whose_interval_is_below_zero_alone_is_not_a_regression_once_every_metric_tested_is_counted():
+    before = rows("m", {str(i): 3 for i in range(20)})
+    # Accuracy drops on 4 of 20 rows: its 95% interval lies below zero (p 0.029), but two metrics are tested
+    # (accuracy and style), so Holm asks p <= 0.025 of the smaller one.
+    after = rows("m", {str(i): 2 if i < 4 else 3 for i in range(20)})
+    comparison = compare_runs([after], [before], ["accuracy", "style"], "run-1")
+    accuracy = next(m for m in comparison.metrics if m.metric == "accuracy")
+    assert accuracy.ci[1] < 0 and accuracy.worse_uncorrected and 0.025 < accuracy.p_value < 0.05
+    assert (comparison.tested, accuracy.regressed, regression_lines(comparison)) == (2, False, [])
+    # On 6 of 20 rows the drop passes the correction (p 0.004).
+    after = rows("m", {str(i): 2 if i < 6 else 3 for i in range(20)})
+    (line,) = regression_lines(compare_runs([after], [before], ["accuracy", "style"], "run-1"))
+    assert "significant after Holm's correction across the 2 metrics compared" in line
+
+
+def test_the_detectable_difference_shrinks_with_the_square_root_of_the_rows():
+    from llm_engineering.evaluation.rates import detectable_difference, rows_needed
+
+    differences = [-1, 0, 1, 0] * 5
+    four_times = differences * 4
+    assert detectable_difference(four_times) == pytest.approx(detectable_difference(differences) / 2, rel=0.05)
+    # The rows a difference needs: the detectable difference of n rows needs about n rows.
+    assert rows_needed(differences, detectable_difference(differences)) in (len(differences), len(differences) + 1)
+    assert detectable_difference([1]) is None and rows_needed([1], 0.1) is None

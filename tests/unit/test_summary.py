@@ -194,3 +194,17 @@ def test_a_report_of_a_summary_stored_without_run_and_scales_can_still_be_labell
     assert (data["run"], data["rubric"]) == ("evaluating-old", "handbook")
     assert data["scales"]["accuracy"]["1"].startswith("Poor")
     assert data["answers"] == {"0": {"a": "x"}}
+
+
+def test_the_power_line_says_what_change_the_rows_can_detect_and_four_times_the_rows_halve_it():
+    from llm_engineering.evaluation.report.text import power_lines
+
+    few = build_summary([evaluations("m", [[1, 3, None], [3, 1, None]] * 5)]).models[0].criterion("accuracy")
+    many = build_summary([evaluations("m", [[1, 3, None], [3, 1, None]] * 20)]).models[0].criterion("accuracy")
+    assert many.detectable == pytest.approx(few.detectable / 2, rel=0.05)
+    assert many.rows_for_tenth == pytest.approx(few.rows_for_tenth, rel=0.1)  # the spread, not the rows, sets it
+    assert few.detectable > 1  # ten rows of 1s and 3s: only a change over a point shows
+    (line,) = power_lines(build_summary([evaluations("m", [[1, 3, None], [3, 1, None]] * 20)]))
+    assert line.startswith(f"Power of m (40 scored rows): a paired comparison with another run detects a change of at "
+                           f"least accuracy {many.detectable:.2f}")
+    assert f"a change of 0.1 needs about accuracy {many.rows_for_tenth}" in line

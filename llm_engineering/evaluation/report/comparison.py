@@ -2,7 +2,9 @@
 rows both runs scored, with a paired bootstrap interval, and the rows whose scores changed most.
 
 Paired on row ids: the same test items, so item difficulty cancels out and a small real change shows
-where two independent means would not.
+where two independent means would not. A metric regressed when its difference is below zero and its bootstrap
+p-value passes Holm's correction across every metric and model compared (family-wise 5%): a gate that tests ten
+metrics at 5% each would fire on noise in four runs of ten.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from datasets import Dataset
 from pydantic import BaseModel, Field
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.rates import bootstrap_ci, mean
+from llm_engineering.evaluation.rates import bootstrap_ci, bootstrap_p, detectable_difference, holm, mean
 
 CHANGED_ROWS = 10
+FAMILY_ALPHA = 0.05  # the chance that a comparison of two runs alike flags any metric at all
 
 
 class MetricChange(BaseModel):
@@ -28,10 +31,13 @@ class MetricChange(BaseModel):
     previous_mean: Optional[float]
     difference: Optional[float]
     ci: Optional[list[float]] = Field(None, description="95% paired bootstrap interval of the difference")
+    p_value: Optional[float] = Field(None, description="two-sided paired bootstrap p-value of no difference")
+    detectable: Optional[float] = Field(None, description="the smallest difference these rows detect at 80% power")
+    regressed: bool = Field(False, description="worse, and significant after Holm's correction across the comparison")
 
     @property
-    def regressed(self) -> bool:
-        """The whole interval lies below zero: this run is worse, beyond the rows' noise."""
+    def worse_uncorrected(self) -> bool:
+        """The whole 95% interval lies below zero: worse if this metric were the only one tested."""
         return self.ci is not None and self.ci[1] < 0
 
 
@@ -50,6 +56,7 @@ class RowChange(BaseModel):
 class RunComparison(BaseModel):
     previous_run: str
     metrics: list[MetricChange]
+    tested: int = Field(0, description="metrics with a p-value: the family Holm's correction spans")
     changed_rows: list[RowChange] = Field(description=f"the {CHANGED_ROWS} rows whose scores changed most")
     unmatched_models: list[str] = Field(default_factory=list, description="models of this run the earlier one lacks")
 
@@ -73,7 +80,8 @@ def _metric_change(model_id: str, metric: str, current: list[dict], previous: li
     return MetricChange(
         model_id=model_id, metric=metric, paired_rows=len(shared),
         current_mean=mean([now[i] for i in shared]), previous_mean=mean([before[i] for i in shared]),
-        difference=mean(differences), ci=bootstrap_ci(differences),
+        difference=mean(differences), ci=bootstrap_ci(differences), p_value=bootstrap_p(differences),
+        detectable=detectable_difference(differences),
     )
 
 
@@ -115,5 +123,9 @@ def compare_runs(current: list[Dataset], previous: list[Dataset], criteria: list
                 metrics.append(change)
         rows += _row_changes(model_id, criteria, current_rows, before[model_id])
     rows.sort(key=lambda r: (-abs(r.change), r.model_id, r.id))
+    significant = holm([m.p_value for m in metrics], FAMILY_ALPHA)
+    metrics = [m.model_copy(update={"regressed": bool(m.difference is not None and m.difference < 0 and flagged)})
+               for m, flagged in zip(metrics, significant)]
     return RunComparison(previous_run=previous_run, metrics=metrics, changed_rows=rows[:CHANGED_ROWS],
-                         unmatched_models=sorted(now.keys() - before.keys()))
+                         unmatched_models=sorted(now.keys() - before.keys()),
+                         tested=sum(m.p_value is not None for m in metrics))

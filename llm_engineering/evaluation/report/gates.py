@@ -9,6 +9,7 @@ The run completes and stores everything first; a gate only decides the exit code
 - `judge_check_expected`: the same with integer ties broken by expected scores.
 
 Every model must clear a per-model gate. A metric the run did not measure fails its gate, saying why.
+`--max-failed-rate RATE` holds each model's share of rows without a valid verdict to at most RATE.
 """
 
 from __future__ import annotations
@@ -69,3 +70,11 @@ def failed_gates(summary: EvaluationSummary, gates: list[Gate]) -> list[str]:
             elif value < gate.threshold:
                 failures.append(f"{gate}: {subject} has {gate.metric} {value:.3g}, under {gate.threshold:g}")
     return failures
+
+
+def failed_rate_failures(summary: EvaluationSummary, max_rate: float) -> list[str]:
+    """One line per model whose share of rows without a valid verdict is over `max_rate`."""
+    return [f"max-failed-rate={max_rate:g}: {m.model_id} has {m.rows - m.scored} of {m.rows} rows without a valid "
+            f"verdict ({m.failure_rate:.1%}: a judge error, or no answer because the prompt was too long), over "
+            f"{max_rate:.1%}; `rescore --only-failed` asks the judge again for those rows"
+            for m in summary.models if m.failure_rate > max_rate]

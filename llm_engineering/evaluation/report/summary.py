@@ -20,7 +20,7 @@ from llm_engineering.evaluation.generation.answers import GenerationStats
 from llm_engineering.evaluation.report.items import ItemView, item_views
 from llm_engineering.evaluation.trust.label_agreement import LabelAgreement
 from llm_engineering.evaluation.judging.pairwise import PairwiseComparison, PairwiseReport
-from llm_engineering.evaluation.rates import bootstrap_ci, mean
+from llm_engineering.evaluation.rates import bootstrap_ci, detectable_change, mean, rows_for_change
 from llm_engineering.evaluation.trust.judge_check import JudgeCheck, TrustChecks
 from llm_engineering.evaluation.judging.rubric import Rubric
 from llm_engineering.evaluation.trust.similarity import SimilarityCheck
@@ -64,6 +64,10 @@ class CriterionScores(BaseModel):
     judges: list[JudgeScores] = Field(default_factory=list, description="with a jury: each judge's figures")
     length: Optional[LengthCorrelation] = Field(
         None, description="Spearman correlation of the score (expected where every row has one) with answer length")
+    detectable: Optional[float] = Field(
+        None, description="the smallest change of the integer mean a paired comparison of these rows detects (80% "
+                          "power, 5%), runs uncorrelated per row: an upper bound")
+    rows_for_tenth: Optional[int] = Field(None, description="paired rows a change of 0.1 would need, likewise")
 
 
 class ModelScores(BaseModel):
@@ -183,6 +187,8 @@ def _criterion_scores(name: str, scored: list[dict], values: Optional[list[int]]
         expected_problem=problems.most_common(1)[0][0] if problems else None,
         judges=per_judge,
         length=length_correlation(by_length, [len(r.get(col.ANSWER) or "") for r in scored]),
+        detectable=detectable_change(scores),
+        rows_for_tenth=rows_for_change(scores, 0.1),
     )
 
 

@@ -171,6 +171,20 @@ def _label_lines(summary: EvaluationSummary) -> list[str]:
     return lines
 
 
+def power_lines(summary: EvaluationSummary) -> list[str]:
+    """Per model: the smallest change a comparison of these rows can detect, and the rows a change of 0.1 needs."""
+    lines = []
+    for s in summary.models:
+        criteria = [c for c in s.criteria if c.detectable is not None]
+        if criteria:
+            needs = ", ".join(f"{c.name} {c.rows_for_tenth}" for c in criteria)
+            lines.append(f"Power of {s.model_id} ({s.scored} scored rows): a paired comparison with another run detects "
+                         f"a change of at least {', '.join(f'{c.name} {c.detectable:.2f}' for c in criteria)} "
+                         f"(80% power at 5%; runs uncorrelated per row, so an upper bound); a change of 0.1 needs "
+                         f"about {needs} rows")
+    return lines
+
+
 def trust_lines(summary: EvaluationSummary) -> list[str]:
     """How far the scores can be trusted, in plain words (CLI, logs)."""
     lines = [f"WARNING {warning}" for warning in summary.warnings] + expected_lines(summary)
@@ -192,6 +206,7 @@ def trust_lines(summary: EvaluationSummary) -> list[str]:
         lines.append(f"Similarity metric check ({c.embedding_model}): {similarity_check_finding(c)}")
     for p in summary.pairwise:
         lines.append(f"Pairwise {pairwise_name(p)} ({PAIRWISE_METHODS[p.method]}): {pairwise_finding(p)}")
+    lines += power_lines(summary)
     for s in summary.models:
         lengths = [f"{c.name} {fmt(c.length.spearman)}" for c in s.criteria if c.length and c.length.spearman is not None]
         if lengths:
