@@ -73,8 +73,8 @@ EMBEDDED_MODELS = {
         storage_dtype="bfloat16",  # 3.6 GB instead of 7.1 GB; the engine casts it to its dtype
         judge_signal=True,  # report card 90% on mismatch, 90-95% on the harder tiers (docs/judge-trust.md)
     ),
-    # The same judge with int8 weights: 2.1 GB; on a 2-core CPU with AMX its judge stages took 22% less time, its
-    # report card and agreement with people within the bf16 judge's intervals (benchmarks/README.md).
+    # The same judge with int8 weights, 2.2 GB: on a 2-core CPU with AMX its judge stages took 22% less time; report
+    # card and agreement with people inside the bf16 judge's intervals, three points under it (benchmarks/README.md).
     "qwen2.5-coder-1.5b-int8": EmbeddedModel(
         name="Qwen2.5-Coder-1.5B-Instruct-w8a8", parts=(), int8_of="qwen2.5-coder-1.5b", judge_signal=True,
     ),
@@ -234,7 +234,7 @@ def quantize_w8a8(source: Path, target: Path) -> Path:
     """An int8 copy of the Hugging Face folder `source` in `target` (W8A8, `W8A8_CONFIG`)."""
     from safetensors.torch import load_file, save_file
 
-    logger.info("Writing int8 weights of %s (once: about a minute on 2 cores)", source.name)
+    logger.info("Writing int8 weights of %s (once: about 20 s on 2 cores)", source.name)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     staging.chmod(0o755)

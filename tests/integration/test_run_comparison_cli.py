@@ -80,7 +80,7 @@ def test_compare_to_an_earlier_run_finds_the_rows_that_got_worse_and_the_gates_e
         # 4. Two rows' verdicts do not parse (2 of 6 rows failed, 33%): over a 20% ceiling the run exits 3 naming
         # the model and the count; under a 50% one the gates pass.
         judge.state.verdict_when = [(instruction, {"verdict": "unreadable"}) for instruction in list(worse.values())[:2]]
-        result = run_cli("rescore", "--config", second_config, "--max-failed-rate", "0.2")
+        result = run_cli("rescore", "--config", second_config, "--no-cache", "--max-failed-rate", "0.2")
         assert result.exit_code == GATE_FAILED_EXIT_CODE, result.output[-3000:]
         (gate_line,) = [line for line in result.stderr.splitlines() if line.startswith("GATE FAILED")]
         assert gate_line.startswith("GATE FAILED max-failed-rate=0.2: smollm2-135m has 2 of 6 rows without a valid verdict")
