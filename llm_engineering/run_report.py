@@ -45,7 +45,7 @@ def _labelling_context(summary: EvaluationSummary, run_name: str) -> EvaluationS
 
     update: dict[str, Any] = {} if summary.run else {"run": run_name}
     if not summary.scales and summary.rubric in shipped_rubrics():
-        update["scales"] = {c.name: dict(c.scale) for c in load_rubric(summary.rubric).criteria}
+        update["scales"] = load_rubric(summary.rubric).scales
     return summary.model_copy(update=update) if update else summary
 
 

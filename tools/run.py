@@ -82,6 +82,16 @@ def _check_gates(ctx: click.Context, param: click.Parameter, values: tuple[str, 
     return values
 
 
+def _together(options: list[Callable]) -> Callable:
+    """One decorator applying `options`, the first listed first in --help."""
+    def decorate(command: Callable) -> Callable:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
+
+
 def _gate_option() -> Callable:
     """--fail-under, --max-failed-rate: CI gates on the stored run (exit code 3)."""
     options = [
@@ -94,12 +104,7 @@ def _gate_option() -> Callable:
                           "error, or no answer: prompt too long) is over RATE, e.g. 0.05."),
     ]
 
-    def decorate(command: Callable) -> Callable:
-        for option in reversed(options):
-            command = option(command)
-        return command
-
-    return decorate
+    return _together(options)
 
 
 def _compare_options() -> Callable:
@@ -114,12 +119,7 @@ def _compare_options() -> Callable:
                           "run, significantly after Holm's correction across every metric and model compared."),
     ]
 
-    def decorate(command: Callable) -> Callable:
-        for option in reversed(options):
-            command = option(command)
-        return command
-
-    return decorate
+    return _together(options)
 
 
 def _verbose_option() -> Callable:
@@ -145,12 +145,7 @@ def _selection_options() -> Callable:
         click.option("--dummy", is_flag=True, help="Evaluate only 10 rows (a quick smoke run)."),
     ]
 
-    def decorate(command: Callable) -> Callable:
-        for option in reversed(options):
-            command = option(command)
-        return command
-
-    return decorate
+    return _together(options)
 
 
 @click.group(cls=Commands, invoke_without_command=True, epilog=EPILOG)

@@ -121,6 +121,11 @@ class Rubric(BaseModel):
     def criterion(self, name: str) -> Criterion:
         return next(c for c in self.criteria if c.name == name)
 
+    @property
+    def scales(self) -> dict[str, dict[int, str]]:
+        """Each criterion's levels and what each means."""
+        return {c.name: dict(c.scale) for c in self.criteria}
+
 
 class RubricError(ValueError):
     """A rubric that cannot be used; the message names the problem and the fix."""

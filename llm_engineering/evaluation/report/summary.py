@@ -287,7 +287,7 @@ def build_summary(
         headline=judge_headline(", ".join(judge_ids), judge_check),
         rubric=rubric.name,
         criteria=rubric.names,
-        scales={c.name: dict(c.scale) for c in rubric.criteria},
+        scales=rubric.scales,
         models=scores,
         comparisons=comparisons,
         ranking=[s.model_id for s in ranking],
