@@ -1,12 +1,13 @@
 """How often `--fail-on-regression` fires on noise: runs that differ only in their sampling seed, each compared with
 the first, counted with and without Holm's correction.
 
-Eleven `evaluate` runs of the embedded split with the default sampling (temperature 0.8) and the cheap judge
-(SmolLM2, which shares the generator's engine), seeds 0-10; runs 1-10 each `--compare-to` run 0. Every difference
-between them is noise, so every flag is a false alarm. Reported per comparison: the metrics whose 95% interval lies
-below zero (the gate before the correction) and those that pass Holm's correction (the gate now).
+Eleven `evaluate` runs of the embedded split with the default sampling (temperature 0.8), seeds 0-10, the judge
+check off; runs 1-10 each `--compare-to` run 0. Every difference between them is noise, so every flag is a false
+alarm. Reported per comparison: the metrics whose 95% interval lies below zero (the gate before the correction)
+and those that pass Holm's correction (the gate now).
 
-    .venv/bin/python benchmarks/seed_noise.py [--runs 11] [--limit N]     # writes benchmarks/results/seed_noise.json
+    .venv/bin/python benchmarks/seed_noise.py [--judge auto] [--runs 11] [--limit N]
+        # writes benchmarks/results/seed_noise_<judge>.json
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ def _evaluate(runner, main, config: Path, *extra: str) -> dict:
 @click.command()
 @click.option("--runs", default=11, show_default=True, help="runs, seeds 0..runs-1; each after the first compared with it")
 @click.option("--limit", type=int, default=None, help="rows of the embedded split (default: all 48)")
-def main(runs: int, limit: int | None) -> None:
+@click.option("--judge", default="auto", show_default=True,
+              help="judge.model: auto (the default judge), smollm2-135m (cheap: shares the generator's engine)...")
+def main(runs: int, limit: int | None, judge: str) -> None:
     from click.testing import CliRunner
 
     from tools.run import main as cli
@@ -53,7 +56,7 @@ def main(runs: int, limit: int | None) -> None:
         config = folder / f"seed{seed}.yaml"
         config.write_text(yaml.safe_dump({"parameters": {
             "dataset": {"limit": limit}, "sampling": {"seed": seed},
-            "judge": {"model": "smollm2-135m"}, "judge_check": {"rows": 0},
+            "judge": {"model": judge}, "judge_check": {"rows": 0},
         }}))
         report = _evaluate(runner, cli, config, *(["--compare-to", first] if first else []))
         if first is None:
@@ -71,12 +74,12 @@ def main(runs: int, limit: int | None) -> None:
     fired = sum(bool(c["worse_uncorrected"]) for c in comparisons)
     fired_holm = sum(bool(c["regressed_holm"]) for c in comparisons)
     result = {
-        "machine": {"cpu": platform.processor() or platform.machine(), "flags": _cpu_flags()},
+        "machine": {"cpu": platform.processor() or platform.machine(), "flags": _cpu_flags()}, "judge": judge,
         "first_run": first, "comparisons": comparisons,
         "fired_without_correction": fired, "fired_with_holm": fired_holm,
         "seconds": round(time.perf_counter() - started, 1),
     }
-    out = ROOT / "benchmarks" / "results" / "seed_noise.json"
+    out = ROOT / "benchmarks" / "results" / f"seed_noise_{judge}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"--fail-on-regression fired in {fired} of {len(comparisons)} comparisons without correction, "
           f"{fired_holm} with Holm's ({result['seconds']:.0f} s); {out}")

@@ -73,11 +73,14 @@ def holm(p_values: Sequence[Optional[float]], alpha: float = 0.05) -> list[bool]
 
 def detectable_difference(differences: Sequence[float], power: float = 0.8, alpha: float = 0.05) -> Optional[float]:
     """The smallest mean paired difference a two-sided test at `alpha` detects with `power`, given the spread of
-    these differences and their count: (z(1 - alpha/2) + z(power)) * sd / sqrt(n). None for fewer than two."""
+    these differences and their count: (z(1 - alpha/2) + z(power)) * sd / sqrt(n). None for fewer than two, or
+    when they do not vary."""
     if len(differences) < 2:
         return None
     from scipy.stats import norm
 
+    if len(set(differences)) < 2:
+        return None  # no spread: nothing to size a test by
     sd = float(np.std(np.asarray(differences, dtype=float), ddof=1))
     return round((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * sd / math.sqrt(len(differences)), 4)
 
@@ -98,6 +101,8 @@ def rows_needed(differences: Sequence[float], difference: float, power: float = 
         return None
     from scipy.stats import norm
 
+    if len(set(differences)) < 2:
+        return None
     sd = float(np.std(np.asarray(differences, dtype=float), ddof=1))
     return max(2, math.ceil(((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * sd / abs(difference)) ** 2))
 

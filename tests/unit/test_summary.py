@@ -208,3 +208,13 @@ def test_the_power_line_says_what_change_the_rows_can_detect_and_four_times_the_
     assert line.startswith(f"Power of m (40 scored rows): a paired comparison with another run detects a change of at "
                            f"least accuracy {many.detectable:.2f}")
     assert f"a change of 0.1 needs about accuracy {many.rows_for_tenth}" in line
+
+
+def test_scores_that_do_not_vary_have_no_detectable_change_and_the_power_line_says_why():
+    from llm_engineering.evaluation.report.text import power_lines
+
+    summary = build_summary([evaluations("m", [[1, 1, None], [1, 2, None]] * 5)])  # accuracy 1 on every row
+    accuracy, style = summary.models[0].criteria
+    assert (accuracy.detectable, accuracy.rows_for_tenth) == (None, None) and style.detectable > 0
+    (line,) = power_lines(summary)
+    assert line.endswith("; accuracy: every scored row has the same score, no spread to size a test by")

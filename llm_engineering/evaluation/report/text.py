@@ -176,12 +176,16 @@ def power_lines(summary: EvaluationSummary) -> list[str]:
     lines = []
     for s in summary.models:
         criteria = [c for c in s.criteria if c.detectable is not None]
+        alike = [c.name for c in s.criteria if c.detectable is None]
+        same = f"; {', '.join(alike)}: every scored row has the same score, no spread to size a test by" if alike else ""
         if criteria:
             needs = ", ".join(f"{c.name} {c.rows_for_tenth}" for c in criteria)
             lines.append(f"Power of {s.model_id} ({s.scored} scored rows): a paired comparison with another run detects "
                          f"a change of at least {', '.join(f'{c.name} {c.detectable:.2f}' for c in criteria)} "
                          f"(80% power at 5%; runs uncorrelated per row, so an upper bound); a change of 0.1 needs "
-                         f"about {needs} rows")
+                         f"about {needs} rows{same}")
+        elif alike and s.scored > 1:
+            lines.append(f"Power of {s.model_id} ({s.scored} scored rows){same}")
     return lines
 
 
