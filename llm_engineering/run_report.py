@@ -39,11 +39,12 @@ class RunReport:
 
 
 def _labelling_context(summary: EvaluationSummary, run_name: str) -> EvaluationSummary:
-    """A summary stored before summaries named their run and scales: the run's name, and the scales of its rubric
-    where it is a shipped one, so that its report's rows can be labelled too."""
+    """The summary named by the run reported (a cached summarize step hands on the summary of the run that made
+    it), with the scales of its rubric where a summary stored before summaries held them names a shipped one, so
+    that its report's rows can be labelled too."""
     from llm_engineering.evaluation.judging.rubric import load_rubric, shipped_rubrics
 
-    update: dict[str, Any] = {} if summary.run else {"run": run_name}
+    update: dict[str, Any] = {"run": run_name} if summary.run != run_name else {}
     if not summary.scales and summary.rubric in shipped_rubrics():
         update["scales"] = load_rubric(summary.rubric).scales
     return summary.model_copy(update=update) if update else summary

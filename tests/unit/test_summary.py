@@ -218,3 +218,12 @@ def test_scores_that_do_not_vary_have_no_detectable_change_and_the_power_line_sa
     assert (accuracy.detectable, accuracy.rows_for_tenth) == (None, None) and style.detectable > 0
     (line,) = power_lines(summary)
     assert line.endswith("; accuracy: every scored row has the same score, no spread to size a test by")
+
+
+def test_a_report_names_the_run_reported_even_when_its_summary_was_made_by_an_earlier_run(tmp_path):
+    from llm_engineering.run_report import write_reports
+
+    cached = build_summary([evaluations("a", [[1, 1, None]])], run="evaluating-first")  # a cached summarize step's
+    json_path, html_path = write_reports(cached, "evaluating-second", tmp_path)
+    assert json.loads(json_path.read_text())["run"] == "evaluating-second"
+    assert json.loads(html_path.read_text().split("id='label-data'>")[1].split("</script>")[0])["run"] == "evaluating-second"

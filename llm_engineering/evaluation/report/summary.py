@@ -119,7 +119,8 @@ class EvaluationSummary(BaseModel):
     """The `evaluation_summary` artifact: per-model scores, comparisons and the ranking."""
 
     judge_model: str
-    run: str = Field("", description="the pipeline run that made it (the report's labels name it)")
+    run: str = Field("", description="the pipeline run that made it (a run whose summarize step was cached reports "
+                                      "under its own name: `run_report`); the report's labels name it")
     headline: str = Field("", description="the first line: whether the judge's scores mean anything")
     rubric: str = "handbook"
     criteria: list[str] = Field(default_factory=lambda: ["accuracy", "style"])
