@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 from tqdm.auto import tqdm
 
@@ -187,12 +187,22 @@ def convert_gguf(gguf: Path, target: Path, dtype: str = "float32") -> Path:
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     model.to(getattr(torch, dtype))  # save_pretrained records the weights' dtype in config.json
+
+    def write(staging: Path) -> None:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+
+    return _written_whole(target, write)
+
+
+def _written_whole(target: Path, write: Callable[[Path], None]) -> Path:
+    """`target`, filled by `write` in a staging folder beside it, given a manifest of its files' sizes and then
+    renamed into place: no reader sees a folder half written (where another process finished first, its stays)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     staging.chmod(0o755)
     try:
-        model.save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
+        write(staging)
         sizes = {p.name: p.stat().st_size for p in staging.iterdir() if p.is_file()}
         (staging / CONVERSION_MANIFEST).write_text(json.dumps(sizes, indent=1))
         if target.exists():  # another process finished first
@@ -235,10 +245,8 @@ def quantize_w8a8(source: Path, target: Path) -> Path:
     from safetensors.torch import load_file, save_file
 
     logger.info("Writing int8 weights of %s (once: about 20 s on 2 cores)", source.name)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    staging.chmod(0o755)
-    try:
+
+    def write(staging: Path) -> None:
         for item in source.iterdir():
             if item.is_file() and item.suffix != ".safetensors" and item.name not in (
                     "model.safetensors.index.json", "config.json", CONVERSION_MANIFEST):
@@ -253,16 +261,8 @@ def quantize_w8a8(source: Path, target: Path) -> Path:
                 else:
                     tensors[name] = tensor
         save_file(tensors, staging / "model.safetensors", metadata={"format": "pt"})
-        sizes = {p.name: p.stat().st_size for p in staging.iterdir() if p.is_file()}
-        (staging / CONVERSION_MANIFEST).write_text(json.dumps(sizes, indent=1))
-        if target.exists():  # another process finished first
-            shutil.rmtree(staging)
-        else:
-            staging.rename(target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return target
+
+    return _written_whole(target, write)
 
 
 def converted_folder(model: EmbeddedModel, cache_dir: Path) -> Path:
