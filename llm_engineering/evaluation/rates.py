@@ -71,18 +71,25 @@ def holm(p_values: Sequence[Optional[float]], alpha: float = 0.05) -> list[bool]
     return rejected
 
 
+def _paired_test_size(differences: Sequence[float], power: float, alpha: float) -> Optional[tuple[float, float]]:
+    """(the spread of the differences, z(1 - alpha/2) + z(power)) that size a two-sided paired test; None for fewer
+    than two differences, or differences that do not vary (nothing to size a test by)."""
+    if len(differences) < 2 or len(set(differences)) < 2:
+        return None
+    from scipy.stats import norm
+
+    return float(np.std(np.asarray(differences, dtype=float), ddof=1)), norm.ppf(1 - alpha / 2) + norm.ppf(power)
+
+
 def detectable_difference(differences: Sequence[float], power: float = 0.8, alpha: float = 0.05) -> Optional[float]:
     """The smallest mean paired difference a two-sided test at `alpha` detects with `power`, given the spread of
     these differences and their count: (z(1 - alpha/2) + z(power)) * sd / sqrt(n). None for fewer than two, or
     when they do not vary."""
-    if len(differences) < 2:
+    size = _paired_test_size(differences, power, alpha)
+    if size is None:
         return None
-    from scipy.stats import norm
-
-    if len(set(differences)) < 2:
-        return None  # no spread: nothing to size a test by
-    sd = float(np.std(np.asarray(differences, dtype=float), ddof=1))
-    return round((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * sd / math.sqrt(len(differences)), 4)
+    sd, z = size
+    return round(z * sd / math.sqrt(len(differences)), 4)
 
 
 def detectable_change(scores: Sequence[float], power: float = 0.8, alpha: float = 0.05) -> Optional[float]:
@@ -96,15 +103,18 @@ def detectable_change(scores: Sequence[float], power: float = 0.8, alpha: float 
 
 def rows_needed(differences: Sequence[float], difference: float, power: float = 0.8, alpha: float = 0.05) -> Optional[int]:
     """Paired rows a mean difference of `difference` needs to be detected with `power`, at the spread of these
-    differences. None for fewer than two."""
-    if len(differences) < 2 or difference == 0:
+    differences. None for fewer than two, or differences that do not vary."""
+    size = _paired_test_size(differences, power, alpha)
+    if size is None or difference == 0:
         return None
-    from scipy.stats import norm
+    sd, z = size
+    return max(2, math.ceil((z * sd / abs(difference)) ** 2))
 
-    if len(set(differences)) < 2:
-        return None
-    sd = float(np.std(np.asarray(differences, dtype=float), ddof=1))
-    return max(2, math.ceil(((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * sd / abs(difference)) ** 2))
+
+def rows_for_change(scores: Sequence[float], change: float, power: float = 0.8, alpha: float = 0.05) -> Optional[int]:
+    """Paired rows a change of `change` in the mean needs to be detected with `power`, runs uncorrelated per row
+    (as `detectable_change`)."""
+    return rows_needed([value * math.sqrt(2) for value in scores], change, power, alpha)
 
 
 class Rate(BaseModel):
@@ -172,9 +182,3 @@ def fmt(value: Optional[float], digits: int = 2) -> str:
 def rate_with_ci(value: Optional[float], ci: Optional[list[float]]) -> str:
     """`75% [56%, 100%]`: a rate and its 95% interval, `n/a` when missing."""
     return "n/a" if value is None else f"{value:.0%}" + (f" [{ci[0]:.0%}, {ci[1]:.0%}]" if ci else "")
-
-
-def rows_for_change(scores: Sequence[float], change: float, power: float = 0.8, alpha: float = 0.05) -> Optional[int]:
-    """Paired rows a change of `change` in the mean needs to be detected with `power`, runs uncorrelated per row
-    (as `detectable_change`)."""
-    return rows_needed([value * math.sqrt(2) for value in scores], change, power, alpha)

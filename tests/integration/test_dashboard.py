@@ -7,7 +7,6 @@ directly, so the run below lands in the database the dashboard reads.
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -19,11 +18,11 @@ import pytest
 from llm_engineering.evaluation import columns as col
 from llm_engineering.run_config import EvaluationConfig
 from llm_engineering.infrastructure.zenml_runs import step_output
+from tests.support.browser import CHROMIUM, chromium
 from tools.dashboard import skip_onboarding
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def _zenml(*args, timeout):
@@ -49,10 +48,7 @@ def _get_json(url):
 
 @pytest.fixture(scope="module")
 def dashboard():
-    if CHROMIUM is None and os.environ.get("CI"):
-        pytest.fail("Chromium is not installed, and on CI the dashboard must be tested: `make browser` installs it")
-    if CHROMIUM is None:
-        pytest.skip("Chromium is not installed: `make browser` installs Debian's chromium (needs root and apt)")
+    chromium("the dashboard")
     pytest.importorskip("playwright", reason="playwright comes with the dev extra: make install")
     from zenml.config.global_config import GlobalConfiguration
 

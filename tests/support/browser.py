@@ -10,16 +10,22 @@ import pytest
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-@contextmanager
-def report_page(html_path, width=1500, height=900):
+def chromium(what="the report"):
+    """Debian's Chromium; where it is missing, the test is skipped (on CI it fails: `make browser` installs it)."""
     if CHROMIUM is None and os.environ.get("CI"):
-        pytest.fail("Chromium is not installed, and on CI the report must be tested: `make browser` installs it")
+        pytest.fail(f"Chromium is not installed, and on CI {what} must be tested: `make browser` installs it")
     if CHROMIUM is None:
         pytest.skip("Chromium is not installed: `make browser` installs Debian's chromium (needs root and apt)")
+    return CHROMIUM
+
+
+@contextmanager
+def report_page(html_path, width=1500, height=900):
+    executable = chromium()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+        browser = playwright.chromium.launch(executable_path=executable, headless=True,
                                              args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
         try:
             page = browser.new_context(viewport={"width": width, "height": height}, offline=True).new_page()
