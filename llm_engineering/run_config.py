@@ -248,6 +248,7 @@ def apply_overrides(
     rubric: Optional[str] = None,
     labels: Optional[str] = None,
     judge_model: Optional[str] = None,
+    samples: Optional[int] = None,
 ) -> EvaluationConfig:
     """The config with command-line overrides applied, validated again."""
     data = config.model_dump()
@@ -271,4 +272,6 @@ def apply_overrides(
         data["dataset"]["dummy"] = True
     if fresh:
         data["resume"] = False
+    if samples:
+        data["sampling"]["n"] = samples
     return parse_evaluation(data)

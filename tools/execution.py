@@ -31,6 +31,7 @@ class Request:
     dataset: Optional[str] = None
     limit: Optional[int] = None
     dummy: bool = False
+    samples: Optional[int] = None
     rubric: Optional[str] = None
     labels: Optional[str] = None
     no_cache: bool = False
@@ -127,7 +128,7 @@ def _execute(request: Request, run_log: Any = None) -> None:
         run_config = load_run_config(request.config_path)
         config = apply_overrides(run_config.evaluation, list(request.models), request.dataset, request.limit,
                                  request.dummy, fresh=request.no_cache, rubric=request.rubric,
-                                 labels=request.labels)
+                                 labels=request.labels, samples=request.samples)
         if request.mode not in ("publish", "snapshot"):  # a snapshot runs elsewhere: its steps choose there
             config, choices = with_judges_chosen(config)
             for line in choices:

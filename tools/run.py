@@ -134,7 +134,7 @@ def _check_regression_gate(options: dict[str, Any]) -> None:
 
 
 def _selection_options() -> Callable:
-    """--model, --dataset, --limit, --dummy: what is evaluated."""
+    """--model, --dataset, --limit, --dummy, --samples: what is evaluated."""
     options = [
         click.option("--model", "models", multiple=True,
                      help="Model alias, local folder or Hub id; BASE+ADAPTER adds a LoRA adapter (PEFT folder or "
@@ -143,6 +143,9 @@ def _selection_options() -> Callable:
                      help="Hub dataset id, or a local json/jsonl/parquet/csv file or dataset folder."),
         click.option("--limit", type=click.IntRange(min=1), help="Evaluate only the first N rows."),
         click.option("--dummy", is_flag=True, help="Evaluate only 10 rows (a quick smoke run)."),
+        click.option("--samples", type=click.IntRange(min=1), metavar="K",
+                     help="K answers per prompt (sampling.n), each judged: intervals then include how far a model's "
+                          "answers to one prompt differ, and the summary adds max, majority and pass@k."),
     ]
 
     return _together(options)

@@ -13,6 +13,8 @@ REFERENCE = "reference"
 PROMPT = "prompt"
 
 # generations
+# which of a prompt's answers (0..n-1 with sampling.n = n); a row's answers share its id. Absent: 0 (stored before)
+SAMPLE = "sample"
 MODEL_ID = "model_id"
 ANSWER = "answer"
 FINISH_REASON = "finish_reason"

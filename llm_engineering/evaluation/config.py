@@ -60,12 +60,22 @@ class SamplingConfig(Strict):
     min_p: float = Field(0.05, ge=0.0, le=1.0)
     max_tokens: PositiveInt = 256
     seed: Optional[int] = 42
+    n: PositiveInt = Field(
+        1, description="Answers per prompt (--samples K), each judged: the summary's intervals then take in how far a "
+        "model's answers to one prompt differ. The s-th answer is drawn with seed + s, as vLLM's own `n` draws it, so "
+        "each is saved and resumed on its own, and raising n keeps the answers already generated.",
+    )
     # A chat model fed the Alpaca template goes on into new turns of its own ("### Instruction: ..."): the
     # answer ends at the template's turn markers. A chat template ends turns with its own end token.
     stop: list[str] = Field(
         default_factory=lambda: list(ALPACA_TURN_MARKERS),
         description="Strings that end an answer (not kept in it); [] for none.",
     )
+
+    def seed_of(self, sample: int) -> Optional[int]:
+        """The seed of a prompt's `sample`-th answer: seed + sample, as vLLM's `n` seeds its s-th child request (None:
+        unseeded)."""
+        return None if self.seed is None else self.seed + sample
 
 
 class JudgeConfig(Strict):

@@ -17,7 +17,7 @@ import os
 import secrets
 import subprocess
 import sys
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -46,8 +46,10 @@ def generate_rows(
     sampling: SamplingConfig,
     engine: EngineConfig,
     ray_config: RayConfig,
+    samples: Optional[Mapping[str, int]] = None,
 ) -> Generator[dict[str, Any], None, None]:
-    """Generate one answer per `(id, prompt)` on Ray Data LLM replicas, yielding rows as they finish.
+    """Generate one answer per `(id, prompt)` on Ray Data LLM replicas, yielding rows as they finish; an id's
+    answer is its `samples[id]`-th sample (seed + sample; 0 where absent).
 
     Each row is `{id, answer, finish_reason, prompt_tokens, completion_tokens}`, as the in-process
     engine produces them; order follows completion, not input. The cluster is the configured
@@ -58,16 +60,17 @@ def generate_rows(
     from ray.data import from_items
     from ray.data.llm import build_processor, vLLMEngineProcessorConfig
 
-    items = [{col.ID: row_id, "prompt": prompt} for row_id, prompt in rows]
+    items = [{col.ID: row_id, "prompt": prompt, "seed": sampling.seed_of((samples or {}).get(row_id, 0))}
+             for row_id, prompt in rows]
     stop_ids = stop_token_ids(model_path)
     params = {"temperature": sampling.temperature, "top_p": sampling.top_p, "min_p": sampling.min_p,
-              "max_tokens": sampling.max_tokens, "seed": sampling.seed, "stop": list(sampling.stop) or None}
+              "max_tokens": sampling.max_tokens, "stop": list(sampling.stop) or None}
     # The two functions run on the cluster's workers, which need not have this project installed:
     # they refer to plain captured values only, so they travel by value.
     keep = (col.ID, "generated_text", "generated_tokens", "num_input_tokens")
 
     def preprocess(row: dict[str, Any]) -> dict[str, Any]:
-        return {**row, "sampling_params": params}
+        return {**row, "sampling_params": {**params, "seed": row["seed"]}}
 
     def postprocess(row: dict[str, Any]) -> dict[str, Any]:
         return {key: row[key] for key in keep}
@@ -274,11 +277,13 @@ class RayEngine:
 
         return AutoTokenizer.from_pretrained(self.model_path)
 
-    def generate(self, prompts: dict[int, str], sampling: SamplingConfig) -> Answers:
+    def generate(self, prompts: dict[int, str], sampling: SamplingConfig,
+                 samples: Optional[Mapping[int, int]] = None) -> Answers:
         """`(index, answer)` as each row comes back; the index travels as the row's id and maps it back."""
         if not prompts:  # start no cluster for nothing
             return
-        rows = self.generate_rows([(str(i), text) for i, text in prompts.items()], sampling)
+        rows = self.generate_rows([(str(i), text) for i, text in prompts.items()], sampling,
+                                  {str(i): s for i, s in (samples or {}).items()})
         with contextlib.closing(rows):
             for row in rows:
                 yield int(row[col.ID]), AnswerRecord(
@@ -286,8 +291,9 @@ class RayEngine:
                     prompt_tokens=row[col.PROMPT_TOKENS], completion_tokens=row[col.COMPLETION_TOKENS],
                 )
 
-    def generate_rows(self, rows: Iterable[tuple[str, str]], sampling: SamplingConfig) -> Generator[dict[str, Any], None, None]:
-        return generate_rows(rows, self.model_path, sampling, self.engine, self.engine.ray)
+    def generate_rows(self, rows: Iterable[tuple[str, str]], sampling: SamplingConfig,
+                      samples: Optional[Mapping[str, int]] = None) -> Generator[dict[str, Any], None, None]:
+        return generate_rows(rows, self.model_path, sampling, self.engine, self.engine.ray, samples)
 
     def close(self) -> None:
         """Nothing to free: the cluster this engine started is shut down when its stream ends."""

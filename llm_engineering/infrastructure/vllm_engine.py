@@ -16,7 +16,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -194,9 +194,11 @@ class VLLMEngine:
     def get_tokenizer(self) -> Tokenizer:
         return self._engine().get_tokenizer()
 
-    def generate(self, prompts: dict[int, str], sampling: SamplingConfig) -> Answers:
-        """`(index, answer)` as each finishes; all prompts share one continuous batch."""
-        stream = stream_generate(self._engine(), prompts, sampling_params(sampling), self._lora_request)
+    def generate(self, prompts: dict[int, str], sampling: SamplingConfig,
+                 samples: Optional[Mapping[int, int]] = None) -> Answers:
+        """`(index, answer)` as each finishes; all prompts (every sample of each) share one continuous batch."""
+        params = {i: sampling_params(sampling, (samples or {}).get(i, 0)) for i in prompts}
+        stream = stream_generate(self._engine(), prompts, params, self._lora_request)
         with contextlib.closing(stream):
             for i, output in stream:
                 yield i, answer_record(output)
@@ -205,8 +207,8 @@ class VLLMEngine:
         self._llm = None
 
 
-def sampling_params(config: SamplingConfig) -> SamplingParams:
-    """vLLM's `SamplingParams` for our sampling config."""
+def sampling_params(config: SamplingConfig, sample: int = 0) -> SamplingParams:
+    """vLLM's `SamplingParams` for our sampling config's `sample`-th answer to a prompt."""
     from vllm import SamplingParams
 
     return SamplingParams(
@@ -214,16 +216,16 @@ def sampling_params(config: SamplingConfig) -> SamplingParams:
         top_p=config.top_p,
         min_p=config.min_p,
         max_tokens=config.max_tokens,
-        seed=config.seed,
+        seed=config.seed_of(sample),
         stop=list(config.stop) or None,
     )
 
 
 def stream_generate(
-    llm: LLM, prompts: dict[int, str], params: SamplingParams, lora_request: Optional[LoRARequest] = None
+    llm: LLM, prompts: dict[int, str], params: dict[int, SamplingParams], lora_request: Optional[LoRARequest] = None
 ) -> Iterator[tuple[int, RequestOutput]]:
     """Yield `(index, RequestOutput)` as each request finishes; all requests share one batch (through
-    `lora_request`'s adapter when given).
+    `lora_request`'s adapter when given), each prompt with its own `params`.
 
     The engine is stepped here instead of inside `LLM.generate`, so each answer can be saved as
     it finishes. On any interruption (Ctrl-C, an error in the consumer) the unfinished requests
@@ -232,7 +234,8 @@ def stream_generate(
     if not prompts:
         return
     indices = list(prompts)
-    internal_ids = llm.enqueue([prompts[i] for i in indices], params, lora_request=lora_request, use_tqdm=False)
+    internal_ids = llm.enqueue([prompts[i] for i in indices], [params[i] for i in indices], lora_request=lora_request,
+                               use_tqdm=False)
     # vLLM returns its internal ids ("<request id>-<8 random chars>"); outputs carry the request id.
     pending = {rid.rsplit("-", 1)[0]: (rid, i) for rid, i in zip(internal_ids, indices)}
     engine = llm.llm_engine

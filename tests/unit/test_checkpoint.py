@@ -98,7 +98,7 @@ class _HeldEngine:
     def get_tokenizer(self):
         return lambda prompts, add_special_tokens=False: {"input_ids": [[0] * len(p.split()) for p in prompts]}
 
-    def generate(self, prompts, sampling):
+    def generate(self, prompts, sampling, samples=None):
         for i, text in prompts.items():
             self.asked += 1
             yield i, AnswerRecord(answer=f"answer to {text}", finish_reason="stop", prompt_tokens=3, completion_tokens=3)
@@ -207,3 +207,71 @@ def test_a_fresh_run_empties_the_checkpoint_only_once_the_run_generating_into_it
         fresh.join(timeout=60)
     assert (outcome["stats"].resumed, outcome["stats"].generated, engine.asked) == (0, 2, 2)
     assert sorted(json.loads(line)["id"] for line in checkpoint.path.read_text().splitlines()) == ["0", "1"]
+
+
+class _SeededEngine:
+    """A stand-in engine whose answer names the seed it was drawn with; it stops after `stop_after` answers, as a
+    killed run does, when given."""
+
+    def __init__(self, stop_after=None):
+        self.asked, self.stop_after = [], stop_after
+
+    def get_tokenizer(self):
+        return lambda prompts, add_special_tokens=False: {"input_ids": [[0] * len(p.split()) for p in prompts]}
+
+    def generate(self, prompts, sampling, samples=None):
+        for i, text in prompts.items():
+            if self.stop_after is not None and len(self.asked) == self.stop_after:
+                raise KeyboardInterrupt
+            sample = (samples or {}).get(i, 0)
+            self.asked.append((text, sample))
+            yield i, AnswerRecord(answer=f"{text} seed {sampling.seed_of(sample)}", finish_reason="stop",
+                                  prompt_tokens=3, completion_tokens=3)
+
+    def close(self):
+        pass
+
+
+def _split(rows):
+    from datasets import Dataset
+
+    return Dataset.from_dict({"id": [str(i) for i in range(rows)], "instruction": [f"q{i}" for i in range(rows)],
+                              "reference": ["r"] * rows, "prompt": [f"prompt {i}" for i in range(rows)]})
+
+
+def _answer(engine, rows, checkpoint, **sampling):
+    from llm_engineering.evaluation.config import PromptConfig
+    from llm_engineering.evaluation.generation.answers import answer_test_split
+
+    return answer_test_split(engine, _split(rows), "org/model", SamplingConfig(**sampling), PromptConfig(), 2048,
+                             checkpoint)
+
+
+def test_samples_give_each_prompt_n_answers_side_by_side_each_with_its_own_seed(tmp_path):
+    generations, stats = _answer(_SeededEngine(), 2, _checkpoint(tmp_path), n=3, seed=10)
+    assert generations["id"] == ["0", "0", "0", "1", "1", "1"]
+    assert generations["sample"] == [0, 1, 2, 0, 1, 2]
+    assert generations["answer"][:3] == ["prompt 0 seed 10", "prompt 0 seed 11", "prompt 0 seed 12"]
+    assert generations["instruction"][4] == "q1" and generations["reference"][4] == "r"
+    assert (stats.rows, stats.samples, stats.generated) == (6, 3, 6)
+    unseeded = _SeededEngine()
+    _answer(unseeded, 1, _checkpoint(tmp_path / "unseeded", seed=None), n=2, seed=None)
+    assert [s for _, s in unseeded.asked] == [0, 1]  # told apart by sample number, the engine's own seed unset
+
+
+def test_a_killed_run_with_samples_resumes_per_answer_and_more_samples_keep_the_first(tmp_path):
+    checkpoint = _checkpoint(tmp_path)  # n is not part of the checkpoint: answer s is the same whatever n is
+    with pytest.raises(KeyboardInterrupt):
+        _answer(_SeededEngine(stop_after=4), 3, checkpoint, n=2)
+    resumed = _SeededEngine()
+    generations, stats = _answer(resumed, 3, checkpoint, n=2)
+    assert (stats.resumed, stats.generated) == (4, 2)
+    assert resumed.asked == [("prompt 2", 0), ("prompt 2", 1)]
+    assert generations["answer"] == [f"prompt {i} seed {42 + s}" for i in range(3) for s in range(2)]
+    more = _SeededEngine()
+    _, stats = _answer(more, 3, checkpoint, n=3)
+    assert (stats.resumed, stats.generated) == (6, 3)
+    assert sorted(more.asked) == [(f"prompt {i}", 2) for i in range(3)]
+    single = _SeededEngine()
+    generations, _ = _answer(single, 3, checkpoint)  # one answer per prompt: sample 0 of the runs above
+    assert single.asked == [] and generations["sample"] == [0, 0, 0]

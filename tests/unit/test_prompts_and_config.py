@@ -146,3 +146,23 @@ def test_answers_stop_where_a_new_alpaca_turn_begins_unless_told_otherwise():
     assert {m for m in SamplingConfig().stop if m in next_turn} == {"### Instruction:", "### Response:"}
     assert sampling_params(SamplingConfig()).stop == list(SamplingConfig().stop)
     assert not sampling_params(SamplingConfig(stop=[])).stop  # [] turns it off
+
+
+@pytest.mark.parametrize("seed", [42, None])
+def test_a_prompts_samples_are_drawn_as_vllms_own_n_draws_its_child_requests(seed):
+    from types import SimpleNamespace
+
+    from vllm.v1.engine.parallel_sampling import ParentRequest
+
+    from llm_engineering.evaluation.config import SamplingConfig
+    from llm_engineering.infrastructure.vllm_engine import sampling_params
+
+    config = SamplingConfig(seed=seed, n=4)
+    parent = sampling_params(config)
+    parent.n = 4
+    request = ParentRequest(SimpleNamespace(request_id="r", external_req_id="r", params=parent))
+    for sample in range(4):
+        child = request.get_child_info(sample)[1]
+        ours = sampling_params(config, sample)
+        assert (child.seed, child.temperature, child.top_p, child.stop, child.n) == (
+            ours.seed, ours.temperature, ours.top_p, ours.stop, ours.n)

@@ -120,7 +120,7 @@ class _RowsFromRay(RayEngine):
 
     closed_rows = False
 
-    def generate_rows(self, rows, sampling):
+    def generate_rows(self, rows, sampling, samples=None):
         def stream():
             try:
                 for row_id, prompt in reversed(list(rows)):

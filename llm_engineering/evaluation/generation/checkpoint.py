@@ -1,7 +1,7 @@
 """Per-answer checkpoint: every finished answer is appended to a JSONL file as vLLM returns it.
 
 One file per generation configuration (model, its weights, sampling, dtype, max_model_len);
-inside it each answer is keyed by its row id and the exact prompt text, so a changed dataset
+inside it each answer is keyed by its row id, the exact prompt text and its sample number, so a changed dataset
 row or prompt template is generated again while every unchanged row is reused. A process
 killed mid-write leaves at most one torn last line, which is ignored and regenerated (as is any
 damaged line). Two runs with the same configuration take turns: the second waits for the first,
@@ -55,8 +55,10 @@ def model_fingerprint(model_path: str) -> dict[str, Any]:
             "files": [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files]}
 
 
-def row_key(row_id: str, prompt: str) -> str:
-    return _digest([row_id, prompt])[:32]
+def row_key(row_id: str, prompt: str, sample: int = 0) -> str:
+    """An answer's key: its row id, the exact prompt, and which of the prompt's samples it is (the first keeps the
+    key it had before there were samples)."""
+    return _digest([row_id, prompt] + ([sample] if sample else []))[:32]
 
 
 class AnswerCheckpoint:
@@ -68,7 +70,8 @@ class AnswerCheckpoint:
             **model_fingerprint(model_path),
             # A LoRA adapter's weights, as the base's: retrained into the same folder, it answers anew.
             **({"adapter": model_fingerprint(adapter)} if adapter else {}),
-            "sampling": sampling.model_dump(),
+            # Not `n`: the s-th answer is the same whatever n is (seed + s), so raising n keeps those generated.
+            "sampling": sampling.model_dump(exclude={"n"}),
             # Only what changes the tokens; scheduling knobs (max_num_seqs...) do not.
             "dtype": engine.dtype,
             "max_model_len": engine.max_model_len,
@@ -135,8 +138,8 @@ class CheckpointWriter:
         while view:  # an unbuffered write may take part of the line
             view = view[self._handle.write(view):]
 
-    def append(self, key: str, row_id: str, record: AnswerRecord) -> None:
-        line = json.dumps({"key": key, "id": row_id, **record.model_dump()}, ensure_ascii=False) + "\n"
+    def append(self, key: str, row_id: str, record: AnswerRecord, sample: int = 0) -> None:
+        line = json.dumps({"key": key, "id": row_id, "sample": sample, **record.model_dump()}, ensure_ascii=False) + "\n"
         with naming_a_full_disk(str(self.path.parent), "save an answer to the checkpoint",
                                 "(or set CHECKPOINT_DIR to another disk) and run the same command again; every "
                                 "answer saved before is kept."):

@@ -7,8 +7,8 @@ engine runs and never imports one.
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from typing import Any, Protocol
+from collections.abc import Generator, Mapping
+from typing import Any, Optional, Protocol
 
 from llm_engineering.evaluation.generation.checkpoint import AnswerRecord
 from llm_engineering.evaluation.config import SamplingConfig
@@ -32,8 +32,13 @@ class GenerationEngine(Protocol):
         """The model's tokenizer: prompts are formatted and measured with it before generation."""
         ...
 
-    def generate(self, prompts: dict[int, str], sampling: SamplingConfig) -> Answers:
+    def generate(self, prompts: dict[int, str], sampling: SamplingConfig,
+                 samples: Optional[Mapping[int, int]] = None) -> Answers:
         """Yield `(index, answer)` for every prompt, each as soon as it finishes (not in input order).
+
+        `samples` gives a prompt's sample number s (0 where absent): its answer is drawn with `sampling.seed + s`
+        (`SamplingConfig.seed_of`), so the same prompt asked as samples 0..K-1 gives K different answers, each
+        reproducible alone.
 
         A generator: closing it early (Ctrl-C, an error in the consumer) stops the work still in
         flight, so every answer yielded so far can be kept and the rest asked for again.
