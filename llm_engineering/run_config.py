@@ -85,6 +85,10 @@ class EvaluationConfig(BaseModel):
         True, description="Reuse the answers an interrupted run saved for the same model, sampling and "
         "prompts, and generate only the missing rows; false generates every row again.",
     )
+    pass_score: Optional[float] = Field(
+        None, description="With several answers per prompt (sampling.n): an answer passes a criterion when its score is "
+        "at least this, for the summary's pass@1 and pass@k; default: the top of the criterion's scale.",
+    )
     generation_step: GenerationStepConfig = GenerationStepConfig()
     judge_check: JudgeCheckConfig = JudgeCheckConfig()
     similarity: SimilarityConfig = SimilarityConfig()

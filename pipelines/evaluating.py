@@ -52,7 +52,8 @@ def _score_publish_summarize(
     for rows, sampling in zip(evaluations, samplings):  # as the original: answers, then with verdicts and checks
         _publisher(config)(rows, publish=config.publish, dataset=config.dataset, sampling=sampling,
                         checks=checks, pairwise=pairwise)
-    summarize(evaluations, stats, judges=config.panel, checks=checks, pairwise=pairwise, jury=config.jury, labels=labels)
+    summarize(evaluations, stats, judges=config.panel, checks=checks, pairwise=pairwise, jury=config.jury, labels=labels,
+              pass_score=config.pass_score)
 
 
 @pipeline(name="evaluating")

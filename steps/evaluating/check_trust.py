@@ -7,6 +7,7 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeCheckConfig, JudgeConfig, SimilarityConfig
 from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.evaluation.trust.judge_check import TrustChecks, run_judge_check
+from llm_engineering.evaluation.samples import first_samples
 from llm_engineering.evaluation.trust.similarity import check_similarity, get_embedder
 from llm_engineering.infrastructure.judge_backends import open_judge
 from llm_engineering.settings import get_settings
@@ -23,8 +24,10 @@ def check_trust(
 ) -> Annotated[TrustChecks, col.TRUST_CHECKS]:
     """How far the scores can be trusted: the judge check and the similarity metric's own check.
 
-    `rows` are any model's answers (they carry each instruction and its reference).
+    `rows` are any model's answers (they carry each instruction and its reference); of several answers per
+    prompt, the first (the checks pair a row with other prompts' rows).
     """
+    rows = first_samples(rows)
     checks = TrustChecks()
     if col.REFERENCE not in rows.column_names:
         checks.notes.append(f"trust checks skipped: the answers have no {col.REFERENCE!r} column")

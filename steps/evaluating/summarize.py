@@ -24,6 +24,7 @@ def summarize(
     pairwise: Optional[PairwiseReport] = None,
     jury: Optional[JuryConfig] = None,
     labels: Optional[LabelAgreement] = None,
+    pass_score: Optional[float] = None,
 ) -> Annotated[EvaluationSummary, col.EVALUATION_SUMMARY]:
     """Aggregate scores per model, compare models, and say how far the scores can be trusted
     (the artifact renders as an HTML report)."""
@@ -31,7 +32,7 @@ def summarize(
     prices = {judge_prices(judge) for judge in judges}
     summary = build_summary(evaluations, generation_stats, prices.pop() if len(prices) == 1 else None, checks, pairwise,
                             judges[0].resolved_rubric(), [judge.model for judge in judges], (jury or JuryConfig()).aggregate,
-                            labels, run=get_step_context().pipeline_run.name)
+                            labels, run=get_step_context().pipeline_run.name, pass_score=pass_score)
     log_metadata(
         metadata={
             "ranking": summary.ranking,

@@ -31,6 +31,7 @@ from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.score_probs import value_distribution
 from llm_engineering.evaluation.judging.transport import JudgeReply, ReplySchema, ask_judge, reply_json_schema
 from llm_engineering.evaluation.rates import Rate, bootstrap_ci, rate
+from llm_engineering.evaluation.samples import sample_of
 from llm_engineering.evaluation.judging.rubric import Rubric
 
 logger = logging.getLogger(__name__)
@@ -190,6 +191,7 @@ def orders_disagree(in_order: Winner, swapped: Winner) -> bool:
 
 class PairwiseRow(BaseModel):
     id: str
+    sample: int = Field(0, description="with several answers per prompt: which pair of them (the s-th of each model)")
     preference: Optional[float] = Field(
         None, description="preference method: the probability that model_a's answer is better, averaged over both orders")
     in_order: Optional[Winner] = Field(None, description="winner with model_a's answer in position A")
@@ -332,21 +334,21 @@ def compare_answers(a: Dataset, b: Dataset, judge: Judge, method: str = "prefere
     both orders, by `method` (`preference` or `verdict`, see the module doc). With the scoring's expected
     scores of the first criterion on both, ties are also reported broken by them."""
     criterion = judge.rubric.names[0]
-    answers_b = {row[col.ID]: row[col.ANSWER] for row in b.select_columns([col.ID, col.ANSWER]).to_list()}
-    shown = [col.ID, col.INSTRUCTION, col.ANSWER] + ([col.REFERENCE] if col.REFERENCE in a.column_names else [])
-    rows_a = [row for row in a.select_columns(shown).to_list() if row[col.ID] in answers_b]
-    if len(rows_a) < len(a) or len(rows_a) < len(answers_b):
-        logger.warning("Pairwise: %d of %d / %d instructions are answered by both models",
-                       len(rows_a), len(a), len(answers_b))
-    expected_a, expected_b = (
-        dict(zip(d[col.ID], d[col.expected(criterion)])) if col.expected(criterion) in d.column_names else {}
-        for d in (a, b)
-    )
-    pairs = [(row[col.INSTRUCTION], row[col.ANSWER], answers_b[row[col.ID]], row.get(col.REFERENCE)) for row in rows_a]
+
+    def key(row: dict[str, Any]) -> tuple[str, int]:  # a prompt's s-th answer meets the other model's s-th
+        return str(row[col.ID]), sample_of(row)
+
+    rows_b = {key(row): row for row in b.to_list()}
+    rows_a = [row for row in a.to_list() if key(row) in rows_b]
+    if len(rows_a) < len(a) or len(rows_a) < len(rows_b):
+        logger.warning("Pairwise: %d of %d / %d answers are answered by both models",
+                       len(rows_a), len(a), len(rows_b))
+    pairs = [(row[col.INSTRUCTION], row[col.ANSWER], rows_b[key(row)][col.ANSWER], row.get(col.REFERENCE))
+             for row in rows_a]
     judged = _preference_rows(judge, pairs) if method == "preference" else _verdict_rows(judge, pairs)
-    rows = [PairwiseRow(id=str(row[col.ID]), **outcome, length_a=len(row[col.ANSWER] or ""),
-                        length_b=len(answers_b[row[col.ID]] or ""), expected_a=expected_a.get(row[col.ID]),
-                        expected_b=expected_b.get(row[col.ID]))
+    rows = [PairwiseRow(id=str(row[col.ID]), sample=sample_of(row), **outcome, length_a=len(row[col.ANSWER] or ""),
+                        length_b=len(rows_b[key(row)][col.ANSWER] or ""), expected_a=row.get(col.expected(criterion)),
+                        expected_b=rows_b[key(row)].get(col.expected(criterion)))
             for row, outcome in zip(rows_a, judged)]
     comparison = tally(a[0][col.MODEL_ID], b[0][col.MODEL_ID], judge.backend.judge_id, rows)
     logger.info("Pairwise %s vs %s (%s): win rate %s %s, orders disagree %s", comparison.model_a, comparison.model_b,

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.rates import bootstrap_ci, bootstrap_p, detectable_difference, holm, mean
+from llm_engineering.evaluation.samples import grouped, row_means, sample_of
 
 CHANGED_ROWS = 10
 FAMILY_ALPHA = 0.05  # the chance that a comparison of two runs alike flags any metric at all
@@ -46,6 +47,7 @@ class RowChange(BaseModel):
 
     model_id: str
     id: str
+    sample: int = 0
     instruction: str
     previous_scores: dict[str, int]
     current_scores: dict[str, int]
@@ -65,11 +67,12 @@ class RunComparison(BaseModel):
 
 
 def _values(rows: list[dict], metric: str) -> dict[str, float]:
-    """row id -> the metric's value, for rows with a valid verdict (similarity: rows with a similarity)."""
+    """row id -> the metric's value (with samples: their mean), for rows with a valid verdict (similarity: rows
+    with a similarity)."""
     if metric == "similarity":
-        return {r[col.ID]: r[col.REFERENCE_SIMILARITY] for r in rows if r.get(col.REFERENCE_SIMILARITY) is not None}
+        return row_means(grouped(rows, lambda r: r.get(col.REFERENCE_SIMILARITY)))
     column = col.expected(metric.removesuffix("_expected")) if metric.endswith("_expected") else col.score(metric)
-    return {r[col.ID]: r[column] for r in rows if r.get(col.JUDGE_ERROR) is None and r.get(column) is not None}
+    return row_means(grouped(rows, lambda r: r.get(column) if r.get(col.JUDGE_ERROR) is None else None))
 
 
 
@@ -86,10 +89,10 @@ def _metric_change(model_id: str, metric: str, current: list[dict], previous: li
 
 
 def _row_changes(model_id: str, criteria: list[str], current: list[dict], previous: list[dict]) -> list[RowChange]:
-    before = {r[col.ID]: r for r in previous}
+    before = {(r[col.ID], sample_of(r)): r for r in previous}
     changes = []
     for row in current:
-        old = before.get(row[col.ID])
+        old = before.get((row[col.ID], sample_of(row)))
         if old is None or row.get(col.JUDGE_ERROR) or old.get(col.JUDGE_ERROR):
             continue
         now_scores = {c: row.get(col.score(c)) for c in criteria}
@@ -97,7 +100,7 @@ def _row_changes(model_id: str, criteria: list[str], current: list[dict], previo
         if None in now_scores.values() or None in old_scores.values() or now_scores == old_scores:
             continue
         changes.append(RowChange(
-            model_id=model_id, id=str(row[col.ID]), instruction=(row.get(col.INSTRUCTION) or "")[:200],
+            model_id=model_id, id=str(row[col.ID]), sample=sample_of(row), instruction=(row.get(col.INSTRUCTION) or "")[:200],
             previous_scores=old_scores, current_scores=now_scores,
             change=sum(now_scores[c] - old_scores[c] for c in criteria),
             answer_changed=row.get(col.ANSWER) != old.get(col.ANSWER),

@@ -45,8 +45,8 @@ def _scores(scores: dict[str, int]) -> str:
 
 
 def changed_rows(comparison: RunComparison) -> list[list[str]]:
-    return [[r.model_id, r.id, r.instruction[:80], _scores(r.previous_scores), _scores(r.current_scores),
-             f"{r.change:+d}", "yes" if r.answer_changed else "no"] for r in comparison.changed_rows]
+    return [[r.model_id, r.id + (f" #{r.sample}" if r.sample else ""), r.instruction[:80], _scores(r.previous_scores),
+             _scores(r.current_scores), f"{r.change:+d}", "yes" if r.answer_changed else "no"] for r in comparison.changed_rows]
 
 
 def title(comparison: RunComparison) -> str:

@@ -14,6 +14,7 @@ from datasets import Dataset
 from pydantic import BaseModel, Field
 
 from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.samples import sample_of
 
 ITEM_LIMIT = 2000
 TEXT_LIMIT = 4000
@@ -23,6 +24,7 @@ class AnswerView(BaseModel):
     """One model's answer to one item, with the judge's verdict (None: not scored)."""
 
     model_id: str
+    sample: int = 0
     answer: str
     scores: dict[str, Optional[int]]
     expected: dict[str, Optional[float]] = Field(default_factory=dict)
@@ -56,6 +58,7 @@ def _answer_view(row: dict, criteria: list[str]) -> AnswerView:
     error = row.get(col.JUDGE_ERROR)
     return AnswerView(
         model_id=row[col.MODEL_ID],
+        sample=sample_of(row),
         answer=_cut(row.get(col.ANSWER)),
         scores={c: None if error else row.get(col.score(c)) for c in criteria},
         expected={c: None if error else row.get(col.expected(c)) for c in criteria},
@@ -67,7 +70,8 @@ def _answer_view(row: dict, criteria: list[str]) -> AnswerView:
 
 
 def item_views(evaluations: list[Dataset], criteria: list[str], limit: int = ITEM_LIMIT) -> tuple[list[ItemView], int]:
-    """Every test item with each model's answer (in the models' order), in the test split's order; and
+    """Every test item with each model's answers (in the models' order, a model's samples in turn), in the test split's
+    order; and
     how many items there are. Past `limit` items, only the `limit` worst are returned."""
     items: dict[str, ItemView] = {}
     for dataset in evaluations:

@@ -27,7 +27,8 @@ def _data(summary: EvaluationSummary, items: list[ItemView]) -> str:
     data = {
         "run": summary.run, "rubric": summary.rubric, "criteria": summary.criteria, "scales": summary.scales,
         "models": [m.model_id for m in summary.models],
-        "answers": {item.id: {a.model_id: a.answer for a in item.answers} for item in items},
+        # Of several answers per prompt, the first is the one labelled.
+        "answers": {item.id: {a.model_id: a.answer for a in item.answers if a.sample == 0} for item in items},
     }
     # Inside <script>: "</" would end the element early; "<\/" is the same JSON string.
     return json.dumps(data, ensure_ascii=False).replace("</", "<\\/")

@@ -83,9 +83,7 @@ def _cell(content: str, value: object, model: Optional[str] = None, failed: Opti
     return f"<td{attributes}>{content}</td>"
 
 
-def _answer_cells(answer: Optional[AnswerView], model: str, criteria: list[str], with_similarity: bool) -> str:
-    if answer is None:  # this model has no row for the item
-        return "".join(_cell("", "", model) for _ in range(1 + len(criteria) + with_similarity))
+def _answer_body(answer: AnswerView) -> str:
     body = _long_text(answer.answer)
     if answer.finish_reason == "length":
         body += "<br><em>(cut by max_tokens)</em>"
@@ -94,23 +92,45 @@ def _answer_cells(answer: Optional[AnswerView], model: str, criteria: list[str],
     for name, analysis in answer.analyses.items():
         body += (f"<details class='verdict'><summary>{html.escape(name)} analysis</summary>{html.escape(analysis)}"
                  "</details>")
-    cells = [_cell(body, len(answer.answer), model, answer.failed)]  # an answer column sorts by length
+    return body
+
+
+def _verdict_text(answer: AnswerView, name: str) -> str:
+    score, expected = answer.scores.get(name), answer.expected.get(name)
+    if score is None:
+        return "failed"
+    return f"{score}" + (f" <small>({expected:.2f})</small>" if expected is not None else "")
+
+
+def _answer_cells(answers: list[AnswerView], model: str, criteria: list[str], with_similarity: bool) -> str:
+    """A model's cells of one item: its answer (several answers per prompt: each in turn, numbered), each
+    criterion's verdict (several: each sample's, sorted by their mean) and the similarity."""
+    if not answers:  # this model has no row for the item
+        return "".join(_cell("", "", model) for _ in range(1 + len(criteria) + with_similarity))
+    several = len(answers) > 1
+    body = "".join((f"<div class='sample'><strong>sample {a.sample + 1}</strong> " if several else "")
+                   + _answer_body(a) + ("</div>" if several else "") for a in answers)
+    failed = any(a.failed for a in answers)
+    cells = [_cell(body, len(answers[0].answer), model, failed)]  # an answer column sorts by length
     for name in criteria:
-        score, expected = answer.scores.get(name), answer.expected.get(name)
-        if score is None:
+        values = [a.expected.get(name) if a.expected.get(name) is not None else a.scores.get(name) for a in answers]
+        if all(value is None for value in values):
             cells.append(_cell("failed", -1, model, verdict=True))
-        else:
-            shown = f"{score}" + (f" <small>({expected:.2f})</small>" if expected is not None else "")
-            cells.append(_cell(shown, expected if expected is not None else score, model, verdict=True))
+            continue
+        shown = " · ".join(_verdict_text(a, name) for a in answers)
+        valid = [value for value in values if value is not None]
+        cells.append(_cell(shown, sum(valid) / len(valid), model, verdict=True))
     if with_similarity:
-        similarity = answer.similarity
+        similarity = answers[0].similarity
         cells.append(_cell("" if similarity is None else f"{similarity:.2f}", -1 if similarity is None else similarity,
                            model, verdict=True))
     return "".join(cells)
 
 
 def _row(item: ItemView, models: list[str], criteria: list[str], with_similarity: bool) -> str:
-    by_model = {a.model_id: a for a in item.answers}
+    by_model: dict[str, list[AnswerView]] = {}
+    for answer in item.answers:
+        by_model.setdefault(answer.model_id, []).append(answer)
     worst = item.worst()
     cells = [
         _cell(html.escape(item.id), item.id),
@@ -118,7 +138,7 @@ def _row(item: ItemView, models: list[str], criteria: list[str], with_similarity
         _cell(_long_text(item.instruction), item.instruction),
         _cell(_long_text(item.reference), item.reference),
     ]
-    cells += [_answer_cells(by_model.get(m), m, criteria, with_similarity) for m in models]
+    cells += [_answer_cells(by_model.get(m, []), m, criteria, with_similarity) for m in models]
     return f"<tr tabindex='0' data-id='{html.escape(item.id, quote=True)}'>" + "".join(cells) + "</tr>"
 
 

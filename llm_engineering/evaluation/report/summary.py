@@ -21,6 +21,15 @@ from llm_engineering.evaluation.report.items import ItemView, item_views
 from llm_engineering.evaluation.trust.label_agreement import LabelAgreement
 from llm_engineering.evaluation.judging.pairwise import PairwiseComparison, PairwiseReport
 from llm_engineering.evaluation.rates import bootstrap_ci, detectable_change, mean, rows_for_change
+from llm_engineering.evaluation.samples import (
+    between_sample_share,
+    grouped,
+    reducers,
+    row_means,
+    row_spread,
+    sample_of,
+    two_level_ci,
+)
 from llm_engineering.evaluation.trust.judge_check import JudgeCheck, TrustChecks
 from llm_engineering.evaluation.judging.rubric import Rubric
 from llm_engineering.evaluation.trust.similarity import SimilarityCheck
@@ -49,6 +58,13 @@ class JudgeScores(BaseModel):
     expected_mean: Optional[float] = None
 
 
+class Reduced(BaseModel):
+    """A reducer's figure: the mean over rows of each row's reduced scores, with its 95% interval over rows."""
+
+    value: Optional[float]
+    ci: Optional[list[float]] = None
+
+
 class CriterionScores(BaseModel):
     """One criterion's figures for one model: the integer mean, the probability-weighted (expected) mean
     where the judge gave logprobs, and how the score follows answer length."""
@@ -68,13 +84,24 @@ class CriterionScores(BaseModel):
         None, description="the smallest change of the integer mean a paired comparison of these rows detects (80% "
                           "power, 5%), runs uncorrelated per row: an upper bound")
     rows_for_tenth: Optional[int] = Field(None, description="paired rows a change of 0.1 would need, likewise")
+    # With several answers per prompt (sampling.n): `mean` is the mean over rows of each row's mean and `ci` the
+    # two-level bootstrap's (rows, then samples within a row); the figures below say how far samples differ.
+    rows_ci: Optional[list[float]] = Field(None, description="with samples: the interval over rows of row means, "
+                                           "without drawing samples within a row (for comparison with `ci`)")
+    sample_share: Optional[float] = Field(None, description="with samples: the share of the score's variance between "
+                                          "a row's samples (1 - intraclass correlation)")
+    row_spread: Optional[float] = Field(None, description="with samples: the mean standard deviation of a row's scores")
+    pass_score: Optional[float] = Field(None, description="with samples: the score at or above which an answer passes")
+    reducers: dict[str, Reduced] = Field(default_factory=dict, description="with samples: mean, max, majority, "
+                                         "pass@1 and pass@k of a row's scores, averaged over rows")
 
 
 class ModelScores(BaseModel):
     """One model's scores. Means are over scored rows; failed rows are counted, never dropped."""
 
     model_id: str
-    rows: int
+    rows: int = Field(description="answers: the test split's rows times `samples`")
+    samples: int = Field(1, description="answers per prompt (sampling.n)")
     scored: int
     failed: int
     failure_rate: float
@@ -167,8 +194,9 @@ def criteria_of(evaluations: Dataset) -> list[str]:
     return [name.removesuffix("_score") for name in evaluations.column_names if name.endswith("_score")]
 
 
-def _criterion_scores(name: str, scored: list[dict], values: Optional[list[int]], judges: list[str]) -> CriterionScores:
-    scores = [r[col.score(name)] for r in scored]
+def _criterion_scores(name: str, scored: list[dict], values: Optional[list[int]], judges: list[str],
+                      pass_score: Optional[float] = None) -> CriterionScores:
+    answers = [r[col.score(name)] for r in scored]
     expected = [r.get(col.expected(name)) for r in scored]
     with_expected = [e for e in expected if e is not None]
     problems = Counter(r.get(col.EXPECTED_PROBLEM) or "no expected-score column (scored before probabilities were "
@@ -180,16 +208,31 @@ def _criterion_scores(name: str, scored: list[dict], values: Optional[list[int]]
         own_expected = [e for _, e in own if e is not None]
         per_judge.append(JudgeScores(judge=judge, scored=len(own), mean=mean([s for s, _ in own]),
                                      expected_mean=mean(own_expected) if len(own_expected) == len(own) else None))
-    by_length = with_expected if len(with_expected) == len(scored) else scores
+    by_length = with_expected if len(with_expected) == len(scored) else answers
+    figures: dict[str, Any] = {"ci": bootstrap_ci(answers), "expected_ci": bootstrap_ci(with_expected)}
+    scores = answers  # one per row: the rows a paired comparison pairs
+    if any(sample_of(r) for r in scored):
+        groups = grouped(scored, lambda r: r[col.score(name)])
+        expected_groups = grouped(scored, lambda r: r.get(col.expected(name)))
+        scores, with_expected = list(row_means(groups).values()), list(row_means(expected_groups).values())
+        threshold = pass_score if pass_score is not None else max(values or answers)
+        figures = {
+            "ci": two_level_ci(list(groups.values())), "expected_ci": two_level_ci(list(expected_groups.values())),
+            "rows_ci": bootstrap_ci(scores), "sample_share": between_sample_share(groups),
+            "row_spread": row_spread(groups), "pass_score": threshold,
+            "reducers": {reducer: Reduced(value=value, ci=ci) for reducer, (value, ci)
+                         in reducers(groups, threshold, max(map(len, groups.values()))).items()},
+        }
     return CriterionScores(
-        name=name, mean=mean(scores), ci=bootstrap_ci(scores),
-        counts={str(v): scores.count(v) for v in (values or sorted(set(scores)))},
-        expected_mean=mean(with_expected), expected_ci=bootstrap_ci(with_expected), expected_rows=len(with_expected),
+        name=name, mean=mean(scores),
+        counts={str(v): answers.count(v) for v in (values or sorted(set(answers)))},
+        expected_mean=mean(with_expected), expected_rows=sum(e is not None for e in expected),
         expected_problem=problems.most_common(1)[0][0] if problems else None,
         judges=per_judge,
         length=length_correlation(by_length, [len(r.get(col.ANSWER) or "") for r in scored]),
         detectable=detectable_change(scores),
         rows_for_tenth=rows_for_change(scores, 0.1),
+        **figures,
     )
 
 
@@ -199,6 +242,7 @@ def model_scores(
     prices: Optional[tuple[float, float]] = None,
     rubric: Optional[Rubric] = None,
     judges: Optional[list[str]] = None,
+    pass_score: Optional[float] = None,
 ) -> ModelScores:
     """Scores of one model's `evaluations` per criterion of `rubric` (None: the criteria the columns
     hold); a row counts as scored only if every criterion has a score."""
@@ -215,7 +259,8 @@ def model_scores(
         scored=len(scored),
         failed=len(rows) - len(scored),
         failure_rate=round((len(rows) - len(scored)) / len(rows), 4) if rows else 0.0,
-        criteria=[_criterion_scores(n, scored, rubric.criterion(n).values if rubric else None, judges or [])
+        samples=max((sample_of(r) + 1 for r in rows), default=1),
+        criteria=[_criterion_scores(n, scored, rubric.criterion(n).values if rubric else None, judges or [], pass_score)
                   for n in names],
         mean_completion_tokens=round(
             sum(r.get(col.COMPLETION_TOKENS) or 0 for r in rows) / len(rows), 2
@@ -230,11 +275,10 @@ def model_scores(
     )
 
 
-def _scored_by_id(evaluations: Dataset, criterion: str) -> dict[str, int]:
-    return {
-        row[col.ID]: row[col.score(criterion)] for row in evaluations.to_list()
-        if row[col.JUDGE_ERROR] is None and row[col.score(criterion)] is not None
-    }
+def _scored_by_id(evaluations: Dataset, criterion: str) -> dict[str, float]:
+    """Row id -> its score (with samples: the mean of its samples' scores)."""
+    return row_means(grouped(evaluations.to_list(), lambda row: row[col.score(criterion)]
+                             if row[col.JUDGE_ERROR] is None else None))
 
 
 def compare_models(a: Dataset, b: Dataset, criterion: str) -> ModelComparison:
@@ -259,6 +303,7 @@ def build_summary(
     jury_aggregate: Optional[str] = None,
     labels: Optional[LabelAgreement] = None,
     run: str = "",
+    pass_score: Optional[float] = None,
 ) -> EvaluationSummary:
     """Per-model scores per criterion, each model compared with the first (the baseline), the ranking,
     the jury's agreement, and the trust checks, agreement with human `labels` and bias warnings of the
@@ -272,7 +317,7 @@ def build_summary(
     scores = []
     for dataset in evaluations:
         model_id = dataset[0][col.MODEL_ID] if len(dataset) else "?"
-        scores.append(model_scores(dataset, by_model.get(model_id), prices, rubric, jury))
+        scores.append(model_scores(dataset, by_model.get(model_id), prices, rubric, jury, pass_score))
     comparisons = [
         compare_models(other, evaluations[0], criterion)
         for other in evaluations[1:] if len(other) and len(evaluations[0])

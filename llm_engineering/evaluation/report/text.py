@@ -180,12 +180,31 @@ def power_lines(summary: EvaluationSummary) -> list[str]:
         same = f"; {', '.join(alike)}: every scored row has the same score, no spread to size a test by" if alike else ""
         if criteria:
             needs = ", ".join(f"{c.name} {c.rows_for_tenth}" for c in criteria)
-            lines.append(f"Power of {s.model_id} ({s.scored} scored rows): a paired comparison with another run detects "
+            scored = f"{s.scored} scored answers, {s.samples} per prompt" if s.samples > 1 else f"{s.scored} scored rows"
+            lines.append(f"Power of {s.model_id} ({scored}): a paired comparison with another run detects "
                          f"a change of at least {', '.join(f'{c.name} {c.detectable:.2f}' for c in criteria)} "
                          f"(80% power at 5%; runs uncorrelated per row, so an upper bound); a change of 0.1 needs "
                          f"about {needs} rows{same}")
         elif alike and s.scored > 1:
             lines.append(f"Power of {s.model_id} ({s.scored} scored rows){same}")
+    return lines
+
+
+def sample_lines(summary: EvaluationSummary) -> list[str]:
+    """Per model with several answers per prompt, per criterion: the interval over rows and samples beside the one
+    over rows alone, the share of variance between a prompt's answers, and the reducers."""
+    lines = []
+    for s in summary.models:
+        for c in s.criteria if s.samples > 1 else []:
+            if c.mean is None:
+                continue
+            share = "n/a" if c.sample_share is None else f"{c.sample_share:.0%}"
+            reduced = ", ".join(f"{name} " + (fmt(r.value) if not name.startswith("pass@") else rate_with_ci(r.value, None))
+                                for name, r in c.reducers.items() if name != "mean")
+            lines.append(f"Samples of {s.model_id} on {c.name} ({s.samples} answers per prompt): mean of row means "
+                         f"{with_ci(c.mean, c.ci)} over rows and samples ({with_ci(c.mean, c.rows_ci)} over rows "
+                         f"alone); {share} of the variance lies between a prompt's answers (a row's scores spread "
+                         f"{fmt(c.row_spread)}); {reduced} (passing: {fmt(c.pass_score, 0)} or more)")
     return lines
 
 
@@ -210,7 +229,7 @@ def trust_lines(summary: EvaluationSummary) -> list[str]:
         lines.append(f"Similarity metric check ({c.embedding_model}): {similarity_check_finding(c)}")
     for p in summary.pairwise:
         lines.append(f"Pairwise {pairwise_name(p)} ({PAIRWISE_METHODS[p.method]}): {pairwise_finding(p)}")
-    lines += power_lines(summary)
+    lines += power_lines(summary) + sample_lines(summary)
     for s in summary.models:
         lengths = [f"{c.name} {fmt(c.length.spearman)}" for c in s.criteria if c.length and c.length.spearman is not None]
         if lengths:
