@@ -2,7 +2,8 @@
 engine up; then the same command again.
 
 Real vLLM (CPU build) with the bundled model, the real ZenML local stack. The judge is the
-OpenAI-compatible stub, since what is under test is generation.
+OpenAI-compatible stub, since what is under test is generation. Two answers per prompt (`sampling.n`), so that
+each signal also shows that resuming works per answer, not per prompt.
 """
 
 import json
@@ -28,12 +29,13 @@ from tests.support.cli_output import json_report
 
 pytestmark = pytest.mark.slow
 
-ROWS = 24
+PROMPTS, SAMPLES = 12, 2
+ROWS = PROMPTS * SAMPLES  # answers
 # Four sequences at a time, so answers finish in waves and a run can be stopped between them.
 CONFIG = """
 parameters:
   dataset: {{limit: {rows}}}
-  sampling: {{max_tokens: 48, temperature: 0.7, seed: 11}}
+  sampling: {{max_tokens: 48, temperature: 0.7, seed: 11, n: 2}}
   engine: {{max_num_seqs: 4}}
   judge: {{backend: openai, model: stub-judge, base_url: "{base_url}", cache: false}}
 """
@@ -141,7 +143,7 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
 
     with OpenAIStub() as judge:
         config = tmp_path / "run.yaml"
-        config.write_text(CONFIG.format(rows=ROWS, base_url=judge.base_url))
+        config.write_text(CONFIG.format(rows=PROMPTS, base_url=judge.base_url))
         evaluation = load_run_config(config).evaluation
         model = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR)
         engine = evaluation.engine.model_copy(update={"dtype": resolved_dtype(evaluation.engine)[0]})
@@ -192,14 +194,14 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
         assert after_interrupt + 2 <= after_kill < ROWS
 
         # 5. A step that raises while the engine is up: publishing into an output folder whose `hub` is a file,
-        # after two more rows (a shorter split) were generated. The run fails naming the step, the engine is shut
-        # down, nothing is left 10 s later, and the answers generated before the failure are kept.
-        rows = after_kill + 2
+        # after two more answers (a shorter split: whole prompts) were generated. The run fails naming the step, the
+        # engine is shut down, nothing is left 10 s later, and the answers generated before the failure are kept.
+        rows = SAMPLES * -(-(after_kill + 2) // SAMPLES)
         broken_output = tmp_path / "broken-output"
         broken_output.mkdir()
         (broken_output / "hub").write_text("a file where the local results repos go")
         shorter = tmp_path / "shorter.yaml"
-        shorter.write_text(CONFIG.format(rows=rows, base_url=judge.base_url))
+        shorter.write_text(CONFIG.format(rows=rows // SAMPLES, base_url=judge.base_url))
         with open(tmp_path / "failed.log", "w") as log:
             failed = _start(repo_root, shorter, log, OUTPUT_DIR=str(broken_output))
             while len(_saved(checkpoint)) < rows and failed.poll() is None:
@@ -218,7 +220,7 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
         # 6. The command again, in this process (`run_cli`) with the session's engine: the config without
         # `max_num_seqs`, a scheduling knob the checkpoint's key leaves out, so the same checkpoint is found.
         # Only the missing rows are generated, and the run completes.
-        config.write_text(CONFIG.format(rows=ROWS, base_url=judge.base_url).replace("  engine: {max_num_seqs: 4}\n", ""))
+        config.write_text(CONFIG.format(rows=PROMPTS, base_url=judge.base_url).replace("  engine: {max_num_seqs: 4}\n", ""))
         assert "max_num_seqs" not in config.read_text()
         result = run_cli("--run-evaluation", "--config", config)
         assert result.exit_code == 0, result.output[-3000:]
@@ -228,9 +230,12 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
     run_stats = step_output(run, "generate_answers", col.GENERATION_STATS)
     assert (run_stats.resumed, run_stats.generated) == (len(kept), ROWS - len(kept))
     test_split = step_output(run, "load_test_split", col.TEST_SPLIT)
-    assert answers[col.ID] == test_split[col.ID]  # every row, once, in order
+    # every row's two answers, once each, in order
+    assert answers[col.ID] == [row_id for row_id in test_split[col.ID] for _ in range(SAMPLES)]
+    assert answers[col.SAMPLE] == list(range(SAMPLES)) * PROMPTS
     assert all(answer.strip() for answer in answers[col.ANSWER])
-    by_id = dict(zip(answers[col.ID], answers[col.ANSWER]))
-    assert all(by_id[row["id"]] == row["answer"] for row in kept)  # kept answers were not regenerated
+    by_answer = {(i, s): a for i, s, a in zip(answers[col.ID], answers[col.SAMPLE], answers[col.ANSWER])}
+    assert all(by_answer[row["id"], row["sample"]] == row["answer"] for row in kept)  # kept answers not regenerated
+    assert sum(by_answer[i, 0] != by_answer[i, 1] for i in test_split[col.ID]) >= PROMPTS // 2  # samples differ
     saved = _saved(checkpoint)
-    assert sorted(row["id"] for row in saved) == sorted(answers[col.ID])  # no row saved twice
+    assert sorted((row["id"], row["sample"]) for row in saved) == sorted(by_answer)  # no answer saved twice

@@ -178,15 +178,15 @@ def power_lines(summary: EvaluationSummary) -> list[str]:
         criteria = [c for c in s.criteria if c.detectable is not None]
         alike = [c.name for c in s.criteria if c.detectable is None]
         same = f"; {', '.join(alike)}: every scored row has the same score, no spread to size a test by" if alike else ""
+        scored = f"{s.scored} scored answers, {s.samples} per prompt" if s.samples > 1 else f"{s.scored} scored rows"
         if criteria:
             needs = ", ".join(f"{c.name} {c.rows_for_tenth}" for c in criteria)
-            scored = f"{s.scored} scored answers, {s.samples} per prompt" if s.samples > 1 else f"{s.scored} scored rows"
             lines.append(f"Power of {s.model_id} ({scored}): a paired comparison with another run detects "
                          f"a change of at least {', '.join(f'{c.name} {c.detectable:.2f}' for c in criteria)} "
                          f"(80% power at 5%; runs uncorrelated per row, so an upper bound); a change of 0.1 needs "
                          f"about {needs} rows{same}")
         elif alike and s.scored > 1:
-            lines.append(f"Power of {s.model_id} ({s.scored} scored rows){same}")
+            lines.append(f"Power of {s.model_id} ({scored}){same}")
     return lines
 
 
