@@ -68,7 +68,7 @@ def main(samples: int, limit: int | None, judge: str) -> None:
     for criterion in model["criteria"]:
         name = criterion["name"]
         for kind, column in (("integer", col.score(name)), ("expected", col.expected(name))):
-            groups = grouped(valid, lambda r: r.get(column))
+            groups = grouped(valid, lambda r, column=column: r.get(column))
             first = [values[0] for values in groups.values()]
             means = list(row_means(groups).values())
             intervals = {"first answer, over rows": bootstrap_ci(first),
