@@ -12,6 +12,7 @@ from typing import Any, Optional
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.samples import sample_of
 from llm_engineering.evaluation.judging.rubric import Rubric, judge_messages
 from llm_engineering.settings import Settings
 
@@ -56,7 +57,7 @@ def log_scoring(evaluations: Dataset, rubric: Rubric, settings: Settings, experi
                 name="judge",
                 input={"messages": judge_messages(rubric, row[col.INSTRUCTION], row[col.ANSWER], row.get(col.REFERENCE))},
                 output={"reply": row[col.JUDGE_RAW], "error": row[col.JUDGE_ERROR]},
-                metadata={"row_id": row[col.ID], "model": row[col.MODEL_ID], "judge": row[col.JUDGE_MODEL],
+                metadata={"row_id": row[col.ID], "sample": sample_of(row), "model": row[col.MODEL_ID], "judge": row[col.JUDGE_MODEL],
                           "prompt_tokens": row[col.JUDGE_PROMPT_TOKENS],
                           "completion_tokens": row[col.JUDGE_COMPLETION_TOKENS],
                           "cached": row[col.JUDGE_CACHED]},
@@ -66,15 +67,16 @@ def log_scoring(evaluations: Dataset, rubric: Rubric, settings: Settings, experi
             traces.append(trace.id)
         _flush(client, "traces")
         dataset = client.get_or_create_dataset(name=f"{experiment_name}-rows")
-        dataset.insert([{"row_id": r[col.ID], "instruction": r[col.INSTRUCTION], "answer": r[col.ANSWER]}
-                        for r in evaluations])
-        items = {item["row_id"]: item["id"] for item in dataset.get_items()}
+        dataset.insert([{"row_id": r[col.ID], "sample": sample_of(r), "instruction": r[col.INSTRUCTION],
+                         "answer": r[col.ANSWER]} for r in evaluations])
+        # a prompt's answers (several with sampling.n) are items of their own
+        items = {(item["row_id"], item.get("sample", 0)): item["id"] for item in dataset.get_items()}
         experiment = client.create_experiment(dataset_name=dataset.name, name=experiment_name)
         from opik.api_objects.experiment.experiment_item import ExperimentItemReferences
 
         experiment.insert([
-            ExperimentItemReferences(dataset_item_id=items[row_id], trace_id=trace_id)
-            for row_id, trace_id in zip(evaluations[col.ID], traces) if row_id in items
+            ExperimentItemReferences(dataset_item_id=items[key], trace_id=trace_id)
+            for key, trace_id in zip(((r[col.ID], sample_of(r)) for r in evaluations), traces) if key in items
         ])
         _flush(client, "experiment items")
         return len(traces)

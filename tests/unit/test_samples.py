@@ -133,4 +133,6 @@ def test_the_checks_read_the_first_answers_and_the_browser_shows_a_rows_answers_
     row = page.split("data-id='0'>")[1].split("</tr>")[0]
     assert "sample 1</strong> answer 0.0" in row and "sample 2</strong> answer 0.1" in row
     assert "1 · 3" in row  # accuracy of the two samples, side by side
+    table = page.split("<h3>Several answers per prompt</h3>")[1].split("</table>")[0]
+    assert "<td>m</td><td>accuracy</td><td>2</td><td>2.00 [" in table
     assert '"0": {"m": "answer 0.0"}' in page  # labels go to the first answer

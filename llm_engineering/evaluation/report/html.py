@@ -19,12 +19,14 @@ from llm_engineering.evaluation.report.text import (
     LENGTH_HEADER,
     PAIRWISE_HEADER,
     PAIRWISE_LABELS_HEADER,
+    SAMPLES_HEADER,
     comparison_rows,
     judge_check_rows,
     jury_rows,
     label_rows,
     length_rows,
     pairwise_rows,
+    sample_rows,
     table_header,
     table_rows,
 )
@@ -34,6 +36,7 @@ from llm_engineering.evaluation.report.trust_text import (
     LABELS_METHOD,
     PAIRWISE_LABELS_METHOD,
     PAIRWISE_METHOD,
+    SAMPLES_METHOD,
     SCORES_METHOD,
     SIMILARITY_METRIC,
     WIN_RATE_DEFINITION,
@@ -107,6 +110,14 @@ def _trust_html(summary: EvaluationSummary) -> str:
     return "".join(parts)
 
 
+def _samples_html(summary: EvaluationSummary) -> str:
+    rows = sample_rows(summary)
+    if not rows:
+        return ""
+    return ("<h3>Several answers per prompt</h3>" + _html_table(SAMPLES_HEADER, rows)
+            + f"<p>{_text(SAMPLES_METHOD)}</p>")
+
+
 def _run_comparison_html(comparison: Optional[RunComparison]) -> str:
     if comparison is None:
         return ""
@@ -143,6 +154,7 @@ def render_html(summary: EvaluationSummary, comparison: Optional[RunComparison] 
         + _html_table(table_header(summary), table_rows(summary))
         + f"<p>{_text(SCORES_METHOD)}</p>"
         + comparisons
+        + _samples_html(summary)
         + _run_comparison_html(comparison)
         + _trust_html(summary)
         + "<h3>Score distributions</h3>" + _png_img("score distributions", distribution_png(summary))

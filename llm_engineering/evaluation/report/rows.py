@@ -103,13 +103,15 @@ def _verdict_text(answer: AnswerView, name: str) -> str:
 
 
 def _answer_cells(answers: list[AnswerView], model: str, criteria: list[str], with_similarity: bool) -> str:
-    """A model's cells of one item: its answer (several answers per prompt: each in turn, numbered), each
+    """A model's cells of one item: its answer (several answers per prompt: side by side, numbered), each
     criterion's verdict (several: each sample's, sorted by their mean) and the similarity."""
     if not answers:  # this model has no row for the item
         return "".join(_cell("", "", model) for _ in range(1 + len(criteria) + with_similarity))
-    several = len(answers) > 1
-    body = "".join((f"<div class='sample'><strong>sample {a.sample + 1}</strong> " if several else "")
-                   + _answer_body(a) + ("</div>" if several else "") for a in answers)
+    body = _answer_body(answers[0])
+    if len(answers) > 1:  # side by side, one column per sample
+        body = "<div style='display:flex;gap:12px'>" + "".join(
+            f"<div class='sample' style='flex:1;min-width:12em'><strong>sample {a.sample + 1}</strong> "
+            f"{_answer_body(a)}</div>" for a in answers) + "</div>"
     failed = any(a.failed for a in answers)
     cells = [_cell(body, len(answers[0].answer), model, failed)]  # an answer column sorts by length
     for name in criteria:

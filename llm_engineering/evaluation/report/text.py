@@ -190,6 +190,27 @@ def power_lines(summary: EvaluationSummary) -> list[str]:
     return lines
 
 
+SAMPLES_HEADER = ["model", "criterion", "answers per prompt", "mean of row means (95% CI, rows and samples)",
+                  "95% CI over rows alone", "variance between a prompt's answers", "spread within a row",
+                  "max", "majority", "pass@1", "pass@k", "passing score"]
+
+
+def sample_rows(summary: EvaluationSummary) -> list[list[str]]:
+    """Per model with several answers per prompt and criterion: the figures of `sample_lines`, as table rows."""
+    rows = []
+    for s in summary.models:
+        for c in s.criteria if s.samples > 1 else []:
+            reduced = {name.split("@")[0] + ("@k" if name.startswith("pass@") and name != "pass@1" else ""): r
+                       for name, r in c.reducers.items()}
+            rows.append([s.model_id, c.name, str(s.samples), with_ci(c.mean, c.ci),
+                         "n/a" if not c.rows_ci else f"[{c.rows_ci[0]:.2f}, {c.rows_ci[1]:.2f}]",
+                         rate_with_ci(c.sample_share, None), fmt(c.row_spread)]
+                        + [with_ci(r.value, r.ci) for r in (reduced.get("max"), reduced.get("majority")) if r]
+                        + [rate_with_ci(r.value, r.ci) for r in (reduced.get("pass@1"), reduced.get("pass@k")) if r]
+                        + [fmt(c.pass_score, 0)])
+    return rows
+
+
 def sample_lines(summary: EvaluationSummary) -> list[str]:
     """Per model with several answers per prompt, per criterion: the interval over rows and samples beside the one
     over rows alone, the share of variance between a prompt's answers, and the reducers."""

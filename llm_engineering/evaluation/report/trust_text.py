@@ -24,6 +24,14 @@ SCORES_METHOD = ("Means are over scored rows, with 95% bootstrap intervals; rows
                  "as failed, never averaged. An expected score weights each scale value by the probability the judge "
                  "gave it at the score token (its logprobs); it separates answers the integer score ties.")
 
+SAMPLES_METHOD = ("With several answers per prompt, a row's score is the mean of its answers' scores and the model's "
+                  "mean is the mean of row means. Its interval comes from a two-level bootstrap (rows drawn with "
+                  "replacement, then each drawn row's answers), so it holds how far a model's answers to one prompt "
+                  "differ; the interval over rows alone keeps each row's mean fixed. The variance between a prompt's "
+                  "answers is one minus the intraclass correlation. max and majority reduce a row's scores to their "
+                  "highest and most frequent (a tie to the lower); pass@k is the chance that at least one of k answers "
+                  "scores the passing score or more (the unbiased estimator of Chen et al., 2021).")
+
 JUDGE_CHECK_METHOD = ("The judge scored each sampled row's reference answer and another row's reference (a fixed "
                       "derangement) with the scoring prompt; rates are over all pairs, with 95% Wilson intervals.")
 
