@@ -136,3 +136,15 @@ def test_the_checks_read_the_first_answers_and_the_browser_shows_a_rows_answers_
     table = page.split("<h3>Several answers per prompt</h3>")[1].split("</table>")[0]
     assert "<td>m</td><td>accuracy</td><td>2</td><td>2.00 [" in table
     assert '"0": {"m": "answer 0.0"}' in page  # labels go to the first answer
+
+
+def test_a_model_whose_rows_each_kept_one_scored_answer_still_reports_its_samples():
+    rows = [[(3, 2), (None, None)], [(None, None), (1, 2)], [(2, 2), (None, None)]]  # one verdict failed per row
+    summary = build_summary([sampled("m", rows)], rubric=HANDBOOK)
+    (scores,) = summary.models
+    accuracy = scores.criteria[0]
+    assert (scores.samples, scores.scored, scores.failed) == (2, 3, 3)
+    assert accuracy.mean == 2.0 and accuracy.sample_share is None  # no row has two scores to spread
+    assert accuracy.reducers["pass@2"].value is None and accuracy.reducers["pass@1"].value == 0.3333
+    assert "pass@2 n/a" in sample_lines(summary)[0]
+    assert "Several answers per prompt" in render_html(summary)

@@ -195,7 +195,7 @@ def criteria_of(evaluations: Dataset) -> list[str]:
 
 
 def _criterion_scores(name: str, scored: list[dict], values: Optional[list[int]], judges: list[str],
-                      pass_score: Optional[float] = None) -> CriterionScores:
+                      samples: int = 1, pass_score: Optional[float] = None) -> CriterionScores:
     answers = [r[col.score(name)] for r in scored]
     expected = [r.get(col.expected(name)) for r in scored]
     with_expected = [e for e in expected if e is not None]
@@ -209,9 +209,11 @@ def _criterion_scores(name: str, scored: list[dict], values: Optional[list[int]]
         per_judge.append(JudgeScores(judge=judge, scored=len(own), mean=mean([s for s, _ in own]),
                                      expected_mean=mean(own_expected) if len(own_expected) == len(own) else None))
     by_length = with_expected if len(with_expected) == len(scored) else answers
-    figures: dict[str, Any] = {"ci": bootstrap_ci(answers), "expected_ci": bootstrap_ci(with_expected)}
     scores = answers  # one per row: the rows a paired comparison pairs
-    if any(sample_of(r) for r in scored):
+    figures: dict[str, Any]
+    if samples == 1:
+        figures = {"ci": bootstrap_ci(answers), "expected_ci": bootstrap_ci(with_expected)}
+    else:
         groups = grouped(scored, lambda r: r[col.score(name)])
         expected_groups = grouped(scored, lambda r: r.get(col.expected(name)))
         scores, with_expected = list(row_means(groups).values()), list(row_means(expected_groups).values())
@@ -221,7 +223,7 @@ def _criterion_scores(name: str, scored: list[dict], values: Optional[list[int]]
             "rows_ci": bootstrap_ci(scores), "sample_share": between_sample_share(groups),
             "row_spread": row_spread(groups), "pass_score": threshold,
             "reducers": {reducer: Reduced(value=value, ci=ci) for reducer, (value, ci)
-                         in reducers(groups, threshold, max(map(len, groups.values()))).items()},
+                         in reducers(groups, threshold, samples).items()},
         }
     return CriterionScores(
         name=name, mean=mean(scores),
@@ -248,6 +250,7 @@ def model_scores(
     hold); a row counts as scored only if every criterion has a score."""
     rows = evaluations.to_list()
     names = rubric.names if rubric else criteria_of(evaluations)
+    samples = max((sample_of(r) + 1 for r in rows), default=1)
     scored = [r for r in rows if r[col.JUDGE_ERROR] is None and all(r.get(col.score(n)) is not None for n in names)]
     model_ids = sorted({r[col.MODEL_ID] for r in rows})
     if len(model_ids) != 1:
@@ -259,9 +262,9 @@ def model_scores(
         scored=len(scored),
         failed=len(rows) - len(scored),
         failure_rate=round((len(rows) - len(scored)) / len(rows), 4) if rows else 0.0,
-        samples=max((sample_of(r) + 1 for r in rows), default=1),
-        criteria=[_criterion_scores(n, scored, rubric.criterion(n).values if rubric else None, judges or [], pass_score)
-                  for n in names],
+        samples=samples,
+        criteria=[_criterion_scores(n, scored, rubric.criterion(n).values if rubric else None, judges or [], samples,
+                                    pass_score) for n in names],
         mean_completion_tokens=round(
             sum(r.get(col.COMPLETION_TOKENS) or 0 for r in rows) / len(rows), 2
         ) if rows else 0.0,

@@ -200,14 +200,12 @@ def sample_rows(summary: EvaluationSummary) -> list[list[str]]:
     rows = []
     for s in summary.models:
         for c in s.criteria if s.samples > 1 else []:
-            reduced = {name.split("@")[0] + ("@k" if name.startswith("pass@") and name != "pass@1" else ""): r
-                       for name, r in c.reducers.items()}
+            _, top, majority, pass_1, pass_k = c.reducers.values()  # mean (the mean itself), max, majority, pass@1, @k
             rows.append([s.model_id, c.name, str(s.samples), with_ci(c.mean, c.ci),
                          "n/a" if not c.rows_ci else f"[{c.rows_ci[0]:.2f}, {c.rows_ci[1]:.2f}]",
-                         rate_with_ci(c.sample_share, None), fmt(c.row_spread)]
-                        + [with_ci(r.value, r.ci) for r in (reduced.get("max"), reduced.get("majority")) if r]
-                        + [rate_with_ci(r.value, r.ci) for r in (reduced.get("pass@1"), reduced.get("pass@k")) if r]
-                        + [fmt(c.pass_score, 0)])
+                         rate_with_ci(c.sample_share, None), fmt(c.row_spread), with_ci(top.value, top.ci),
+                         with_ci(majority.value, majority.ci), rate_with_ci(pass_1.value, pass_1.ci),
+                         rate_with_ci(pass_k.value, pass_k.ci), fmt(c.pass_score, 0)])
     return rows
 
 
