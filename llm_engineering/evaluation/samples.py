@@ -50,10 +50,6 @@ def row_means(groups: dict[str, list[float]]) -> dict[str, float]:
     return {row_id: sum(values) / len(values) for row_id, values in groups.items()}
 
 
-def has_samples(groups: dict[str, list[float]]) -> bool:
-    return any(len(values) > 1 for values in groups.values())
-
-
 def two_level_ci(groups: Sequence[Sequence[float]], samples: int = BOOTSTRAP_SAMPLES,
                  seed: int = 0) -> Optional[list[float]]:
     """95% percentile interval of the mean of row means: rows drawn with replacement, then each drawn row's own
@@ -62,7 +58,7 @@ def two_level_ci(groups: Sequence[Sequence[float]], samples: int = BOOTSTRAP_SAM
     groups = [list(g) for g in groups if len(g)]
     if len(groups) < 2:
         return None
-    if not has_samples({str(k): g for k, g in enumerate(groups)}):
+    if all(len(g) == 1 for g in groups):
         return bootstrap_ci([g[0] for g in groups], samples, seed)
     rng = np.random.default_rng(seed)
     widest = max(map(len, groups))
