@@ -50,6 +50,12 @@ def row_means(groups: dict[str, list[float]]) -> dict[str, float]:
     return {row_id: sum(values) / len(values) for row_id, values in groups.items()}
 
 
+def verdict_means(rows: list[dict[str, Any]], column: str) -> dict[str, float]:
+    """Row id -> `column`'s value over the row's answers with a valid verdict (their mean, with samples): what a
+    paired comparison pairs."""
+    return row_means(grouped(rows, lambda r: r.get(column) if r.get(col.JUDGE_ERROR) is None else None))
+
+
 def two_level_ci(groups: Sequence[Sequence[float]], samples: int = BOOTSTRAP_SAMPLES,
                  seed: int = 0) -> Optional[list[float]]:
     """95% percentile interval of the mean of row means: rows drawn with replacement, then each drawn row's own

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.rates import bootstrap_ci, bootstrap_p, detectable_difference, holm, mean
-from llm_engineering.evaluation.samples import grouped, row_means, sample_of
+from llm_engineering.evaluation.samples import grouped, row_means, sample_of, verdict_means
 
 CHANGED_ROWS = 10
 FAMILY_ALPHA = 0.05  # the chance that a comparison of two runs alike flags any metric at all
@@ -72,7 +72,7 @@ def _values(rows: list[dict], metric: str) -> dict[str, float]:
     if metric == "similarity":
         return row_means(grouped(rows, lambda r: r.get(col.REFERENCE_SIMILARITY)))
     column = col.expected(metric.removesuffix("_expected")) if metric.endswith("_expected") else col.score(metric)
-    return row_means(grouped(rows, lambda r: r.get(column) if r.get(col.JUDGE_ERROR) is None else None))
+    return verdict_means(rows, column)
 
 
 

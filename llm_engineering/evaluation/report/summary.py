@@ -29,6 +29,7 @@ from llm_engineering.evaluation.samples import (
     row_spread,
     sample_of,
     two_level_ci,
+    verdict_means,
 )
 from llm_engineering.evaluation.trust.judge_check import JudgeCheck, TrustChecks
 from llm_engineering.evaluation.judging.rubric import Rubric
@@ -278,15 +279,9 @@ def model_scores(
     )
 
 
-def _scored_by_id(evaluations: Dataset, criterion: str) -> dict[str, float]:
-    """Row id -> its score (with samples: the mean of its samples' scores)."""
-    return row_means(grouped(evaluations.to_list(), lambda row: row[col.score(criterion)]
-                             if row[col.JUDGE_ERROR] is None else None))
-
-
 def compare_models(a: Dataset, b: Dataset, criterion: str) -> ModelComparison:
     """Paired difference of means on the ids both models have a valid verdict for."""
-    scores_a, scores_b = _scored_by_id(a, criterion), _scored_by_id(b, criterion)
+    scores_a, scores_b = (verdict_means(d.to_list(), col.score(criterion)) for d in (a, b))
     common = sorted(scores_a.keys() & scores_b.keys())
     differences = [scores_a[i] - scores_b[i] for i in common]
     return ModelComparison(
