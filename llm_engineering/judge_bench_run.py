@@ -12,12 +12,15 @@ import logging
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from llm_engineering.evaluation.trust.human_pairs import load_pairs
 from llm_engineering.evaluation.trust.judge_bench import JudgeBenchReport, bench_judge
 from llm_engineering.evaluation.report.judge_bench import render_bench_html
 from llm_engineering.run_config import EvaluationConfig, apply_overrides, load_run_config, with_judges_chosen
+
+if TYPE_CHECKING:
+    from llm_engineering.infrastructure.vllm_engine import EnginePool
 
 logger = logging.getLogger(__name__)
 
@@ -30,24 +33,27 @@ def bench_config(config_path: Path, judge_model: Optional[str] = None,
 
 
 def run_judge_bench(pairs_path: Path, config: EvaluationConfig, limit: Optional[int] = None,
-                    reports_dir: Optional[Path] = None) -> tuple[JudgeBenchReport, Optional[Path]]:
+                    reports_dir: Optional[Path] = None, pool: Optional[EnginePool] = None,
+                    ) -> tuple[JudgeBenchReport, Optional[Path]]:
     """The judge benchmark of `config`'s judges (chosen: `bench_config`) on the pairs of `pairs_path`: the report,
-    and the JSON report's path (when `reports_dir` is given; the HTML page beside it)."""
+    and the JSON report's path (when `reports_dir` is given; the HTML page beside it). In-process judges take their
+    engine from `pool` (the caller's, left as it is: an engine it already holds is reused), else from a pool of
+    their own, released at the end."""
     from llm_engineering.infrastructure.judge_backends import open_judge
     from llm_engineering.infrastructure.vllm_engine import EnginePool
     from llm_engineering.settings import get_settings
 
     pairs = load_pairs(pairs_path, limit)  # a bad file stops here, before any engine starts
-    panel = config.panel
-    settings = get_settings()
-    pool = EnginePool()
+    own_pool = pool is None
+    pool = EnginePool() if own_pool else pool
     try:
-        with open_judge(panel, config.engine, settings, pool) as judge:
+        with open_judge(config.panel, config.engine, get_settings(), pool) as judge:
             started = time.perf_counter()
             report = bench_judge(pairs, judge, str(pairs_path))
             report = report.model_copy(update={"seconds": round(time.perf_counter() - started, 1)})
     finally:
-        pool.release()
+        if own_pool:
+            pool.release()
     if reports_dir is None:
         return report, None
     reports_dir.mkdir(parents=True, exist_ok=True)

@@ -1,5 +1,6 @@
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -82,6 +83,23 @@ def _free_engines_at_session_end():
 
     ENGINE_POOL.release()
     _HUB.__exit__(None, None, None)
+
+
+def pytest_collection_modifyitems(items):
+    """Tests marked `own_engine` run after the others, in the order pytest-randomly gave them: the process holds one
+    engine, and each of these builds another (the judge, float32, LoRA), which the next test on the session's default
+    engine would have to rebuild (a stable sort on top of the shuffle, as pytest-randomly provides for)."""
+    items.sort(key=lambda item: item.get_closest_marker("own_engine") is not None)
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The in-process engines the session built, in order: each start costs seconds, and tests that need another
+    engine (model or engine config) than the one held make the next test that needs the first rebuild it."""
+    pool = getattr(sys.modules.get("steps.engine_pool"), "ENGINE_POOL", None)
+    if pool is not None and pool.builds:
+        terminalreporter.write_line(f"vLLM engines built in this process: {len(pool.builds)}, "
+                                    f"{sum(seconds for _, seconds in pool.builds):.0f} s: "
+                                    + ", ".join(f"{Path(path).name} {seconds:.0f} s" for path, seconds in pool.builds))
 
 
 @pytest.fixture

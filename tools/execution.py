@@ -75,6 +75,12 @@ def _hang_up(signum: int, frame: Any) -> None:
     signal.raise_signal(signal.SIGTERM)
 
 
+def handle_hang_up_as_terminate() -> None:
+    """SIGHUP handled as SIGTERM (`_hang_up`), unless this process was started to ignore it (nohup)."""
+    if signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:
+        signal.signal(signal.SIGHUP, _hang_up)
+
+
 def _release_engines() -> None:
     """Shut down the engine the steps of this process held (cleanly, with the engine's log still captured)."""
     from steps.engine_pool import ENGINE_POOL
@@ -92,8 +98,7 @@ def execute(request: Request) -> None:
     if not standalone:  # click's test runner: the caller's process and engines go on after this
         _execute(request)
         return
-    if signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:  # not when started to ignore it (nohup)
-        signal.signal(signal.SIGHUP, _hang_up)
+    handle_hang_up_as_terminate()
     if request.verbose:
         try:
             _execute(request)

@@ -21,6 +21,7 @@ def judge_bench(pairs_path: Path, config_path: Path, limit: Optional[int], judge
     from llm_engineering.judge_bench_run import bench_config, run_judge_bench
     from llm_engineering.run_report import print_blocks, table
     from llm_engineering.settings import get_settings
+    from steps.engine_pool import ENGINE_POOL
 
     prepare_environment()
     run_log = None
@@ -33,9 +34,13 @@ def judge_bench(pairs_path: Path, config_path: Path, limit: Optional[int], judge
             config, choices = bench_config(config_path, judge_model, rubric)
             for line in choices:
                 click.echo(line)
-            report, path = run_judge_bench(pairs_path, config, limit, get_settings().reports_dir)
+            # The process's engine pool, as a pipeline run's steps use it: in a test session, its engine is reused.
+            report, path = run_judge_bench(pairs_path, config, limit, get_settings().reports_dir, ENGINE_POOL)
         except (ConfigError, PairsError, ModelError) as error:
             raise click.ClickException(str(error)) from None
+        finally:
+            if _is_process_stdout():
+                ENGINE_POOL.release()  # before the process ends, with the engine's log still captured
     print_blocks([table(bench_title(report), BENCH_HEADER, bench_rows(report)), bench_cost_line(report),
                   f"JSON report: {path}", f"HTML report: {path.with_suffix('.html')}"])
     if run_log is not None:

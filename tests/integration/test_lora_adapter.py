@@ -28,6 +28,7 @@ def _tiny_adapter(base_path: str, folder: Path) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.own_engine  # an engine with LoRA
 @pytest.mark.timeout(600)
 def test_base_and_its_adapter_answer_differently_from_one_engine(run_cli, tmp_path):
     from zenml.client import Client

