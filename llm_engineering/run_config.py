@@ -264,7 +264,7 @@ def apply_overrides(
     if labels:
         data["labels"] = labels
     if rubric:
-        for judge in [data["judge"], *data["judges"]]:
+        for judge in data["judges"] or [data["judge"]]:  # a jury's judges: `judge` stays unset beside them
             judge["rubric"] = rubric
     if models:
         data["models"] = list(models)

@@ -105,6 +105,12 @@ def test_command_line_overrides_are_validated():
         apply_overrides(EvaluationConfig(), models=["a", "a"])
 
 
+def test_rubric_from_the_command_line_reaches_every_judge_of_a_jury_and_a_lone_judge(repo_root):
+    jury = apply_overrides(load_run_config(repo_root / "configs" / "jury.yaml").evaluation, rubric="helpfulness")
+    assert len(jury.judges) == 2 and {judge.rubric for judge in jury.judges} == {"helpfulness"}
+    assert apply_overrides(EvaluationConfig(), rubric="helpfulness").judge.rubric == "helpfulness"
+
+
 def test_zenml_options_go_to_with_options_and_no_cache_turns_caching_off(tmp_path):
     path = tmp_path / "run.yaml"
     path.write_text("enable_cache: true\nrun_name: r\nsecrets: [settings]\nsettings: {docker: {requirements: [a]}}\n")
