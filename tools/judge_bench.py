@@ -8,7 +8,7 @@ from typing import Optional
 
 import click
 
-from tools.execution import _is_process_stdout, prepare_environment
+from tools.execution import _is_process_stdout, _release_engines, prepare_environment
 
 
 def judge_bench(pairs_path: Path, config_path: Path, limit: Optional[int], judge_model: Optional[str],
@@ -39,8 +39,8 @@ def judge_bench(pairs_path: Path, config_path: Path, limit: Optional[int], judge
         except (ConfigError, PairsError, ModelError) as error:
             raise click.ClickException(str(error)) from None
         finally:
-            if _is_process_stdout():
-                ENGINE_POOL.release()  # before the process ends, with the engine's log still captured
+            if _is_process_stdout():  # a CLI process; a test session's engine goes on serving its other tests
+                _release_engines()
     print_blocks([table(bench_title(report), BENCH_HEADER, bench_rows(report)), bench_cost_line(report),
                   f"JSON report: {path}", f"HTML report: {path.with_suffix('.html')}"])
     if run_log is not None:
