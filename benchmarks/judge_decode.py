@@ -6,9 +6,12 @@ embedded split's 48 reference answers (what `evaluate_answers` asks of it), back
 - without the schema (free text: other tokens, so compare tokens per second);
 - without either.
 
-The engine starts once, before any figure. Output tokens per second is the figure to compare.
+The engine starts once per grammar backend (`--backend`, several: xgrammar, the pipeline's, and llguidance), before
+any figure; with several, the verdicts each backend wrote are compared with the first's. Output tokens per second
+is the figure to compare.
 
-    .venv/bin/python benchmarks/judge_decode.py [--judge auto] [--rows 48]
+    .venv/bin/python benchmarks/judge_decode.py [--judge auto] [--rows 48] [--backend xgrammar --backend guidance]
+        [--only-as-asked]
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 @click.command()
 @click.option("--judge", "judge_model", default="auto")
 @click.option("--rows", default=48, type=int)
-def main(judge_model: str, rows: int) -> None:
+@click.option("--backend", "backends", multiple=True, default=["xgrammar"], help="vLLM's structured-output backend.")
+@click.option("--only-as-asked", is_flag=True, help="Only the variant the pipeline asks.")
+def main(judge_model: str, rows: int, backends: tuple[str, ...], only_as_asked: bool) -> None:
     from vllm import SamplingParams
     from vllm.sampling_params import StructuredOutputsParams
 
@@ -37,6 +42,7 @@ def main(judge_model: str, rows: int) -> None:
     from llm_engineering.evaluation.judging.rubric import judge_messages, verdict_schema
     from llm_engineering.evaluation.judging.score_probs import TOP_LOGPROBS
     from llm_engineering.evaluation.models import resolve_model
+    from llm_engineering.infrastructure import vllm_engine
     from llm_engineering.infrastructure.judge_choice import resolve_auto_judge
     from llm_engineering.infrastructure.vllm_engine import EnginePool
     from llm_engineering.settings import get_settings
@@ -45,27 +51,49 @@ def main(judge_model: str, rows: int) -> None:
     rubric = config.resolved_rubric()
     split = read_test_split(DatasetConfig(limit=rows))
     conversations = [judge_messages(rubric, row[col.INSTRUCTION], row[col.REFERENCE]) for row in split]
-    schema = StructuredOutputsParams(json=verdict_schema(rubric, config.max_analysis_chars))
-    variants = {"as the pipeline asks": dict(logprobs=TOP_LOGPROBS, structured_outputs=schema),
-                "no logprobs": dict(structured_outputs=schema),
-                "no JSON schema": dict(logprobs=TOP_LOGPROBS),
-                "neither": {}}
-    pool = EnginePool()
+    schema = verdict_schema(rubric, config.max_analysis_chars)
+    variants = {"as the pipeline asks": dict(logprobs=TOP_LOGPROBS, schema=True), "no logprobs": dict(schema=True),
+                "no JSON schema": dict(logprobs=TOP_LOGPROBS), "neither": {}}
+    if only_as_asked:
+        variants = dict(list(variants.items())[:1])
+    pipeline_kwargs = vllm_engine.engine_kwargs
+    first_texts = None
+    for backend in backends:
+        # The pipeline's engine arguments with another grammar backend (same whitespace rule).
+        vllm_engine.engine_kwargs = lambda *args, backend=backend: {**pipeline_kwargs(*args), "structured_outputs_config": {
+            "backend": backend, "disable_any_whitespace": True}}
+        pool = EnginePool()
+        try:
+            llm = pool.get(resolve_model(config.model, get_settings().MODEL_CACHE_DIR).path, EngineConfig())
+            llm.chat(conversations[:1], SamplingParams(max_tokens=8), use_tqdm=False)  # warm
+            for name, options in variants.items():
+                llm.reset_prefix_cache()
+                # A new StructuredOutputsParams per request batch: vLLM records its engine's backend on the one it reads.
+                grammar = StructuredOutputsParams(json=schema) if options.get("schema") else None
+                params = SamplingParams(temperature=config.temperature, max_tokens=config.max_tokens, seed=config.seed,
+                                        logprobs=options.get("logprobs"), structured_outputs=grammar)
+                started = time.perf_counter()
+                outputs = llm.chat(conversations, params, use_tqdm=False)
+                seconds = time.perf_counter() - started
+                tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
+                result = {"seconds": round(seconds, 1), "output_tokens": tokens, "tokens_per_s": round(tokens / seconds, 1)}
+                texts = [o.outputs[0].text for o in outputs]
+                if name == "as the pipeline asks":
+                    first_texts = first_texts or texts
+                    result["verdicts_as_the_first_backend"] = sum(a == b for a, b in zip(texts, first_texts))
+                    result["valid_json"] = sum(_is_json(t) for t in texts)
+                click.echo(f"{backend}, {name}: {json.dumps(result)}")
+        finally:
+            pool.release()
+    vllm_engine.engine_kwargs = pipeline_kwargs
+
+
+def _is_json(text: str) -> bool:
     try:
-        llm = pool.get(resolve_model(config.model, get_settings().MODEL_CACHE_DIR).path, EngineConfig())
-        llm.chat(conversations[:1], SamplingParams(max_tokens=8), use_tqdm=False)  # warm
-        results = {}
-        for name, options in variants.items():
-            llm.reset_prefix_cache()
-            params = SamplingParams(temperature=config.temperature, max_tokens=config.max_tokens, seed=config.seed, **options)
-            started = time.perf_counter()
-            outputs = llm.chat(conversations, params, use_tqdm=False)
-            seconds = time.perf_counter() - started
-            tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
-            results[name] = {"seconds": round(seconds, 1), "output_tokens": tokens, "tokens_per_s": round(tokens / seconds, 1)}
-            click.echo(f"{name}: {json.dumps(results[name])}")
-    finally:
-        pool.release()
+        json.loads(text)
+        return True
+    except ValueError:
+        return False
 
 
 if __name__ == "__main__":
