@@ -43,6 +43,13 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
+# Judge verdicts as compact JSON: with whitespace allowed between JSON tokens, a judge can write spaces after a closed
+# string until max_tokens (a lost verdict, and the slowest one of its batch). vLLM 0.32's grammar backends read this
+# flag from the engine's config only (and only xgrammar and guidance have it). llguidance rather than xgrammar: the
+# 1.5B judge wrote its verdicts 14% faster on 2 cores, all valid (benchmarks/README.md, benchmarks/judge_decode.py).
+STRUCTURED_OUTPUTS = {"backend": "guidance", "disable_any_whitespace": True}
+
+
 def engine_kwargs(model_path: str, engine: EngineConfig, on_cpu: bool) -> dict[str, Any]:
     """`vllm.LLM` keyword arguments; on CPU: bf16 where native and faster, else fp32 (`engine_dtype`), and eager
     (compiling costs minutes)."""
@@ -53,10 +60,7 @@ def engine_kwargs(model_path: str, engine: EngineConfig, on_cpu: bool) -> dict[s
         "enforce_eager": on_cpu if engine.enforce_eager is None else engine.enforce_eager,
         "tensor_parallel_size": engine.tensor_parallel_size,
         "seed": 0,
-        # Judge verdicts as compact JSON: with whitespace allowed between JSON tokens, a judge can write spaces
-        # after a closed string until max_tokens (a lost verdict, and the slowest one of its batch). vLLM 0.32's
-        # grammar backends read this flag from the engine's config only (and only xgrammar and guidance have it).
-        "structured_outputs_config": {"backend": "xgrammar", "disable_any_whitespace": True},
+        "structured_outputs_config": STRUCTURED_OUTPUTS,
     }
     if not on_cpu:
         kwargs["gpu_memory_utilization"] = engine.gpu_memory_utilization

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import json
 import os
 import signal
 import socket
@@ -20,6 +21,7 @@ import httpx
 from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT
 from llm_engineering.infrastructure.cpu_tuning import cpu_environment
+from llm_engineering.infrastructure.vllm_engine import STRUCTURED_OUTPUTS
 
 
 class ServerError(RuntimeError):
@@ -56,7 +58,7 @@ def vllm_server(
                "--host", "127.0.0.1", "--port", str(port), "--served-model-name", served_name,
                "--max-model-len", "2048",
                # Compact JSON verdicts, as the in-process judge writes them (`vllm_engine.engine_kwargs`).
-               "--structured-outputs-config", '{"backend": "xgrammar", "disable_any_whitespace": true}']
+               "--structured-outputs-config", json.dumps(STRUCTURED_OUTPUTS)]
     if cpu:
         command += ["--dtype", "float32", "--enforce-eager"]
     base_url = f"http://127.0.0.1:{port}/v1"
