@@ -1,16 +1,16 @@
 """Where the default judge's scoring time goes beyond the model's own work: the judge writing whole verdicts for the
 embedded split's 48 reference answers (what `evaluate_answers` asks of it), back to back on one engine:
 
-- as the pipeline asks (the rubric's JSON schema enforced by xgrammar, top logprobs at every token);
+- as the pipeline asks (the rubric's JSON schema enforced by the grammar backend, top logprobs at every token);
 - without logprobs;
 - without the schema (free text: other tokens, so compare tokens per second);
 - without either.
 
-The engine starts once per grammar backend (`--backend`, several: xgrammar, the pipeline's, and llguidance), before
-any figure; with several, the verdicts each backend wrote are compared with the first's. Output tokens per second
-is the figure to compare.
+The engine starts once per grammar backend (`--backend`, several: guidance, the pipeline's, or xgrammar, vLLM's
+default), before any figure; with several, the verdicts each backend wrote are compared with the first's. Output
+tokens per second is the figure to compare.
 
-    .venv/bin/python benchmarks/judge_decode.py [--judge auto] [--rows 48] [--backend xgrammar --backend guidance]
+    .venv/bin/python benchmarks/judge_decode.py [--judge auto] [--rows 48] [--backend guidance --backend xgrammar]
         [--only-as-asked]
 """
 
@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 @click.command()
 @click.option("--judge", "judge_model", default="auto")
 @click.option("--rows", default=48, type=int)
-@click.option("--backend", "backends", multiple=True, default=["xgrammar"], help="vLLM's structured-output backend.")
+@click.option("--backend", "backends", multiple=True, help="vLLM's structured-output backend (default: the pipeline's).")
 @click.option("--only-as-asked", is_flag=True, help="Only the variant the pipeline asks.")
 def main(judge_model: str, rows: int, backends: tuple[str, ...], only_as_asked: bool) -> None:
     from vllm import SamplingParams
@@ -58,10 +58,10 @@ def main(judge_model: str, rows: int, backends: tuple[str, ...], only_as_asked: 
         variants = dict(list(variants.items())[:1])
     pipeline_kwargs = vllm_engine.engine_kwargs
     first_texts = None
-    for backend in backends:
+    for backend in backends or [vllm_engine.STRUCTURED_OUTPUTS["backend"]]:
         # The pipeline's engine arguments with another grammar backend (same whitespace rule).
-        vllm_engine.engine_kwargs = lambda *args, backend=backend: {**pipeline_kwargs(*args), "structured_outputs_config": {
-            "backend": backend, "disable_any_whitespace": True}}
+        vllm_engine.engine_kwargs = lambda *args, backend=backend: {
+            **pipeline_kwargs(*args), "structured_outputs_config": {**vllm_engine.STRUCTURED_OUTPUTS, "backend": backend}}
         pool = EnginePool()
         try:
             llm = pool.get(resolve_model(config.model, get_settings().MODEL_CACHE_DIR).path, EngineConfig())

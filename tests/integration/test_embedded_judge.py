@@ -53,7 +53,7 @@ def test_a_score_first_judge_check_asking_for_scores_alone_gets_the_scores_of_wh
 
 def test_the_default_judge_returns_a_valid_verdict_for_nearly_every_row_of_the_embedded_split():
     """Under the default rubric and judge settings, on every second row of the shipped split (its reference
-    answers as the answers judged: 24 verdicts, half the suite's time of all 48), at least 90% of the verdicts parse
+    answers as the answers judged: 24 verdicts, for half the time of all 48), at least 90% of the verdicts parse
     and validate. (`make evaluate` judges all 48: benchmarks/README.md records its failed verdicts.)"""
     from llm_engineering.evaluation.config import DatasetConfig, JudgeConfig
     from llm_engineering.evaluation.engine_config import EngineConfig
