@@ -1,7 +1,7 @@
 """`judge-bench`: the configured judge measured against human-labelled pairs, start to end.
 
 Composition, as `run_config`: the run config's judge (or jury) with the command line's choices, the pairs file
-checked whole before any judge starts, one engine pool released at the end, the reports written beside the run
+checked whole before any judge starts, the caller's engine pool, the reports written beside the run
 reports (`outputs/reports/judge-bench-<time>.json` and `.html`).
 """
 
@@ -32,28 +32,19 @@ def bench_config(config_path: Path, judge_model: Optional[str] = None,
                                               judge_model=judge_model))
 
 
-def run_judge_bench(pairs_path: Path, config: EvaluationConfig, limit: Optional[int] = None,
-                    reports_dir: Optional[Path] = None, pool: Optional[EnginePool] = None,
-                    ) -> tuple[JudgeBenchReport, Optional[Path]]:
+def run_judge_bench(pairs_path: Path, config: EvaluationConfig, pool: EnginePool, limit: Optional[int] = None,
+                    reports_dir: Optional[Path] = None) -> tuple[JudgeBenchReport, Optional[Path]]:
     """The judge benchmark of `config`'s judges (chosen: `bench_config`) on the pairs of `pairs_path`: the report,
     and the JSON report's path (when `reports_dir` is given; the HTML page beside it). In-process judges take their
-    engine from `pool` (the caller's, left as it is: an engine it already holds is reused), else from a pool of
-    their own, released at the end."""
+    engine from the caller's `pool` (an engine it already holds is reused), which the caller releases."""
     from llm_engineering.infrastructure.judge_backends import open_judge
-    from llm_engineering.infrastructure.vllm_engine import EnginePool
     from llm_engineering.settings import get_settings
 
     pairs = load_pairs(pairs_path, limit)  # a bad file stops here, before any engine starts
-    own_pool = pool is None
-    pool = EnginePool() if own_pool else pool
-    try:
-        with open_judge(config.panel, config.engine, get_settings(), pool) as judge:
-            started = time.perf_counter()
-            report = bench_judge(pairs, judge, str(pairs_path))
-            report = report.model_copy(update={"seconds": round(time.perf_counter() - started, 1)})
-    finally:
-        if own_pool:
-            pool.release()
+    with open_judge(config.panel, config.engine, get_settings(), pool) as judge:
+        started = time.perf_counter()
+        report = bench_judge(pairs, judge, str(pairs_path))
+        report = report.model_copy(update={"seconds": round(time.perf_counter() - started, 1)})
     if reports_dir is None:
         return report, None
     reports_dir.mkdir(parents=True, exist_ok=True)

@@ -35,7 +35,7 @@ def judge_bench(pairs_path: Path, config_path: Path, limit: Optional[int], judge
             for line in choices:
                 click.echo(line)
             # The process's engine pool, as a pipeline run's steps use it: in a test session, its engine is reused.
-            report, path = run_judge_bench(pairs_path, config, limit, get_settings().reports_dir, ENGINE_POOL)
+            report, path = run_judge_bench(pairs_path, config, ENGINE_POOL, limit, get_settings().reports_dir)
         except (ConfigError, PairsError, ModelError) as error:
             raise click.ClickException(str(error)) from None
         finally:

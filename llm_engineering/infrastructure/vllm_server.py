@@ -57,7 +57,7 @@ def vllm_server(
     command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model_path,
                "--host", "127.0.0.1", "--port", str(port), "--served-model-name", served_name,
                "--max-model-len", "2048",
-               # Compact JSON verdicts, as the in-process judge writes them (`vllm_engine.engine_kwargs`).
+               # Compact JSON verdicts, with the in-process judge's grammar (`vllm_engine.STRUCTURED_OUTPUTS`).
                "--structured-outputs-config", json.dumps(STRUCTURED_OUTPUTS)]
     if cpu:
         command += ["--dtype", "float32", "--enforce-eager"]

@@ -247,7 +247,7 @@ def test_a_hang_up_stops_the_cli_as_sigterm_does_unless_it_was_started_under_noh
     """SIGHUP (a closed terminal) reaches the CLI's SIGTERM handling, where the real run's SIGTERM is tested end to
     end (`tests/integration/test_resume.py`); a process started to ignore it (nohup) goes on."""
     probe = (
-        "import signal, sys, time\n"
+        "import signal, sys\n"
         "from tools.execution import handle_hang_up_as_terminate\n"
         + (f"signal.signal(signal.SIGHUP, signal.{started_with})\n" if started_with else "")
         + "signal.signal(signal.SIGTERM, lambda *_: (print('terminated', flush=True), sys.exit(0)))\n"
