@@ -11,7 +11,11 @@ default), before any figure; with several, the verdicts each backend wrote are c
 tokens per second is the figure to compare.
 
     .venv/bin/python benchmarks/judge_decode.py [--judge auto] [--rows 48] [--backend guidance --backend xgrammar]
-        [--only-as-asked]
+        [--only-as-asked] [--answers PARQUET] [--top-logprobs 10 --top-logprobs 1]
+
+`--answers`: judge a published results file's answers (`outputs/hub/local/<model>-results/data/*.parquet`, what
+`evaluate_answers` judged) instead of the references. `--top-logprobs K` (several): the pipeline's request with K top
+logprobs instead of its 20, after it.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 import click
 
@@ -31,7 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 @click.option("--rows", default=48, type=int)
 @click.option("--backend", "backends", multiple=True, help="vLLM's structured-output backend (default: the pipeline's).")
 @click.option("--only-as-asked", is_flag=True, help="Only the variant the pipeline asks.")
-def main(judge_model: str, rows: int, backends: tuple[str, ...], only_as_asked: bool) -> None:
+@click.option("--answers", "answers_path", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A published results parquet whose answers the judge reads (default: the split's references).")
+@click.option("--top-logprobs", "top_logprobs", multiple=True, type=int, help="Also ask with K top logprobs (several).")
+def main(judge_model: str, rows: int, backends: tuple[str, ...], only_as_asked: bool, answers_path: Optional[Path],
+         top_logprobs: tuple[int, ...]) -> None:
     from vllm import SamplingParams
     from vllm.sampling_params import StructuredOutputsParams
 
@@ -49,13 +58,20 @@ def main(judge_model: str, rows: int, backends: tuple[str, ...], only_as_asked: 
 
     config = resolve_auto_judge(JudgeConfig(model=judge_model))[0]
     rubric = config.resolved_rubric()
-    split = read_test_split(DatasetConfig(limit=rows))
-    conversations = [judge_messages(rubric, row[col.INSTRUCTION], row[col.REFERENCE]) for row in split]
+    if answers_path:
+        import pyarrow.parquet as pq
+
+        split = pq.read_table(answers_path).to_pylist()[:rows]
+        conversations = [judge_messages(rubric, row[col.INSTRUCTION], row[col.ANSWER]) for row in split]
+    else:
+        split = read_test_split(DatasetConfig(limit=rows))
+        conversations = [judge_messages(rubric, row[col.INSTRUCTION], row[col.REFERENCE]) for row in split]
     schema = verdict_schema(rubric, config.max_analysis_chars)
     variants = {"as the pipeline asks": dict(logprobs=TOP_LOGPROBS, schema=True), "no logprobs": dict(schema=True),
                 "no JSON schema": dict(logprobs=TOP_LOGPROBS), "neither": {}}
     if only_as_asked:
         variants = dict(list(variants.items())[:1])
+    variants |= {f"top {k} logprobs": dict(logprobs=k, schema=True) for k in top_logprobs}
     pipeline_kwargs = vllm_engine.engine_kwargs
     first_texts = None
     for backend in backends or [vllm_engine.STRUCTURED_OUTPUTS["backend"]]:
