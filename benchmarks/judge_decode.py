@@ -61,11 +61,10 @@ def main(judge_model: str, rows: int, backends: tuple[str, ...], only_as_asked: 
     if answers_path:
         import pyarrow.parquet as pq
 
-        split = pq.read_table(answers_path).to_pylist()[:rows]
-        conversations = [judge_messages(rubric, row[col.INSTRUCTION], row[col.ANSWER]) for row in split]
+        split, judged = pq.read_table(answers_path).to_pylist()[:rows], col.ANSWER
     else:
-        split = read_test_split(DatasetConfig(limit=rows))
-        conversations = [judge_messages(rubric, row[col.INSTRUCTION], row[col.REFERENCE]) for row in split]
+        split, judged = read_test_split(DatasetConfig(limit=rows)), col.REFERENCE
+    conversations = [judge_messages(rubric, row[col.INSTRUCTION], row[judged]) for row in split]
     schema = verdict_schema(rubric, config.max_analysis_chars)
     variants = {"as the pipeline asks": dict(logprobs=TOP_LOGPROBS, schema=True), "no logprobs": dict(schema=True),
                 "no JSON schema": dict(logprobs=TOP_LOGPROBS), "neither": {}}

@@ -5,9 +5,9 @@ answer it scores.
 - `metrics`: at most three questions that a good answer to this instruction must satisfy (LLMBar's metrics prompt);
 - `reference`: the judge's own answer to the instruction.
 
-It writes a copy of a pairs file whose `reference` column holds what the judge wrote (greedy, once per distinct
-instruction), to be scored with the matching rubric of benchmarks/rubrics/ (the instruction-following rubric with
-the written text in its prompt):
+It writes a copy of a pairs file (JSONL or CSV in, JSONL out) whose `reference` column holds what the judge wrote
+(greedy, once per distinct instruction), to be scored with the matching rubric of benchmarks/rubrics/ (the
+instruction-following rubric with the written text in its prompt):
 
     .venv/bin/python benchmarks/judge_self_written.py --pairs ../shared/judge-labels/llmbar-natural.jsonl \
         --write metrics --out outputs/llmbar-metrics.jsonl
@@ -61,9 +61,8 @@ def main(pairs_path: Path, kind: str, out_path: Path, judge_model: str) -> None:
     from llm_engineering.infrastructure.vllm_engine import EnginePool
     from llm_engineering.settings import get_settings
 
-    load_pairs(pairs_path)  # a bad file stops here, with judge-bench's message
-    records = [json.loads(line) for line in pairs_path.read_text().splitlines() if line.strip()]
-    instructions = sorted({record["instruction"] for record in records})
+    pairs = load_pairs(pairs_path)  # a bad file stops here, with judge-bench's message
+    instructions = sorted({pair.instruction for pair in pairs})
     system, user, max_tokens = WRITERS[kind]
     conversations = [[{"role": "system", "content": system}, {"role": "user", "content": user.format(instruction=i)}]
                      for i in instructions]
@@ -77,7 +76,8 @@ def main(pairs_path: Path, kind: str, out_path: Path, judge_model: str) -> None:
         pool.release()
     written = {i: o.outputs[0].text.strip() for i, o in zip(instructions, outputs)}
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    out_path.write_text("".join(json.dumps({**r, "reference": written[r["instruction"]]}) + "\n" for r in records))
+    out_path.write_text("".join(json.dumps(pair.model_dump(exclude={"line"}) | {"reference": written[pair.instruction]}) + "\n"
+                                for pair in pairs))
     click.echo(f"{judge_model} wrote {kind} for {len(instructions)} instructions in {seconds:.0f} s: {out_path}")
 
 
