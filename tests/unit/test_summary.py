@@ -44,6 +44,15 @@ def test_model_scores_cases(case):
     assert scores.failure_rate == pytest.approx(case["failed"] / len(case["rows"]))
 
 
+def test_a_run_whose_answers_all_came_from_the_checkpoint_shows_no_throughput_rather_than_zero():
+    resumed = evaluations("resumed", [[3, 1, None], [2, 1, None]])
+    stats = [GenerationStats(model_id="resumed", rows=2, skipped=0, prompt_tokens=5, completion_tokens=20, seconds=0.01,
+                             tokens_per_second=0.0, prompts_per_second=0.0, resumed=2, generated=0)]
+    summary = build_summary([resumed], stats)
+    assert summary.models[0].tokens_per_second is None
+    assert table_rows(summary)[0][table_header(summary).index("output tok/s")] == "n/a"
+
+
 def test_summary_ranks_models_and_attaches_throughput():
     weak = evaluations("weak", [[1, 3, None], [1, 3, None]])
     strong = evaluations("strong", [[3, 1, None], [2, 1, None]], finish="length")

@@ -270,7 +270,8 @@ def model_scores(
             sum(r.get(col.COMPLETION_TOKENS) or 0 for r in rows) / len(rows), 2
         ) if rows else 0.0,
         truncated=sum(r.get(col.FINISH_REASON) == "length" for r in rows),
-        tokens_per_second=stats.tokens_per_second if stats else None,
+        # 0.0 where this run generated nothing (every answer from the checkpoint): no throughput was measured.
+        tokens_per_second=(stats.tokens_per_second or None) if stats else None,
         generation_seconds=stats.seconds if stats else None,
         judge_usage=judge_usage(rows, prices),
         similarity_mean=round(sum(similarities) / len(similarities), 4) if similarities else None,
