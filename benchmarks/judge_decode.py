@@ -31,6 +31,23 @@ import click
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+def judged_conversations(rubric, answers_path: Optional[Path], rows: Optional[int] = None) -> list[list[dict[str, str]]]:
+    """The judge's prompts for the answers of a published results parquet (what `evaluate_answers` judged), or
+    without one for the embedded split's references; the first `rows` (all: None)."""
+    from llm_engineering.evaluation import columns as col
+    from llm_engineering.evaluation.config import DatasetConfig
+    from llm_engineering.evaluation.generation.dataset import read_test_split
+    from llm_engineering.evaluation.judging.rubric import judge_messages
+
+    if answers_path:
+        import pyarrow.parquet as pq
+
+        split, judged = pq.read_table(answers_path).to_pylist()[:rows], col.ANSWER
+    else:
+        split, judged = read_test_split(DatasetConfig(limit=rows)), col.REFERENCE
+    return [judge_messages(rubric, row[col.INSTRUCTION], row[judged]) for row in split]
+
+
 @click.command()
 @click.option("--judge", "judge_model", default="auto")
 @click.option("--rows", default=48, type=int)
@@ -44,11 +61,9 @@ def main(judge_model: str, rows: int, backends: tuple[str, ...], only_as_asked: 
     from vllm import SamplingParams
     from vllm.sampling_params import StructuredOutputsParams
 
-    from llm_engineering.evaluation import columns as col
-    from llm_engineering.evaluation.config import DatasetConfig, JudgeConfig
+    from llm_engineering.evaluation.config import JudgeConfig
     from llm_engineering.evaluation.engine_config import EngineConfig
-    from llm_engineering.evaluation.generation.dataset import read_test_split
-    from llm_engineering.evaluation.judging.rubric import judge_messages, verdict_schema
+    from llm_engineering.evaluation.judging.rubric import verdict_schema
     from llm_engineering.evaluation.judging.score_probs import TOP_LOGPROBS
     from llm_engineering.evaluation.models import resolve_model
     from llm_engineering.infrastructure import vllm_engine
@@ -58,13 +73,7 @@ def main(judge_model: str, rows: int, backends: tuple[str, ...], only_as_asked: 
 
     config = resolve_auto_judge(JudgeConfig(model=judge_model))[0]
     rubric = config.resolved_rubric()
-    if answers_path:
-        import pyarrow.parquet as pq
-
-        split, judged = pq.read_table(answers_path).to_pylist()[:rows], col.ANSWER
-    else:
-        split, judged = read_test_split(DatasetConfig(limit=rows)), col.REFERENCE
-    conversations = [judge_messages(rubric, row[col.INSTRUCTION], row[judged]) for row in split]
+    conversations = judged_conversations(rubric, answers_path, rows)
     schema = verdict_schema(rubric, config.max_analysis_chars)
     variants = {"as the pipeline asks": dict(logprobs=TOP_LOGPROBS, schema=True), "no logprobs": dict(schema=True),
                 "no JSON schema": dict(logprobs=TOP_LOGPROBS), "neither": {}}

@@ -25,15 +25,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 @click.option("--answers", "answers_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), required=True)
 @click.option("--judge", "judge_model", default="auto")
 def main(answers_path: Path, judge_model: str) -> None:
-    import pyarrow.parquet as pq
     from vllm import SamplingParams
     from vllm.sampling_params import StructuredOutputsParams
 
-    from llm_engineering.evaluation import columns as col
-    from llm_engineering.evaluation.config import DatasetConfig, JudgeConfig
+    from benchmarks.judge_decode import judged_conversations
+    from benchmarks.judge_prefill import check_like_conversations
+    from llm_engineering.evaluation.config import JudgeConfig
     from llm_engineering.evaluation.engine_config import EngineConfig
-    from llm_engineering.evaluation.generation.dataset import read_test_split
-    from llm_engineering.evaluation.judging.rubric import first_score_schema, judge_messages, verdict_schema
+    from llm_engineering.evaluation.judging.rubric import first_score_schema, verdict_schema
     from llm_engineering.evaluation.judging.score_probs import TOP_LOGPROBS
     from llm_engineering.evaluation.models import resolve_model
     from llm_engineering.infrastructure.judge_choice import resolve_auto_judge
@@ -42,9 +41,7 @@ def main(answers_path: Path, judge_model: str) -> None:
 
     config = resolve_auto_judge(JudgeConfig(model=judge_model))[0]
     rubric = config.resolved_rubric()
-    verdicts = [judge_messages(rubric, row[col.INSTRUCTION], row[col.ANSWER]) for row in pq.read_table(answers_path).to_pylist()]
-    checks = [judge_messages(rubric, row[col.INSTRUCTION], answer) for row in read_test_split(DatasetConfig())
-              for answer in (row[col.REFERENCE], row[col.REFERENCE][: len(row[col.REFERENCE]) // 3])]
+    verdicts, checks = judged_conversations(rubric, answers_path), check_like_conversations(rubric)
 
     def params(schema: dict) -> SamplingParams:
         # As the in-process judge asks (vllm_judge.py); a new StructuredOutputsParams per request, as vLLM needs.

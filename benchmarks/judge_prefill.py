@@ -16,6 +16,18 @@ import click
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+def check_like_conversations(rubric) -> list[list[dict[str, str]]]:
+    """The judge's prompts for each reference answer of the embedded split and for its first third, scored alone:
+    96 prompts like those of the judge check."""
+    from llm_engineering.evaluation import columns as col
+    from llm_engineering.evaluation.config import DatasetConfig
+    from llm_engineering.evaluation.generation.dataset import read_test_split
+    from llm_engineering.evaluation.judging.rubric import judge_messages
+
+    return [judge_messages(rubric, row[col.INSTRUCTION], answer) for row in read_test_split(DatasetConfig())
+            for answer in (row[col.REFERENCE], row[col.REFERENCE][: len(row[col.REFERENCE]) // 3])]
+
+
 @click.command()
 @click.option("--judge", "judge_model", default="auto")
 @click.option("--batch", "batches", multiple=True, type=int, default=(1, 8, 48))
@@ -23,11 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 def main(judge_model: str, batches: tuple[int, ...], steps: int) -> None:
     from vllm import SamplingParams
 
-    from llm_engineering.evaluation import columns as col
-    from llm_engineering.evaluation.config import DatasetConfig, JudgeConfig
+    from llm_engineering.evaluation.config import JudgeConfig
     from llm_engineering.evaluation.engine_config import EngineConfig
-    from llm_engineering.evaluation.generation.dataset import read_test_split
-    from llm_engineering.evaluation.judging.rubric import judge_messages
     from llm_engineering.evaluation.models import resolve_model
     from llm_engineering.infrastructure.judge_choice import resolve_auto_judge
     from llm_engineering.infrastructure.vllm_engine import EnginePool
@@ -35,9 +44,7 @@ def main(judge_model: str, batches: tuple[int, ...], steps: int) -> None:
 
     config = resolve_auto_judge(JudgeConfig(model=judge_model))[0]
     rubric = config.resolved_rubric()
-    split = read_test_split(DatasetConfig())
-    conversations = [judge_messages(rubric, row[col.INSTRUCTION], answer) for row in split
-                     for answer in (row[col.REFERENCE], row[col.REFERENCE][: len(row[col.REFERENCE]) // 3])]
+    conversations = check_like_conversations(rubric)
     model_path = resolve_model(config.model, get_settings().MODEL_CACHE_DIR).path
     for prefix_caching in (True, False):
         pool = EnginePool()
