@@ -158,6 +158,19 @@ class EvaluationConfig(BaseModel):
             lora = lora.covering(adapter_rank(adapter) or 1)
         return self.engine.model_copy(update={"lora": lora})
 
+    def frees_engine_after(self, index: int) -> bool:
+        """Whether the generation step of `models[index]` frees its in-process engine as it ends: the next engine
+        this run builds in process is another (the next model's base, or an in-process judge's model), which would
+        stop it anyway, inside the next engine's step and on its clock. Bases and judges are compared as written
+        (`engine_for`); a judge still `auto` may be this model, so its engine is kept."""
+        if self.engine.backend == "ray":  # no in-process generation engine to free
+            return False
+        base = _base_and_adapter(self.models[index])[0]
+        if index + 1 < len(self.models):
+            return _base_and_adapter(self.models[index + 1])[0] != base
+        judge = next((j for j in self.panel if j.backend == "vllm"), None)
+        return judge is not None and judge.model not in ("auto", base)
+
     @property
     def panel(self) -> list[JudgeConfig]:
         """The judges that score: the jury, or the one judge."""

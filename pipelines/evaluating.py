@@ -7,6 +7,7 @@ from zenml.client import Client
 
 from llm_engineering.run_config import EvaluationConfig
 from llm_engineering.evaluation.generation.answers import GenerationStats
+from steps.evaluating.generate_answers import FREE_ENGINE
 from steps.evaluating import (
     check_labels,
     check_trust,
@@ -65,9 +66,9 @@ def evaluating(config: EvaluationConfig) -> None:
     generate = generate_answers.with_options(**config.generation_step.step_options())
     generations, stats, published = [], [], []
     samplings = [config.sampling_for(model) for model in config.models]  # a variant has its own
-    for model, sampling in zip(config.models, samplings):
+    for index, (model, sampling) in enumerate(zip(config.models, samplings)):
         # A base and its LoRA adapters get one engine config (LoRA on), so they share one engine.
-        answers, model_stats = generate(
+        answers, model_stats = generate.with_options(extra={FREE_ENGINE: config.frees_engine_after(index)})(
             test_split, model=model, sampling=sampling, engine=config.engine_for(model), prompt=config.prompt,
             resume=config.resume,
         )

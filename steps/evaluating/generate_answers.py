@@ -2,7 +2,7 @@ import logging
 from typing import Annotated
 
 from datasets import Dataset
-from zenml import log_metadata, step
+from zenml import get_step_context, log_metadata, step
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.generation.answers import GenerationStats, answer_test_split
@@ -18,6 +18,10 @@ from steps.materializers import DatasetMaterializer
 
 logger = logging.getLogger(__name__)
 
+# Set in the step's `extra` by the pipeline (`EvaluationConfig.frees_engine_after`), not as a parameter: `extra` is
+# outside the step's cache key, so a judge that changes it does not re-run generation.
+FREE_ENGINE = "free_engine"
+
 
 @step(output_materializers={col.GENERATIONS: DatasetMaterializer})
 def generate_answers(
@@ -32,7 +36,8 @@ def generate_answers(
     Annotated[GenerationStats, col.GENERATION_STATS],
 ]:
     """Generate every answer of one model with vLLM (in-process, or on Ray replicas), saving each as it finishes;
-    a model with a LoRA adapter (`BASE+ADAPTER`) on its base's engine."""
+    a model with a LoRA adapter (`BASE+ADAPTER`) on its base's engine; the engine stopped as the step ends where the
+    step's `extra` says `FREE_ENGINE` (the run's next in-process engine is another)."""
     settings = get_settings()
     resolved = resolve_model(model, settings.MODEL_CACHE_DIR)
     dtype, dtype_reason = resolved_dtype(engine)
@@ -40,11 +45,14 @@ def generate_answers(
     # Keyed by the dtype it resolved to: answers of `auto` on a bf16 CPU are not those of an fp32 one.
     checkpoint = AnswerCheckpoint(settings.CHECKPOINT_DIR, model, resolved.path, sampling,
                                   engine.model_copy(update={"dtype": dtype}), resolved.adapter)
-    # The in-process engine stays in the pool after this step: the judge steps reuse it when they match.
+    # The in-process engine stays in the pool after this step, unless freed: the next steps reuse it when they match.
     with open_engine(resolved.path, engine, ENGINE_POOL, resolved.adapter) as generation_engine:
         generations, stats = answer_test_split(
             generation_engine, test_split, model, sampling, prompt, engine.max_model_len, checkpoint, fresh=not resume
         )
+    if get_step_context().step_run.config.extra.get(FREE_ENGINE):  # stopping it (~6 s) is this step's cost
+        logger.info("%s: stopping its engine (the run's next in-process engine runs another model)", model)
+        ENGINE_POOL.release()
     stats = stats.model_copy(update={"dtype": dtype, "dtype_reason": dtype_reason})
     log_metadata(metadata={"model": model, "checkpoint": str(checkpoint.path), **stats.model_dump()})
     return generations, stats
