@@ -163,13 +163,15 @@ class EvaluationConfig(BaseModel):
         this run builds in process is another (the next model's base, or an in-process judge's model), which would
         stop it anyway, inside the next engine's step and on its clock. Bases and judges are compared as written
         (`engine_for`); a judge still `auto` may be this model, so its engine is kept."""
+        from llm_engineering.infrastructure.judge_choice import AUTO
+
         if self.engine.backend == "ray":  # no in-process generation engine to free
             return False
         base = _base_and_adapter(self.models[index])[0]
         if index + 1 < len(self.models):
             return _base_and_adapter(self.models[index + 1])[0] != base
         judge = next((j for j in self.panel if j.backend == "vllm"), None)
-        return judge is not None and judge.model not in ("auto", base)
+        return judge is not None and judge.model not in (AUTO, base)
 
     @property
     def panel(self) -> list[JudgeConfig]:

@@ -7,7 +7,6 @@ from zenml.client import Client
 
 from llm_engineering.run_config import EvaluationConfig
 from llm_engineering.evaluation.generation.answers import GenerationStats
-from steps.evaluating.generate_answers import FREE_ENGINE
 from steps.evaluating import (
     check_labels,
     check_trust,
@@ -19,6 +18,7 @@ from steps.evaluating import (
     publish_results,
     summarize,
 )
+from steps.evaluating.generate_answers import FREE_ENGINE
 
 
 def _publisher(config: EvaluationConfig):
