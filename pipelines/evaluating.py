@@ -7,6 +7,7 @@ from zenml.client import Client
 
 from llm_engineering.run_config import EvaluationConfig
 from llm_engineering.evaluation.generation.answers import GenerationStats
+from llm_engineering.settings import get_settings
 from steps.evaluating import (
     check_labels,
     check_trust,
@@ -68,7 +69,8 @@ def evaluating(config: EvaluationConfig) -> None:
     samplings = [config.sampling_for(model) for model in config.models]  # a variant has its own
     for index, (model, sampling) in enumerate(zip(config.models, samplings)):
         # A base and its LoRA adapters get one engine config (LoRA on), so they share one engine.
-        answers, model_stats = generate.with_options(extra={FREE_ENGINE: config.frees_engine_after(index)})(
+        free_engine = config.frees_engine_after(index, get_settings().MODEL_CACHE_DIR)
+        answers, model_stats = generate.with_options(extra={FREE_ENGINE: free_engine})(
             test_split, model=model, sampling=sampling, engine=config.engine_for(model), prompt=config.prompt,
             resume=config.resume,
         )

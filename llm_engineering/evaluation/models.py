@@ -127,6 +127,17 @@ def _resolve_adapter(adapter: str, base: ResolvedModel) -> str:
     return str(Path(adapter).expanduser().resolve())
 
 
+def weights_location(model_id: str, cache_dir: Path) -> str:
+    """Where the engine for `model_id` loads its base's weights from, as `resolve_model` would say, found without
+    converting or downloading anything: an alias's folder in `cache_dir`, a local folder resolved, else (a Hub id,
+    a folder that is not here) the base as written. An alias and its folder give one location."""
+    base = split_adapter(split_variant(model_id)[0])[0]
+    if base in EMBEDDED_MODELS:
+        return str((Path(cache_dir).expanduser() / EMBEDDED_MODELS[base].name).resolve())
+    path = Path(base).expanduser()
+    return str(path.resolve()) if path.exists() else base
+
+
 def resolve_model(model_id: str, cache_dir: Path) -> ResolvedModel:
     """Alias -> cached converted folder; local folder -> itself; `org/name` -> Hub id.
     A variant (`name@temperature=0.2`) resolves to its model's weights and keeps its own id;

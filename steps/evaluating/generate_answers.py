@@ -37,7 +37,7 @@ def generate_answers(
 ]:
     """Generate every answer of one model with vLLM (in-process, or on Ray replicas), saving each as it finishes;
     a model with a LoRA adapter (`BASE+ADAPTER`) on its base's engine; the engine stopped as the step ends where the
-    step's `extra` says `FREE_ENGINE` (the run's next in-process engine is another)."""
+    step's `extra` says `FREE_ENGINE` (the run's next in-process engine loads other weights)."""
     settings = get_settings()
     resolved = resolve_model(model, settings.MODEL_CACHE_DIR)
     dtype, dtype_reason = resolved_dtype(engine)
@@ -51,7 +51,7 @@ def generate_answers(
             generation_engine, test_split, model, sampling, prompt, engine.max_model_len, checkpoint, fresh=not resume
         )
     if get_step_context().step_run.config.extra.get(FREE_ENGINE):  # stopping it (~6 s) is this step's cost
-        logger.info("%s: stopping its engine (the run's next in-process engine runs another model)", model)
+        logger.info("%s: stopping its engine (the run's next in-process engine loads other weights)", model)
         ENGINE_POOL.release()
     stats = stats.model_copy(update={"dtype": dtype, "dtype_reason": dtype_reason})
     log_metadata(metadata={"model": model, "checkpoint": str(checkpoint.path), **stats.model_dump()})

@@ -73,18 +73,17 @@ def test_published_results_repo_loads_with_datasets(first_run):
     assert published[col.ANSWER] == generations[col.ANSWER]
 
 
-def test_changing_only_the_judge_does_not_rerun_generation(first_run):
+def test_changing_only_the_judge_does_not_rerun_generation(first_run, monkeypatch):
     from zenml.client import Client
 
-    from llm_engineering.evaluation.models import resolve_model
-    from llm_engineering.settings import get_settings
+    from llm_engineering.run_config import EvaluationConfig
     from pipelines.evaluating import evaluating
     from steps.evaluating.generate_answers import FREE_ENGINE
 
-    # The judge written as the model's folder, not its alias: to the run's wiring another model (compared as
-    # written), so its generation step is now told to stop its engine as it ends; that must not re-run it.
-    judge = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR).path
-    run = Client().get_pipeline_run(evaluating(config=small_config(model=judge, max_analysis_chars=120)).id)
+    # As for a judge of other weights, the generation step is told to stop its engine as it ends (the step's
+    # `extra`): that must not re-run it. (Which judges do so: the unit tests of `frees_engine_after`.)
+    monkeypatch.setattr(EvaluationConfig, "frees_engine_after", lambda self, index, cache_dir: True)
+    run = Client().get_pipeline_run(evaluating(config=small_config(max_analysis_chars=120)).id)
     assert run.steps["generate_answers"].config.extra[FREE_ENGINE] is True
     assert first_run.steps["generate_answers"].config.extra[FREE_ENGINE] is False
     assert step_status(run, "generate_answers") == "cached"

@@ -118,21 +118,24 @@ def test_a_base_and_its_adapters_get_one_engine_config_with_lora_on(tmp_path):
     assert EvaluationConfig().engine_for("smollm2-135m").lora.enabled is False
 
 
-def test_a_generation_step_frees_its_engine_only_where_the_runs_next_in_process_engine_is_another(tmp_path):
-    adapter = _adapter(tmp_path, "small", r=8)
+def test_a_generation_step_frees_its_engine_only_where_the_runs_next_in_process_engine_loads_other_weights(tmp_path):
+    adapter, cache = _adapter(tmp_path, "small", r=8), tmp_path / "models"
+    folder = cache / "SmolLM2-135M-Instruct"  # the alias's converted folder, as `resolve_model` names it
+    folder.mkdir(parents=True)
     qwen, smol = JudgeConfig(model="qwen2.5-coder-1.5b"), JudgeConfig(model="smollm2-135m")
-    models = ["smollm2-135m", f"smollm2-135m+{adapter}", "smollm2-135m@temperature=0.2", "org/other"]
-    frees = EvaluationConfig(models=models, judge=qwen).frees_engine_after
-    # Its adapter and its variant run on the base's engine; the next model has its own; the judge another.
-    assert [frees(k) for k in range(len(models))] == [False, False, True, True]
-    assert EvaluationConfig(judge=qwen).frees_engine_after(0)
-    assert not EvaluationConfig(judge=smol).frees_engine_after(0)  # the judge reuses the generator's engine
-    assert not EvaluationConfig().frees_engine_after(0)  # judge.model auto: may be this model (an AVX2-only CPU)
-    assert not EvaluationConfig(judge=JudgeConfig(backend="openai", model="qwen2.5-coder-1.5b")).frees_engine_after(0)
+    models = ["smollm2-135m", f"smollm2-135m+{adapter}", f"{folder}@temperature=0.2", "org/other"]
+    config = EvaluationConfig(models=models, judge=qwen)
+    # Its adapter and the alias's folder run on the base's engine; the next model has its own; the judge another.
+    assert [config.frees_engine_after(k, cache) for k in range(len(models))] == [False, False, True, True]
+    assert EvaluationConfig(judge=qwen).frees_engine_after(0, cache)
+    assert not EvaluationConfig(judge=smol).frees_engine_after(0, cache)  # the judge reuses the generator's engine
+    assert not EvaluationConfig(judge=JudgeConfig(model=str(folder))).frees_engine_after(0, cache)  # the same weights
+    assert not EvaluationConfig().frees_engine_after(0, cache)  # judge.model auto: may be this model (AVX2-only CPU)
+    assert not EvaluationConfig(judge=JudgeConfig(backend="openai", model="qwen2.5-coder-1.5b")).frees_engine_after(0, cache)
     # A jury: the first in-process judge is the next engine.
     jury = [JudgeConfig(backend="openai", model="gpt"), smol, qwen]
-    assert not EvaluationConfig(judges=jury).frees_engine_after(0)
-    assert not EvaluationConfig(judge=qwen, engine={"backend": "ray"}).frees_engine_after(0)  # nothing in process
+    assert not EvaluationConfig(judges=jury).frees_engine_after(0, cache)
+    assert not EvaluationConfig(judge=qwen, engine={"backend": "ray"}).frees_engine_after(0, cache)  # nothing in process
 
 
 def test_lora_configs_serve_what_they_cover():
