@@ -22,12 +22,6 @@ from steps.evaluating import (
 from steps.evaluating.generate_answers import FREE_ENGINE
 
 
-def _publisher(config: EvaluationConfig):
-    """The publish step; never cached when it pushes to the Hub: a cached receipt would replay an earlier
-    push (or its failure) instead of pushing these results."""
-    return publish_results.with_options(enable_cache=False) if config.publish.target == "hub" else publish_results
-
-
 def _score_publish_summarize(
     config: EvaluationConfig, answers: list, stats: list, after: Optional[list] = None,
     only_failed: bool = False, samplings: Optional[list] = None,
@@ -52,8 +46,8 @@ def _score_publish_summarize(
                                     method=config.pairwise.method, after=evaluations)
     samplings = samplings or [config.sampling] * len(evaluations)
     for rows, sampling in zip(evaluations, samplings):  # as the original: answers, then with verdicts and checks
-        _publisher(config)(rows, publish=config.publish, dataset=config.dataset, sampling=sampling,
-                        checks=checks, pairwise=pairwise)
+        publish_results(rows, publish=config.publish, dataset=config.dataset, sampling=sampling, checks=checks,
+                        pairwise=pairwise)
     summarize(evaluations, stats, judges=config.panel, checks=checks, pairwise=pairwise, jury=config.jury, labels=labels,
               pass_score=config.pass_score)
 
@@ -74,7 +68,7 @@ def evaluating(config: EvaluationConfig) -> None:
             test_split, model=model, sampling=sampling, engine=config.engine_for(model), prompt=config.prompt,
             resume=config.resume,
         )
-        published.append(_publisher(config)(answers, publish=config.publish, dataset=config.dataset, sampling=sampling))
+        published.append(publish_results(answers, publish=config.publish, dataset=config.dataset, sampling=sampling))
         generations.append(answers)
         stats.append(model_stats)
     # Answers are stored (and published) before the judge can fail.
@@ -112,5 +106,5 @@ def publishing(
     checks = Client().get_artifact_version(checks_id) if checks_id else None
     pairwise = Client().get_artifact_version(pairwise_id) if pairwise_id else None
     for artifact_id in results_ids:
-        _publisher(config)(Client().get_artifact_version(artifact_id), publish=config.publish, dataset=config.dataset,
+        publish_results(Client().get_artifact_version(artifact_id), publish=config.publish, dataset=config.dataset,
                         checks=checks, pairwise=pairwise)

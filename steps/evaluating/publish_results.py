@@ -17,7 +17,9 @@ from llm_engineering.settings import get_settings
 logger = logging.getLogger(__name__)
 
 
-@step
+# Never cached: a publish writes outside the artifact store, and a cached receipt would replay a write made elsewhere
+# (another checkout's OUTPUT_DIR, a folder since deleted, an earlier push or its failure) instead of making this one.
+@step(enable_cache=False)
 def publish_results(
     results: Dataset,
     publish: PublishConfig,
