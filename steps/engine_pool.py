@@ -2,8 +2,8 @@
 
 ZenML runs the steps of a local run one after another in one process. The judge steps can reuse
 the generation step's in-process engine (same model, same engine config: no second engine start)
-only through an object that outlives a step: this process-level pool (a generation step whose run needs another
-model next stops its engine as it ends: `generate_answers.FREE_ENGINE`). It lives here, at the edge,
+only through an object that outlives a step: this process-level pool (a generation step whose run next needs other
+weights stops its engine as it ends: `generate_answers.FREE_ENGINE`). It lives here, at the edge,
 so the library keeps no global engine and every library function is given the pool it uses.
 Each step process on a remote step operator gets its own pool.
 """

@@ -277,9 +277,14 @@ def quantize_w8a8(source: Path, target: Path) -> Path:
     return _written_whole(target, write)
 
 
+def model_folder(model: EmbeddedModel, cache_dir: Path) -> Path:
+    """Where `model`'s converted Hugging Face folder is in `cache_dir`, whether converted yet or not."""
+    return Path(cache_dir).expanduser() / model.name
+
+
 def converted_folder(model: EmbeddedModel, cache_dir: Path) -> Path:
     """`model`'s Hugging Face folder in `cache_dir`, converted now when missing or damaged."""
-    folder = Path(cache_dir).expanduser() / model.name
+    folder = model_folder(model, cache_dir)
     problem = conversion_problem(folder) if folder.exists() else "not converted yet"
     if problem:
         if folder.exists():

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from llm_engineering.evaluation.embedded_models import EMBEDDED_MODELS, ModelError, converted_folder
+from llm_engineering.evaluation.embedded_models import EMBEDDED_MODELS, ModelError, converted_folder, model_folder
 
 logger = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ def weights_location(model_id: str, cache_dir: Path) -> str:
     a folder that is not here) the base as written. An alias and its folder give one location."""
     base = split_adapter(split_variant(model_id)[0])[0]
     if base in EMBEDDED_MODELS:
-        return str((Path(cache_dir).expanduser() / EMBEDDED_MODELS[base].name).resolve())
+        return str(model_folder(EMBEDDED_MODELS[base], cache_dir).resolve())
     path = Path(base).expanduser()
     return str(path.resolve()) if path.exists() else base
 
