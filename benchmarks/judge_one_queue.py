@@ -48,7 +48,7 @@ def main(answers_path: Path, judge_model: str) -> None:
         return SamplingParams(temperature=config.temperature, max_tokens=config.max_tokens, seed=config.seed,
                               logprobs=TOP_LOGPROBS, structured_outputs=StructuredOutputsParams(json=schema))
 
-    whole, first = verdict_schema(rubric, config.max_analysis_chars), first_score_schema(rubric)
+    whole, first = verdict_schema(rubric, config.max_analysis_chars), first_score_schema(rubric, config.max_analysis_chars)
     pool = EnginePool()
     try:
         llm = pool.get(resolve_model(config.model, get_settings().MODEL_CACHE_DIR).path, EngineConfig())

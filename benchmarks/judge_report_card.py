@@ -65,7 +65,7 @@ def _measure(model: str, rubric: str, dtype: str, rows: int, label_rows: int, ma
     from llm_engineering.evaluation.config import DatasetConfig, JudgeConfig
     from llm_engineering.evaluation.engine_config import EngineConfig
     from llm_engineering.evaluation.generation.dataset import read_test_split
-    from llm_engineering.evaluation.trust.judge_check import run_judge_check
+    from llm_engineering.evaluation.trust.card import run_judge_check
     from llm_engineering.evaluation.trust.label_check import judge_labels
     from llm_engineering.evaluation.trust.labels import Labels
     from llm_engineering.evaluation.judging.scoring import score_answers

@@ -33,18 +33,21 @@ def bench_config(config_path: Path, judge_model: Optional[str] = None,
 
 
 def run_judge_bench(pairs_path: Path, config: EvaluationConfig, pool: EnginePool, limit: Optional[int] = None,
-                    reports_dir: Optional[Path] = None) -> tuple[JudgeBenchReport, Optional[Path]]:
-    """The judge benchmark of `config`'s judges (chosen: `bench_config`) on the pairs of `pairs_path`: the report,
-    and the JSON report's path (when `reports_dir` is given; the HTML page beside it). In-process judges take their
-    engine from the caller's `pool` (an engine it already holds is reused), which the caller releases."""
+                    reports_dir: Optional[Path] = None, half: Optional[int] = None) -> tuple[JudgeBenchReport, Optional[Path]]:
+    """The judge benchmark of `config`'s judges (chosen: `bench_config`) on the pairs of `pairs_path` (`half` 1 or 2:
+    every other pair, from the first or the second; then the first `limit`): the report, and the JSON report's path
+    (when `reports_dir` is given; the HTML page beside it). In-process judges take their engine from the caller's
+    `pool` (an engine it already holds is reused), which the caller releases."""
     from llm_engineering.infrastructure.judge_backends import open_judge
     from llm_engineering.settings import get_settings
 
-    pairs = load_pairs(pairs_path, limit)  # a bad file stops here, before any engine starts
+    pairs = load_pairs(pairs_path)  # a bad file stops here, before any engine starts
+    pairs = pairs[half - 1::2] if half else pairs
+    pairs = pairs[:limit] if limit else pairs
     with open_judge(config.panel, config.engine, get_settings(), pool) as judge:
         started = time.perf_counter()
         report = bench_judge(pairs, judge, str(pairs_path))
-        report = report.model_copy(update={"seconds": round(time.perf_counter() - started, 1)})
+        report = report.model_copy(update={"seconds": round(time.perf_counter() - started, 1), "half": half})
     if reports_dir is None:
         return report, None
     reports_dir.mkdir(parents=True, exist_ok=True)

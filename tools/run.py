@@ -61,8 +61,8 @@ def _cache_option(generates: bool = True) -> Callable:
 
 def _rubric_option() -> Callable:
     return click.option("--rubric",
-                        help="The judge's rubric: handbook-score-first (default), handbook, reference-guided, helpfulness, or a "
-                        "rubric YAML file.")
+                        help="The judge's rubric: task-accuracy (default), handbook (the original's wording), "
+                        "handbook-score-first, reference-guided, helpfulness, or a rubric YAML file.")
 
 
 def _labels_option() -> Callable:
@@ -269,6 +269,7 @@ Examples:
   python tools/run.py judge-bench --pairs ../shared/judge-labels/llmbar-natural.jsonl
   python tools/run.py judge-bench --pairs my-pairs.csv --judge smollm2-135m --limit 20
   python tools/run.py judge-bench --pairs pairs.jsonl --config configs/jury.yaml   # a jury, pointwise
+  python tools/run.py judge-bench --pairs pairs.jsonl --half 2   # the half a rubric was not chosen on
 \b
 A pairs file (.jsonl or .csv) holds one pair a line: instruction, output_1, output_2, label (1: output_1 is
 better, 2: output_2, 0: a tie); id and reference optional. A second run asks only what the judge cache lacks.
@@ -276,6 +277,8 @@ better, 2: output_2, 0: a tie); id and reference optional. A second run asks onl
 @click.option("--pairs", "pairs_path", required=True, type=click.Path(path_type=Path), metavar="FILE",
               help="Human-labelled answer pairs (.jsonl or .csv).")
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N pairs.")
+@click.option("--half", type=click.IntRange(1, 2), help="Every other pair: 1 the 1st, 3rd, 5th...; 2 the 2nd, 4th... "
+              "Choose a rubric or prompt on one half, report it on the other.")
 @_config_option()
 @click.option("--judge", "judge_model", metavar="MODEL", help="The judge's model (an alias, folder or Hub id; or the "
               "endpoint's model name with an openai backend), instead of the config's.")

@@ -98,7 +98,8 @@ class JudgeConfig(Strict):
     seed: Optional[int] = 0
     max_analysis_chars: PositiveInt = 400
     rubric: Union[str, Rubric] = Field(
-        DEFAULT_RUBRIC, description="A shipped rubric (handbook-score-first, the default; handbook, reference-guided, "
+        DEFAULT_RUBRIC, description="A shipped rubric (task-accuracy, the default: does the answer do the task, "
+        "against the reference; handbook, the original's wording; handbook-score-first, reference-guided, "
         "helpfulness), the path of a rubric YAML file, or an inline rubric mapping (see docs/rubrics.md). A file "
         "is read when the config is.",
     )
@@ -185,12 +186,14 @@ class JudgeCheckConfig(Strict):
     rows: NonNegativeInt = Field(20, description="Rows sampled for the check; 0 turns it off.")
     threshold: float = Field(
         0.7, ge=0.0, le=1.0,
-        description="Below this share of pairs where the reference scores higher, the judge is flagged 'no signal'.",
+        description="Below this share of pairs where the right answer scores higher (integer scores), the judge is "
+        "flagged 'no signal'.",
     )
     seed: int = Field(0, description="Fixes the sample and the mismatched pairing.")
     tiers: list[Tier] = Field(
         default_factory=lambda: list(TIERS), description="Report card tiers, each `rows` pairs: mismatch (always), "
-        "same_topic (nearest other reference), truncated (first third), corrupted (numbers and names swapped).",
+        "same_topic (a neighbouring question's reference sharing the instruction's words), truncated (the instruction "
+        "echoed and the reference's first third, looping to its length), corrupted (numbers and names swapped).",
     )
 
 

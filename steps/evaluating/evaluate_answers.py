@@ -29,7 +29,8 @@ def evaluate_answers(
     jury: Optional[JuryConfig] = None,
 ) -> Annotated[Dataset, col.EVALUATIONS]:
     """Score every generated answer with the LLM judge, or each judge of a jury, on the judges'
-    rubric (default handbook-score-first: the original's accuracy and style, 1-3), and its similarity to the reference
+    rubric (default task-accuracy: does the answer do the task, and the original's style, 1-3), and its similarity to the
+    reference
     (no judge) when `similarity` is enabled.
 
     `generations` may be a previous `evaluations` artifact: with `only_failed`, its valid

@@ -20,7 +20,7 @@ def test_a_score_first_judge_check_asking_for_scores_alone_gets_the_scores_of_wh
     from llm_engineering.evaluation.config import DatasetConfig, JudgeConfig
     from llm_engineering.evaluation.engine_config import EngineConfig
     from llm_engineering.evaluation.generation.dataset import read_test_split
-    from llm_engineering.evaluation.trust.judge_check import run_judge_check
+    from llm_engineering.evaluation.trust.card import run_judge_check
     from llm_engineering.evaluation.models import resolve_model
     from llm_engineering.evaluation.judging.scoring import score_answers
     from llm_engineering.infrastructure.judge_backends import build_judge

@@ -65,13 +65,13 @@ def test_rows_labelled_in_the_report_give_rescore_the_agreement_they_make_certai
             page.screenshot(path=str(tmp_path / "labelled.png"), full_page=True)
 
         loaded = load_labels(labels_file)
-        assert (loaded.kind, loaded.run, loaded.rubric, len(loaded.rows)) == ("pointwise", run, "handbook-score-first", 12)
+        assert (loaded.kind, loaded.run, loaded.rubric, len(loaded.rows)) == ("pointwise", run, "task-accuracy", 12)
 
         # A rubric other than the labels' is refused before any judge starts, naming both and the fix.
         result = run_cli("rescore", "--config", config, "--labels", labels_file, "--rubric", "handbook")
         assert result.exit_code != 0
-        assert "written for rubric 'handbook-score-first', but the judge scores with 'handbook'" in result.output
-        assert "--rubric handbook-score-first" in result.output
+        assert "written for rubric 'task-accuracy', but the judge scores with 'handbook'" in result.output
+        assert "--rubric task-accuracy" in result.output
 
         result = run_cli("rescore", "--config", config, "--labels", labels_file)
         assert result.exit_code == 0, result.output[-3000:]

@@ -36,7 +36,7 @@ def test_labels_given_to_evaluate_are_judged_and_their_agreement_reported(run_cl
     report = json_report(result.stdout)
 
     agreement = report["labels"]
-    assert (agreement["kind"], agreement["rows"], agreement["rubric"]) == ("pointwise", 12, "handbook-score-first")
+    assert (agreement["kind"], agreement["rows"], agreement["rubric"]) == ("pointwise", 12, "task-accuracy")
     # Twelve distinct answers (no answer is labelled twice under one id): twelve verdicts, none from an earlier run.
     assert agreement["judge_calls"] == 12 and agreement["judge_tokens"] > 0
     (accuracy,) = agreement["criteria"]

@@ -109,7 +109,7 @@ def test_requests_carry_the_schema_and_token_usage_is_recorded(stub):
 
 def test_pairwise_and_judge_check_calls_go_through_the_same_retries_and_cache(stub, tmp_path):
     from llm_engineering.evaluation.judging.pairwise import compare_answers
-    from llm_engineering.evaluation.trust.judge_check import run_judge_check
+    from llm_engineering.evaluation.trust.card import run_judge_check
 
     cache = JudgeCache(tmp_path / "cache")
     other = Dataset.from_dict({**answers(2).to_dict(), col.MODEL_ID: ["n"] * 2, col.ANSWER: ["Short.", "Shorter."]})

@@ -53,7 +53,7 @@ def test_bad_settings_stop_before_any_work(run_cli, tmp_path, parameters, messag
     ('{"id": "q001", "answer": "a", "criterion": "accuracy", "score": 2}\n{"id": "q002", "answer": "b"}\n',
      "line 2: the columns are neither kind (as pointwise labels, missing ['criterion', 'score']"),
     ('{"id": "q001", "answer": "a", "criterion": "helpfulness", "score": 2}\n',
-     "line 1: the labels score 'helpfulness', which rubric 'handbook-score-first' lacks (its criteria: accuracy, style)"),
+     "line 1: the labels score 'helpfulness', which rubric 'task-accuracy' lacks (its criteria: accuracy, style)"),
 ], ids=["bad-line", "criterion-not-in-rubric"])
 def test_bad_labels_stop_before_any_work_with_the_file_and_the_line(run_cli, tmp_path, text, message):
     labels = tmp_path / "labels.jsonl"

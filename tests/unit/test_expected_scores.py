@@ -170,7 +170,7 @@ def test_the_summary_reports_each_judge_and_the_jurys_agreement():
     assert [j.mean for j in summary.models[0].criterion("helpfulness").judges] == [2.75, 2.75]
 
 
-def test_the_judge_check_breaks_integer_ties_with_expected_scores():
+def test_the_judge_check_breaks_integer_ties_with_expected_scores_beside_the_integer_figure_that_decides():
     def pair(i, ref, mis, ref_e, mis_e):
         return JudgeCheckPair(id=str(i), mismatched_id="x", reference_accuracy=ref, mismatched_accuracy=mis,
                               reference_expected=ref_e, mismatched_expected=mis_e)
@@ -179,7 +179,9 @@ def test_the_judge_check_breaks_integer_ties_with_expected_scores():
     check = judge_check_from_pairs("j", pairs, threshold=0.5)
     assert check.reference_higher.count == 1 and check.ties.count == 3
     assert check.reference_higher_expected.count == 2  # pair 0 breaks for the reference, pair 1 against, pair 3 stays tied
-    assert check.no_signal is False and "ties broken by expected scores" in check.verdict
+    # The flag reads integer scores, the kind the table leads with: 1 of 4 is no signal, whatever the tie-break says.
+    assert check.no_signal is True and "1 of 4 pairs (25%" in check.verdict
+    assert judge_check_from_pairs("j", pairs, threshold=0.25).no_signal is False
     without = judge_check_from_pairs("j", [pair(0, 2, 2, None, None)], 0.5, expected_problem="no logprobs")
     assert without.reference_higher_expected is None and without.expected_problem == "no logprobs"
 

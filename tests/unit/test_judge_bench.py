@@ -9,7 +9,7 @@ import pytest
 from llm_engineering.evaluation.trust.human_pairs import HumanPair
 from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.trust.judge_bench import bench_judge
-from llm_engineering.evaluation.report.judge_bench import bench_rows, render_bench_html
+from llm_engineering.evaluation.report.judge_bench import bench_cost_line, bench_rows, render_bench_html
 from llm_engineering.evaluation.judging.transport import JudgeReply
 from llm_engineering.evaluation.judging.rubric import load_rubric
 
@@ -18,10 +18,11 @@ RUBRIC = load_rubric("helpfulness")  # one criterion, 1-5
 
 class StandInJudge:
     """Pairwise: the answer marked RIGHT wins (or, `first_shown`, always the answer shown first). Pointwise: 5 for a
-    RIGHT answer, 1 otherwise, with the probabilities of a confident judge at the score token."""
+    RIGHT answer, 1 otherwise, with the probabilities of a confident judge at the score token (`logprobs=False`: a
+    preference reply without them, as from an endpoint that gives none)."""
 
-    def __init__(self, first_shown=False, broken_pairwise=0):
-        self.judge_id, self.first_shown, self.broken = "stand-in", first_shown, broken_pairwise
+    def __init__(self, first_shown=False, broken_pairwise=0, logprobs=True):
+        self.judge_id, self.first_shown, self.broken, self.logprobs = "stand-in", first_shown, broken_pairwise, logprobs
         self.asked = 0
 
     def cache_namespace(self, reply_schema):
@@ -45,7 +46,7 @@ class StandInJudge:
                 candidates = [(better, math.log(0.8)), (str(3 - int(better)), math.log(0.2))]
                 head = '{"better":'
                 on_reply(index, JudgeReply(text=f"{head}{better}}}", logprobs=[(head, None), (better, candidates),
-                                                                             ("}", None)]))
+                                                                             ("}", None)] if self.logprobs else None))
             else:
                 score = 5 if "RIGHT" in text.split("Answer:")[-1] else 1
                 head, tail = '{"helpfulness":{"score":', ',"analysis":"-"}}'
@@ -96,6 +97,19 @@ def test_a_judge_that_names_the_first_answer_is_at_chance_and_shown_as_biased():
     averaged = report.ways["preference_averaged"]
     assert (averaged.agreement.count, averaged.ties.count, averaged.ties.total) == (0, 4, 4)
     assert "100%" in bench_rows(report)[0][3]
+
+
+def test_a_judge_without_logprobs_is_decided_by_the_number_it_wrote_and_says_so():
+    report = bench_judge(_pairs(), Judge((StandInJudge(logprobs=False),), RUBRIC), "constructed.jsonl")
+    preference, averaged = report.ways["preference"], report.ways["preference_averaged"]
+    assert (preference.agreement.count, preference.agreement.total, preference.failed.count) == (6, 6, 0)
+    assert (averaged.agreement.count, averaged.agreement.total, averaged.failed.count) == (3, 3, 0)
+    assert not any(problem.startswith("preference") for d in report.details for problem in d.problems)
+    # Every preference reading, two per pair, came from the written number, and the report says so.
+    assert report.written_preferences == 8 and report.json_report()["written_preferences"] == 8
+    assert "8 preference readings taken from the number the judge wrote" in bench_cost_line(report)
+    with_logprobs = bench_judge(_pairs(), Judge((StandInJudge(),), RUBRIC), "constructed.jsonl")
+    assert with_logprobs.written_preferences == 0 and "written" not in bench_cost_line(with_logprobs)
 
 
 def test_a_failed_verdict_counts_against_agreement_and_is_named():

@@ -97,10 +97,49 @@ def test_pairwise_report_worked_by_hand():
     assert (p.order_disagreement.count, p.order_disagreement.total) == (2, 4)  # pairs 2 and 3
     # The longer answer: A, B, tie, B, A -> right on pairs 0, 1, 2. The majority: A and B twice each, A first.
     assert (p.length.agreement.count, p.majority.agreement.count) == (3, 2)
-    # 4 of 5 has the Wilson interval 38%-96%: its lower bound does not beat the longer answer's 60%.
-    assert p.verdict == ("not shown valid on these labels: its agreement 80% [38%, 96%] does not beat the length-only "
-                         "rule's 60% (the lower bound of its 95% interval must lie above it).")
+    # The four labels that prefer an answer (all but pair 2): the judge is right on 0, 1, 3; the longer answer on
+    # 0, 1; the majority's A on 0, 3.
+    assert [(r.agreement_decisive.count, r.agreement_decisive.total) for r in (p.judge, p.length, p.majority)] == [
+        (3, 4), (2, 4), (2, 4)]
+    # 4 of 5 has the Wilson interval 38%-96%: its lower bound beats neither baseline (40% and 60%).
+    assert p.verdict == ("not shown valid on these labels: its agreement 80% [38%, 96%] does not beat both the most "
+                         "common human preference's 40% and the length-only rule's 60% (the lower bound of its 95% "
+                         "interval must lie above each).")
     assert not p.valid and not report.valid
+
+
+def _mostly_ties():
+    """Forty pairs, 32 labelled a tie and 8 preferring A; B is always the longer answer, so the length-only rule
+    agrees with none of them while the most common preference, a tie, agrees with 32."""
+    return Labels(kind="pairwise", rows=[PairwiseLabel(id=str(k), answer_a="short", answer_b="much longer", preferred=p)
+                                         for k, p in enumerate(["tie"] * 32 + ["A"] * 8)])
+
+
+def test_a_judge_locked_on_a_position_is_not_valid_on_labels_with_many_ties():
+    labels = _mostly_ties()
+    # It names the answer shown first in both orders: its orders disagree on every pair, which makes every pair a tie.
+    locked = pairwise_report(labels, HANDBOOK, "judge", ["A"] * 40, ["A"] * 40)
+    p = locked.pairwise
+    assert p.judge.agreement.count == p.majority.agreement.count == 32
+    assert p.judge.agreement.ci[0] > p.length.agreement.rate  # the length-only rule alone would call it valid
+    assert not p.valid and not locked.valid
+    assert "does not beat both the most common human preference's 80%" in p.verdict
+    assert (p.judge.agreement_decisive.count, p.judge.agreement_decisive.total) == (0, 8)
+    lines = "\n".join(trust_lines(build_summary([_evaluations()], labels=locked)))
+    assert "judge: agreement 32/40" in lines and "on decisive labels 0/8" in lines
+    assert locked.metadata()["pairwise"]["agreement_decisive"]["judge"] == 0.0
+
+
+def test_a_judge_that_agrees_with_people_is_valid_on_labels_with_many_ties():
+    labels = _mostly_ties()
+    # A tie in both orders for the ties; A first, then B (A's answer now second) for the rest.
+    in_order = [r.preferred for r in labels.rows]
+    swapped = [{"A": "B", "tie": "tie"}[r.preferred] for r in labels.rows]
+    report = pairwise_report(labels, HANDBOOK, "judge", in_order, swapped)
+    p = report.pairwise
+    assert (p.judge.agreement.count, p.judge.agreement_decisive.count) == (40, 8)
+    assert p.valid and report.valid
+    assert p.verdict.startswith("valid on these labels: its agreement 100% [")
 
 
 @pytest.mark.parametrize("row, words", [
@@ -213,7 +252,7 @@ def test_a_bad_labels_file_fails_at_config_load_with_the_key_the_line_and_the_fi
 def test_preflight_checks_the_labels_against_the_rubric_after_the_command_line(tmp_path):
     path = _labels_file(tmp_path, '{"id": 1, "answer": "a", "criterion": "helpfulness", "score": 5}\n')
     config = parse_evaluation({"labels": str(path)})
-    wrong = r"labels: .*line 1: the labels score 'helpfulness', which rubric 'handbook-score-first'"
+    wrong = r"labels: .*line 1: the labels score 'helpfulness', which rubric 'task-accuracy'"
     with pytest.raises(ConfigError, match=wrong):
         check_labels_fit_rubric(config)
     check_labels_fit_rubric(apply_overrides(config, rubric="helpfulness"))  # --rubric helpfulness fits them

@@ -9,11 +9,10 @@ from llm_engineering.evaluation.trust.labels import (
     agreement,
     length_baseline,
     load_labels,
-    longer_preferred,
     majority_baseline,
-    pairwise_agreement,
     valid_against_baseline,
 )
+from llm_engineering.evaluation.trust.preference_agreement import longer_preferred, pairwise_agreement
 
 SCALE = [1, 2, 3]
 
@@ -160,6 +159,8 @@ def test_pairwise_agreement_counts_a_failed_row_against():
     assert (result.rows, result.failed) == (4, 1)
     assert (result.agreement.count, result.agreement.total, result.agreement.rate) == (2, 4, 0.5)
     assert result.agreement.ci == [0.15, 0.85]  # the 95% Wilson interval of 2/4
+    # On the three labels that prefer an answer, the tie row left out: right only on the first.
+    assert (result.agreement_decisive.count, result.agreement_decisive.total) == (1, 3)
 
 
 def test_longer_preferred():

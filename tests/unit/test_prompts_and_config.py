@@ -62,7 +62,7 @@ def test_the_readmes_example_configs_load_as_they_say(repo_root):
                                                                           ("vllm", "smollm2-135m", 1.0)]
     assert jury.jury.aggregate == "mean"
     qwen = load_run_config(repo_root / "configs" / "judge-qwen.yaml").evaluation
-    assert (qwen.judge.model, qwen.judge.resolved_rubric().name) == ("qwen2.5-coder-1.5b", "handbook-score-first")
+    assert (qwen.judge.model, qwen.judge.resolved_rubric().name) == ("qwen2.5-coder-1.5b", "task-accuracy")
     rubric_file = repo_root / "configs" / "rubrics" / "concise-technical.yaml"
     rubric = EvaluationConfig.model_validate({"judge": {"rubric": str(rubric_file)}}).judge.resolved_rubric()
     assert rubric.name == "concise-technical" and rubric.names == ["correctness", "concision"] and rubric.reference_guided

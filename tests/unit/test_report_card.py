@@ -6,10 +6,11 @@ import numpy as np
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.trust.tiers import corrupted, facts, nearest_other, truncated
-from llm_engineering.evaluation.trust.judge_check import run_judge_check
+from llm_engineering.evaluation.trust.tiers import corrupted, facts, nearest_other, same_topic, truncated, unfinished
+from llm_engineering.evaluation.trust.rules import RULES, instruction_overlap, longer
+from llm_engineering.evaluation.trust.card import run_judge_check
 from llm_engineering.evaluation.judging.transport import JudgeReply
-from llm_engineering.evaluation.report.text import judge_check_rows
+from llm_engineering.evaluation.report.text import judge_check_rows, table_rows
 from llm_engineering.evaluation.judging.rubric import load_rubric
 from llm_engineering.evaluation.report.summary import build_summary
 from llm_engineering.evaluation.judging.judge import Judge
@@ -36,6 +37,8 @@ def test_corruption_swaps_numbers_for_numbers_and_names_for_names_from_other_row
     assert swapped[0] in {"DPO", "vLLM", "GPUs"} and swapped[1] in {"2", "8"}
     assert corrupted("plain words only", ["DPO needs 2 models."], seed=0) is None
     assert corrupted("Uses 4 bits.", ["no facts here"], seed=0) is None
+    assert corrupted("vLLM uses 4 bits.", ["DPO needs 2 models on 16 H100 GPUs."], seed=0) in {
+        "H100 uses 2 bits.", "GPUs uses 2 bits."}  # of the same length where one is: not 16, not DPO
 
 
 def test_the_nearest_other_row_is_found_by_cosine_and_never_the_row_itself():
@@ -52,7 +55,7 @@ class KeywordEmbedder:
 
 def split():
     references = ["Cats sleep 16 hours a day, says the ASPCA.", "Cats purr at 25 Hz when content, per NASA.",
-                  "Ships float by displacing 1000 tons of water, as Archimedes found.",
+                  "Ships float by displacing 1000 tons of water, as HMS Victory shows.",
                   "Ships use GPS and 3 radars to navigate, says IMO."]
     return Dataset.from_dict({col.ID: [f"q{i}" for i in range(4)],
                               col.INSTRUCTION: [f"Question {i}." for i in range(4)], col.REFERENCE: references})
@@ -91,7 +94,8 @@ def test_every_tier_is_scored_and_reported_with_its_own_verdict():
         ("q0", "q1"), ("q1", "q0"), ("q2", "q3"), ("q3", "q2")]
     assert check.judge_calls == judge.asked == 4 + 4 * 4 and check.judge_tokens == 7 * 20  # references + 4 tiers
     assert check.judge_seconds_per_verdict > 0 and check.metadata()["judge_seconds_per_verdict"] > 0
-    assert "truncated: the reference scored above the reference cut to its first third in 4 of 4" in check.tiers[1].verdict
+    assert "truncated: the right answer scored above an answer that loops without making its point in 4 of 4" in \
+        check.tiers[1].verdict
     rows = judge_check_rows(_summary_with(check))
     assert [r[1] for r in rows] == ["mismatch", "same_topic", "truncated", "corrupted"]
 
@@ -109,3 +113,103 @@ def _summary_with(check):
     return build_summary([answers.add_column(col.JUDGE_MODEL, ["j"] * 4).add_column(col.JUDGE_ERROR, [None] * 4)
                           .add_column(col.score("accuracy"), [1] * 4).add_column(col.score("style"), [1] * 4)],
                          checks=TrustChecks(judge=check))
+
+
+def test_an_unfinished_answer_echoes_the_instruction_and_loops_to_the_references_length():
+    reference = "Alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu."
+    worse = unfinished("Name the letters.", reference)
+    assert worse.startswith("Name the letters. Alpha beta gamma delta Name the letters.")
+    assert abs(len(worse) - len(reference)) <= len("letters.") and "mu." not in worse
+
+
+def test_corruption_leaves_the_names_the_instruction_asks_about():
+    worse = corrupted("QLoRA loads LLaMA in 4 bits.", ["DPO needs 2 models on vLLM."], seed=0,
+                      instruction="Why does QLoRA save memory?")
+    assert worse.startswith("QLoRA loads ") and "LLaMA" not in worse and " 4 " not in worse
+    assert corrupted("QLoRA is small.", ["DPO needs vLLM."], seed=0, instruction="What is QLoRA?") is None
+
+
+def test_the_same_topic_answer_is_the_neighbour_holding_most_of_the_instructions_words():
+    embeddings = np.array([[1.0, 0.0], [0.95, 0.05], [0.9, 0.1], [0.0, 1.0]])
+    instructions = ["How do cats purr?", "q1", "q2", "q3"]
+    references = ["Cats purr by...", "Dogs bark loudly.", "Purring cats vibrate their larynx.", "Ships float."]
+    assert nearest_other(embeddings, [0]) == [1]
+    # 2 shares "cats" and "purr" as the right answer does; 1 shares none
+    assert same_topic(embeddings, [0], instructions, references, ["Cats purr."]) == [2]
+    assert same_topic(embeddings, [0], instructions, references, ["Dogs."]) == [1]  # the nearest holds as many (none)
+
+
+def test_judge_free_rules_order_two_answers_by_length_and_by_the_instructions_words():
+    assert longer("q", "a longer answer", "short") == 1 and longer("q", "ab", "cd") == 0
+    assert instruction_overlap("Why do cats purr?", "Cats purr when calm.", "Dogs bark.") == 1
+    assert instruction_overlap("Why do cats purr?", "Dogs bark.", "Cats purr.") == -1
+    assert instruction_overlap("Why do cats purr?", "Cats sleep.", "Cats eat.") == 0  # a tie is no pass
+
+
+def test_no_judge_free_rule_passes_a_harder_tier_of_the_embedded_split_above_65_percent():
+    """The card's own pairs (embedded split, default sample) decided without a judge: the harder tiers are built so
+    that neither the longer answer nor the instruction's words pass them; the mismatch tier is the sanity floor."""
+    from llm_engineering.evaluation.config import DatasetConfig
+    from llm_engineering.evaluation.generation.dataset import read_test_split
+    from llm_engineering.evaluation.trust.similarity import get_embedder
+
+    check = run_judge_check(read_test_split(DatasetConfig()), Judge((EchoJudge(),), HANDBOOK), JudgeCheckConfig(),
+                            embedder=get_embedder())
+    assert [t.tier for t in check.tiers] == ["same_topic", "truncated", "corrupted"]
+    for tier in check.tiers:
+        assert tier.pairs >= 8 and set(tier.baselines) == set(RULES)
+        assert all(r.rate <= 0.65 for r in tier.baselines.values()), (tier.tier, tier.baselines)
+    assert check.baselines["instruction_overlap"].rate >= 0.8  # another question's answer: even word overlap sees it
+
+
+class EchoJudge:
+    """Scores every answer 2 (the rules are what the test reads)."""
+
+    judge_id = "echo"
+
+    def cache_namespace(self, reply_schema):
+        return {"judge": "echo"}
+
+    def complete(self, conversations, on_reply, reply_schema):
+        for index, _ in enumerate(conversations):
+            on_reply(index, JudgeReply(text=json.dumps({"accuracy": {"analysis": "", "score": 2}})))
+
+
+class CopyJudge:
+    """Reference-guided: scores 3 only for an answer identical to the reference it is shown, 1 for anything else; asked
+    to reword, it puts the reference's sentences in reverse order (every fact kept)."""
+
+    judge_id = "copy"
+
+    def cache_namespace(self, reply_schema):
+        return {"judge": "copy"}
+
+    def complete(self, conversations, on_reply, reply_schema):
+        for index, messages in enumerate(conversations):
+            prompt = messages[1]["content"]
+            if reply_schema is not None and reply_schema.name == "rewording":
+                reference = prompt.split("Text: ")[1].split("\n\nGive the rewritten")[0]
+                text = json.dumps({"answer": " ".join(reversed(reference.split(", ")))})
+            else:
+                reference = prompt.split("Reference answer")[1].split("): ", 1)[1].split("\n\nAnswer: ")[0]
+                answer = prompt.split("\n\nAnswer: ")[1].split("\n\nGive your evaluation")[0]
+                text = json.dumps({"correctness": {"score": 5 if answer == reference else 1}})
+            on_reply(index, JudgeReply(text=text))
+
+
+def test_a_judge_that_only_recognises_the_reference_word_for_word_fails_a_reference_guided_card():
+    """Shown the reference, a judge comparing a text with itself proves nothing: the right answer is the reference
+    reworded, so the rule "identical to the reference is right" no longer passes."""
+    guided = load_rubric("reference-guided")
+    check = run_judge_check(split(), Judge((CopyJudge(),), guided), JudgeCheckConfig(rows=4, tiers=["mismatch"]))
+    assert check.right_answers == "reworded" and check.right_copies == 0
+    assert check.reference_higher.count == 0 and check.no_signal
+    assert check.lowest_level.count == 4 and check.reference_accuracy_mean == 1.0
+
+
+def test_the_table_sets_the_right_and_the_wrong_answers_means_under_the_models():
+    summary = _summary_with(run_judge_check(split(), Judge((ExactJudge(),), HANDBOOK), JudgeCheckConfig(rows=4,
+                                                                                                       tiers=[])))
+    *models, right, wrong = table_rows(summary)
+    assert [m[0] for m in models] == ["m"] and right[0].startswith("right answers") and wrong[0].startswith("answers to")
+    assert right[1].startswith("3.00") and wrong[1].startswith("1.00") and right[2] == wrong[2] == ""

@@ -111,16 +111,19 @@ def test_parse_verdict_reads_every_criterion_and_rejects_scores_off_the_scale():
     assert wrong.criteria is None and "politeness.score" in wrong.error
 
 
-def test_first_score_schema_asks_for_the_first_criterions_score_alone_and_only_of_a_score_first_rubric():
+def test_first_score_schema_ends_at_the_first_criterions_score_with_the_analysis_only_where_it_comes_first():
     rubric = load_rubric(CUSTOM)  # score first, as rubrics are unless they say otherwise
-    schema = first_score_schema(rubric)
+    schema = first_score_schema(rubric, 50)
     assert Draft202012Validator(schema).is_valid({"politeness": {"score": 2}})
     assert not Draft202012Validator(schema).is_valid({"politeness": {"score": 3}})  # off the scale
     assert not Draft202012Validator(schema).is_valid({"politeness": {"score": 2, "analysis": "x"}})
     assert not Draft202012Validator(schema).is_valid({"politeness": {"score": 2}, "resolution": {"score": 1}})
-    # Analysis first, the score depends on the analysis: asking for the score alone would change it.
-    with pytest.raises(ValueError, match="analysis before its score"):
-        first_score_schema(load_rubric({**CUSTOM, "score_first": False}))
+    # Analysis first, the score depends on the analysis: the reply holds it, at the whole verdict's length, in order.
+    analysis_first = first_score_schema(load_rubric({**CUSTOM, "score_first": False}), 50)
+    assert Draft202012Validator(analysis_first).is_valid({"politeness": {"analysis": "x", "score": 2}})
+    assert not Draft202012Validator(analysis_first).is_valid({"politeness": {"score": 2}})
+    assert not Draft202012Validator(analysis_first).is_valid({"politeness": {"analysis": "x" * 51, "score": 2}})
+    assert list(analysis_first["properties"]["politeness"]["properties"]) == ["analysis", "score"]
 
 
 def test_a_first_score_reply_parses_alone_or_inside_a_whole_verdict():
@@ -156,3 +159,16 @@ def test_pairwise_asks_on_the_rubrics_criteria_and_shows_the_reference_only_when
     assert "Low-rank adapters." in guided[1]["content"] and "correctness and completeness" in guided[0]["content"]
     plain = pairwise_messages(load_rubric("handbook"), "What is LoRA?", "A fish.", "Adapters.", "Low-rank adapters.")
     assert "accuracy (" in plain[1]["content"] and "Low-rank adapters." not in plain[1]["content"]
+
+
+def test_pairwise_and_preference_prompts_carry_the_rubrics_system_prompt_and_never_call_the_reference_correct():
+    from llm_engineering.evaluation.judging.pairwise import pairwise_messages, preference_messages
+
+    rubric = load_rubric("reference-guided").model_copy(update={"system_prompt": "You grade answers about ships."})
+    asked = [ask(rubric, "What floats?", "A ship.", "A stone.", "Ships float.") for ask in (pairwise_messages,
+                                                                                          preference_messages)]
+    for system, user in ([m["content"] for m in messages] for messages in asked):
+        assert system.startswith("You grade answers about ships.") and "Ships float." in user
+        assert "known to be correct" not in system + user
+    # The reply each asks for is still said after the rubric's words.
+    assert "the better answer" in asked[0][0]["content"] and '{"better": 1}' in asked[1][1]["content"]

@@ -18,7 +18,8 @@ from llm_engineering.evaluation.judging.pairwise import (
     tally,
 )
 from llm_engineering.evaluation.rates import derangement, rate, sample_rows, wilson_interval
-from llm_engineering.evaluation.trust.judge_check import JudgeCheckPair, run_judge_check, judge_check_from_pairs
+from llm_engineering.evaluation.trust.card import run_judge_check
+from llm_engineering.evaluation.trust.judge_check import JudgeCheckPair, judge_check_from_pairs
 from llm_engineering.evaluation.judging.rubric import first_score_schema, load_rubric
 from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.config import JudgeCheckConfig
@@ -150,7 +151,7 @@ def test_check_judge_pairs_each_reference_with_another_rows_and_uses_the_cache(t
     assert again.asked == []  # every verdict came from the cache
 
 
-def test_a_score_first_rubrics_check_asks_for_the_first_score_alone_and_reads_it():
+def test_the_check_asks_for_replies_that_end_at_the_first_score_and_reads_them():
     score_first = load_rubric("handbook-score-first")
 
     def reply(prompt):  # the matching judge, answering the score-only schema
@@ -161,18 +162,19 @@ def test_a_score_first_rubrics_check_asks_for_the_first_score_alone_and_reads_it
     check = run_judge_check(split(12), Judge((judge,), score_first),
                             JudgeCheckConfig(rows=6, threshold=0.7, seed=2, tiers=["mismatch"]))
     assert [s.name for s in judge.schemas] == ["first_score"]
-    assert judge.schemas[0].schema == first_score_schema(score_first)
+    assert judge.schemas[0].schema == first_score_schema(score_first, 300)
     assert check.reference_higher.count == 6 and check.failed.count == 0
     # Asked for whole verdicts (to compare), the same judge gets no reply schema and is read the same way.
     whole_judge = matching_judge()
     whole = run_judge_check(split(12), Judge((whole_judge,), score_first),
                             JudgeCheckConfig(rows=6, threshold=0.7, seed=2, tiers=["mismatch"]), whole_verdicts=True)
     assert whole_judge.schemas == [None] and whole.reference_higher.count == 6
-    # The handbook (analysis first) keeps asking for whole verdicts: its score depends on the analysis.
+    # The handbook (analysis first) is asked for its first criterion's analysis and score, not the whole verdict.
     handbook_judge = matching_judge()
-    run_judge_check(split(12), Judge((handbook_judge,), HANDBOOK),
-                    JudgeCheckConfig(rows=6, threshold=0.7, seed=2, tiers=["mismatch"]))
-    assert handbook_judge.schemas == [None]
+    handbook = run_judge_check(split(12), Judge((handbook_judge,), HANDBOOK),
+                               JudgeCheckConfig(rows=6, threshold=0.7, seed=2, tiers=["mismatch"]))
+    assert [s.name for s in handbook_judge.schemas] == ["first_score"] and handbook.reference_higher.count == 6
+    assert list(handbook_judge.schemas[0].schema["properties"]) == ["accuracy"]
 
 
 def test_check_judge_flags_a_judge_that_scores_everything_alike():

@@ -18,7 +18,8 @@ from llm_engineering.evaluation.judging.transport import JudgeBackend
 @dataclass(frozen=True)
 class Judge:
     """`backends`: one judge, or a jury (each asked on its own, its rows holding the `aggregate`); `cache`: None
-    asks every prompt; `max_analysis_chars`: the longest analysis a pairwise verdict may write."""
+    asks every prompt; `max_analysis_chars`: the longest analysis a verdict may write (pairwise, or one that
+    ends at the first score)."""
 
     backends: tuple[JudgeBackend, ...]
     rubric: Rubric

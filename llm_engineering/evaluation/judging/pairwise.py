@@ -87,12 +87,14 @@ def _comparison_messages(
     system: str, template: str, rubric: Rubric, instruction: str, first: str, second: str, reference: Optional[str],
 ) -> list[dict[str, str]]:
     """`template` filled with the two answers and `rubric`'s criteria (with the reference when the rubric is
-    reference-guided)."""
+    reference-guided); the rubric's system prompt, then `system` (how to reply)."""
     focus = "; ".join(f"{c.name} ({c.description})" for c in rubric.criteria)
-    shown = f"Reference answer (known to be correct): {reference}\n\n" if rubric.reference_guided and reference else ""
+    # A reference can be a model's text, even the judge's own: it shows what a right answer holds, not the only wording.
+    shown = (f"Reference answer (what a right answer contains; other wording can be right too): {reference}\n\n"
+             if rubric.reference_guided and reference else "")
     prompt = template.format(instruction=instruction, first=first, second=second, focus=focus, reference=shown)
-    return [{"role": "system", "content": system.format(criteria=" and ".join(rubric.names))},
-            {"role": "user", "content": prompt}]
+    system = f"{rubric.system_prompt}\n\n{system.format(criteria=' and '.join(rubric.names))}"
+    return [{"role": "system", "content": system}, {"role": "user", "content": prompt}]
 
 
 def pairwise_messages(
@@ -158,19 +160,28 @@ def first_answer_preferred(reply: JudgeReply) -> tuple[Optional[float], Optional
     return distribution.probabilities[0], None
 
 
+def written_or_read_preference(reply: JudgeReply) -> tuple[Optional[float], Optional[str]]:
+    """`first_answer_preferred`; from a reply without token logprobs, the number the judge wrote, as a certainty."""
+    probability, problem = first_answer_preferred(reply)
+    found = _PREFERENCE.search(reply.text or "")
+    if probability is None and not reply.logprobs and found is not None:
+        return (1.0 if found.group(1) == "1" else 0.0), None
+    return probability, problem
+
+
 def ask_preferences(
     judge: Judge, pairs: list[tuple[str, str, str, Optional[str]]],
 ) -> tuple[list[tuple[Optional[float], Optional[str]]], list[JudgeReply]]:
-    """Each `(instruction, answer_a, answer_b, reference)` asked as a preference of the judge's first backend (which
-    must give token logprobs) in both orders (a in position 1, then in 2): per pair two readings, in that order,
-    of the probability that the answer shown first is better (or None and why), and the replies."""
+    """Each `(instruction, answer_a, answer_b, reference)` asked as a preference of the judge's first backend in both
+    orders (a in position 1, then in 2): per pair two readings, in that order, of the probability that the answer
+    shown first is better (or None and why; without token logprobs the written number's 1 or 0), and the replies."""
     conversations = []
     for instruction, answer_a, answer_b, reference in pairs:
         conversations += [preference_messages(judge.rubric, instruction, answer_a, answer_b, reference),
                           preference_messages(judge.rubric, instruction, answer_b, answer_a, reference)]
     replies = ask_judge(judge.backend, conversations, judge.cache,
                         lambda text: _PREFERENCE.search(text) is not None, PREFERENCE_SCHEMA)
-    return [first_answer_preferred(reply) for reply in replies], replies
+    return [written_or_read_preference(reply) for reply in replies], replies
 
 
 def both_orders_preference(in_order: Optional[float], swapped: Optional[float]) -> Optional[float]:
@@ -290,24 +301,12 @@ def _preference_winner(probability: float) -> Winner:
     return "A" if probability > 0.5 else "B" if probability < 0.5 else "tie"
 
 
-def _sampled_preference(reply: JudgeReply) -> Optional[float]:
-    """Without token logprobs, the number the judge wrote, as a certainty (1: the answer shown first)."""
-    found = _PREFERENCE.search(reply.text or "")
-    return None if found is None else 1.0 if found.group(1) == "1" else 0.0
-
-
 def _preference_rows(judge: Judge, pairs: list[tuple[str, str, str, Optional[str]]]) -> list[dict[str, Any]]:
     """Per pair: each order's winner, model_a's points from the averaged preference, and the preference."""
-    readings, replies = ask_preferences(judge, pairs)
+    readings, _ = ask_preferences(judge, pairs)
     rows = []
     for k in range(len(pairs)):
-        shown = []
-        for (probability, problem), reply in zip(readings[2 * k: 2 * k + 2], replies[2 * k: 2 * k + 2]):
-            written = None if probability is not None or reply.logprobs else _sampled_preference(reply)
-            if written is not None:
-                probability, problem = written, None
-            shown.append((probability, problem))
-        (in_order, error_1), (swapped, error_2) = shown
+        (in_order, error_1), (swapped, error_2) = readings[2 * k], readings[2 * k + 1]
         averaged = both_orders_preference(in_order, swapped)
         rows.append({
             "in_order": None if in_order is None else _preference_winner(in_order),

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSche
 
 from llm_engineering.evaluation.judging.transport import reply_json_schema
 
-DEFAULT_RUBRIC = "handbook-score-first"
+DEFAULT_RUBRIC = "task-accuracy"
 PLACEHOLDERS = {
     "instruction": "the instruction",
     "answer": "the answer being judged",
@@ -80,6 +80,8 @@ class Rubric(BaseModel):
     system_prompt: str = "You are an impartial expert judge. Give your evaluation as JSON."
     criteria: list[Criterion] = Field(description="at least one criterion")
     reference_guided: bool = Field(False, description="show the judge the reference answer ({reference})")
+    reference_required: bool = Field(True, description="with reference_guided: refuse rows without a reference "
+                                     "(false: judge them without one, the reference's lines left out)")
     score_first: bool = Field(True, description="each score before its analysis, so a small judge's rambling does not sway it")
     template: Optional[str] = Field(None, description=f"the user prompt; placeholders: {', '.join(PLACEHOLDERS)}")
 
@@ -181,7 +183,7 @@ def _verdict_model(rubric_json: str, first_score_only: bool = False) -> type[Bas
         # Validation reads the range (its errors say "less than or equal to 3"); generation is held to the
         # listed levels, as an enum, which vLLM's grammars and OpenAI's strict mode both accept.
         score = (Annotated[int, Field(ge=c.values[0], le=c.values[-1]), WithJsonSchema({"type": "integer", "enum": c.values})], ...)
-        if first_score_only:
+        if first_score_only and rubric.score_first:
             parts = {"score": score}
         elif rubric.score_first:
             parts = {"score": score, "analysis": (str, ...)}
@@ -198,7 +200,7 @@ def verdict_model(rubric: Rubric) -> type[BaseModel]:
 
 
 def first_score_model(rubric: Rubric) -> type[BaseModel]:
-    """The pydantic model of a reply holding only the rubric's first score (see `first_score_schema`)."""
+    """The pydantic model of a reply that ends at the rubric's first score (see `first_score_schema`)."""
     return _verdict_model(rubric.model_dump_json(), True)
 
 
@@ -208,17 +210,16 @@ def verdict_schema(rubric: Rubric, max_analysis_chars: int) -> dict[str, Any]:
     return reply_json_schema(verdict_model(rubric), {"analysis": max_analysis_chars})
 
 
-def first_score_schema(rubric: Rubric) -> dict[str, Any]:
-    """JSON schema of a reply that holds only the first criterion's score, `{"<criterion>": {"score": n}}`.
+def first_score_schema(rubric: Rubric, max_analysis_chars: int) -> dict[str, Any]:
+    """JSON schema of a reply that ends at the first criterion's score: `{"<criterion>": {"score": n}}` for a
+    score-first rubric, `{"<criterion>": {"analysis": "...", "score": n}}` for one that writes its analysis first.
 
-    Only for a score-first rubric does it change nothing but the cost: the judge reads the same prompt
-    and writes the same `{"<criterion>":{"score":` before the score token as in a full verdict, so greedy
-    decoding picks the same score from the same probabilities (tokenizers split digits from punctuation),
-    without generating the analyses that follow it.
+    It changes nothing but the cost: the judge reads the same prompt and writes the same tokens up to the
+    first score as in a whole verdict (held to the same analysis length), so greedy decoding picks the same
+    score from the same probabilities, without generating the rest of the verdict (a score-first rubric's
+    analyses, or the other criteria).
     """
-    if not rubric.score_first:
-        raise ValueError(f"rubric {rubric.name!r} writes each analysis before its score: its first score cannot be asked alone")
-    return reply_json_schema(first_score_model(rubric), {})
+    return reply_json_schema(first_score_model(rubric), {"analysis": max_analysis_chars})
 
 
 @dataclass(frozen=True)
@@ -237,7 +238,8 @@ def parse_verdict(rubric: Rubric, raw: str, first_score_only: bool = False) -> P
     """Parse and validate one raw judge reply; tolerates a ```json fence around the object.
 
     `first_score_only`: the reply was asked with `first_score_schema`, so it may hold just the first
-    criterion's score (analysis ""); a whole verdict, as an endpoint without JSON schemas returns, serves too.
+    criterion (a score-first rubric's with analysis ""); a whole verdict, as an endpoint without JSON schemas
+    returns, serves too.
     """
     text = raw.strip()
     if text.startswith("```"):
@@ -280,9 +282,12 @@ def _format_text(rubric: Rubric) -> str:
     return "Give your evaluation as JSON with this structure:\n{" + ", ".join(part(c) for c in rubric.criteria) + "}"
 
 
-def default_template(rubric: Rubric) -> str:
-    """The prompt a rubric without its own template gets."""
-    reference = "Reference answer (known to be correct): {reference}\n\n" if rubric.reference_guided else ""
+REFERENCE_LINE = "Reference answer (what a right answer contains; other wording can be right too): {reference}\n\n"
+
+
+def default_template(rubric: Rubric, with_reference: bool = True) -> str:
+    """The prompt a rubric without its own template gets (`with_reference`: the row has a reference to show)."""
+    reference = REFERENCE_LINE if rubric.reference_guided and with_reference else ""
     return (f"You are an expert judge. Evaluate an answer to an instruction on {len(rubric.criteria)} "
             f"criteri{'on' if len(rubric.criteria) == 1 else 'a'}.\n\n{{criteria}}\n\n"
             f"Instruction: {{instruction}}\n\n{reference}Answer: {{answer}}\n\n{{format}}")
@@ -290,10 +295,10 @@ def default_template(rubric: Rubric) -> str:
 
 def judge_messages(rubric: Rubric, instruction: str, answer: str, reference: Optional[str] = None) -> list[dict[str, str]]:
     """The chat messages that ask the judge for one answer's verdict."""
-    if rubric.reference_guided and reference is None:
+    if rubric.reference_guided and reference is None and rubric.reference_required:
         raise RubricError(f"rubric {rubric.name!r} is reference-guided but the rows have no reference answer; "
                           f"use a rubric without references (e.g. helpfulness) or a dataset with references")
-    prompt = (rubric.template or default_template(rubric)).format(
+    prompt = (rubric.template or default_template(rubric, reference is not None)).format(
         instruction=instruction, answer=answer, reference=reference or "",
         criteria=_criteria_text(rubric), format=_format_text(rubric),
     )

@@ -140,9 +140,9 @@ def score_answers(dataset: Dataset, judge: Judge, only_failed: bool = False, fir
 
     A jury's judges are each asked on their own, and the rows hold the jury's `aggregate`.
     With `only_failed`, rows of a previous scoring that hold a valid verdict are kept as they
-    are and only the others are judged. `first_score_only` (a score-first rubric): each judge is asked for the
-    first criterion's score alone (`first_score_schema`: the same score, without the analyses), and the other
-    criteria's columns stay empty. With a cache, a reply already given for the same
+    are and only the others are judged. `first_score_only`: each judge is asked for a reply that ends at the
+    first criterion's score (`first_score_schema`: the same score, without the rest of the verdict), and the
+    other criteria's columns stay empty. With a cache, a reply already given for the same
     prompt, judge and sampling parameters is reused, and each new valid reply is stored at
     once, so an interrupted run resumes where it stopped.
     """
@@ -161,7 +161,7 @@ def score_answers(dataset: Dataset, judge: Judge, only_failed: bool = False, fir
         judge_messages(rubric, dataset[i][col.INSTRUCTION], dataset[i][col.ANSWER], references[i]) for i in todo
     ]
     is_valid = verdict_checker(rubric, first_score_only)
-    schema = ReplySchema("first_score", first_score_schema(rubric)) if first_score_only else None
+    schema = ReplySchema("first_score", first_score_schema(rubric, judge.max_analysis_chars)) if first_score_only else None
     readings = [dict(zip(todo, (read_reply(rubric, r, first_score_only)
                                 for r in ask_judge(backend, conversations, judge.cache, is_valid, schema))))
                 for backend in judges]

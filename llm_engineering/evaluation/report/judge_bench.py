@@ -21,7 +21,8 @@ def _cell(r: Rate | None) -> str:
 
 
 def bench_title(report: JudgeBenchReport) -> str:
-    return (f"Judge benchmark · {report.judge} · rubric {report.rubric} · {report.pairs} pairs of {report.pairs_file}"
+    half = f" (half {report.half}: every other pair)" if report.half else ""
+    return (f"Judge benchmark · {report.judge} · rubric {report.rubric} · {report.pairs} pairs of {report.pairs_file}{half}"
             + (f" ({report.tie_labels} labelled a tie, outside agreement)" if report.tie_labels else ""))
 
 
@@ -32,8 +33,11 @@ def bench_rows(report: JudgeBenchReport) -> list[list[str]]:
 
 
 def bench_cost_line(report: JudgeBenchReport) -> str:
+    """`16 verdicts (4 from the judge cache) in 9 s.`, and how many preferences were read from a written number."""
     seconds = f" in {report.seconds:.0f} s" if report.seconds is not None else ""
-    return f"{report.judge_calls} verdicts ({report.cached} from the judge cache){seconds}."
+    written = (f"; {report.written_preferences} preference readings taken from the number the judge wrote (no token "
+               f"logprobs), as the pipeline takes them" if report.written_preferences else "")
+    return f"{report.judge_calls} verdicts ({report.cached} from the judge cache){seconds}{written}."
 
 
 _SHOWN = {1: "1", 2: "2", 0: "tie", FAILED: "failed"}

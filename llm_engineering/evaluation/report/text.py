@@ -6,8 +6,10 @@ from typing import Optional
 
 from llm_engineering.evaluation.rates import fmt, rate_with_ci
 from llm_engineering.evaluation.report.summary import CriterionScores, EvaluationSummary
+from llm_engineering.evaluation.trust.rules import RULE_NAMES
 from llm_engineering.evaluation.report.trust_text import (
     LABEL_RATERS,
+    RIGHT_ANSWERS_TEXT,
     PAIRWISE_METHODS,
     agreement_figures,
     judge_check_figures,
@@ -38,8 +40,9 @@ def table_header(summary: EvaluationSummary) -> list[str]:
 
 
 COMPARISON_HEADER = ["difference", "criterion", "mean (95% CI)", "paired rows"]
-JUDGE_CHECK_HEADER = ["judge", "tier", "pairs", "reference higher", "with ties broken by expected scores", "ties", "reversals",
-                      "failed", "mean score: reference / mismatched", "threshold"]
+JUDGE_CHECK_HEADER = ["judge", "tier", "pairs", "right answer higher (integer scores)", "ties broken by expected scores",
+                      "ties", "reversals", "failed", "worse answer at the lowest level", "mean score: right / worse",
+                      *[f"rule: {name}" for name in RULE_NAMES.values()], "judge minus the best rule", "threshold"]
 JURY_HEADER = ["criterion", "Krippendorff's alpha, ordinal (95% CI)", "rows", "judges' means (integer / expected)"]
 LENGTH_HEADER = ["model", "criterion", "Spearman: score vs answer length", "rows"]
 LABELS_HEADER = ["criterion", "rater", "exact (95% CI)", "within one (95% CI)", "Spearman", "quadratic kappa (95% CI)",
@@ -62,8 +65,28 @@ def criterion_cell(c: CriterionScores) -> str:
     return cell + ("; expected n/a" if c.expected_problem else "")
 
 
+ANCHORS = ("right answers (judge check)", "answers to other questions (judge check)")
+
+
+def anchor_rows(summary: EvaluationSummary) -> list[list[str]]:
+    """Two rows under the models: the judge's mean for the judge check's right answers and for answers to other
+    questions (its mismatch tier), on the first criterion, so that a model's mean reads against both."""
+    check = summary.judge_check
+    if check is None or check.reference_accuracy_mean is None or check.criterion not in summary.criteria:
+        return []
+    width = len(table_header(summary))
+    position = 1 + summary.criteria.index(check.criterion)
+    rows = []
+    for name, mean, ci in ((ANCHORS[0], check.reference_accuracy_mean, check.reference_accuracy_ci),
+                           (ANCHORS[1], check.mismatched_accuracy_mean, check.mismatched_accuracy_ci)):
+        row = [name] + [""] * (width - 1)
+        row[position] = with_ci(mean, ci)
+        rows.append(row)
+    return rows
+
+
 def table_rows(summary: EvaluationSummary) -> list[list[str]]:
-    """Rows for the CLI table and the HTML report, in ranking order."""
+    """Rows for the CLI table and the HTML report, in ranking order, the judge check's anchors last."""
     by_id = {s.model_id: s for s in summary.models}
     return [
         [
@@ -79,7 +102,7 @@ def table_rows(summary: EvaluationSummary) -> list[list[str]]:
             fmt(s.judge_usage.estimated_cost_usd, 4),
         ]
         for s in (by_id[model_id] for model_id in summary.ranking)
-    ]
+    ] + anchor_rows(summary)
 
 
 def comparison_rows(summary: EvaluationSummary) -> list[list[str]]:
@@ -97,10 +120,12 @@ def judge_check_rows(summary: EvaluationSummary) -> list[list[str]]:
     rows = []
     for s in [summary.judge_check, *summary.judge_check.tiers]:
         tie_broken = s.reference_higher_expected.describe() if s.reference_higher_expected else f"n/a: {s.expected_problem}"
+        rules = [s.baselines[name].describe() if name in s.baselines else "n/a" for name in RULE_NAMES]
+        margin = "n/a" if s.margin_over_rules is None else f"{s.margin_over_rules * 100:+.0f} points"
         rows.append([s.judge_model, s.tier, str(s.pairs), s.reference_higher.describe(), tie_broken, s.ties.describe(),
-                     s.reversals.describe(), s.failed.describe(),
+                     s.reversals.describe(), s.failed.describe(), s.lowest_level.describe() if s.lowest_level else "n/a",
                      f"{s.criterion}: {fmt(s.reference_accuracy_mean)} / {fmt(s.mismatched_accuracy_mean)}",
-                     f"{s.threshold:.0%}"])
+                     *rules, margin, f"{s.threshold:.0%}"])
     return rows
 
 
@@ -236,7 +261,8 @@ def trust_lines(summary: EvaluationSummary) -> list[str]:
     if summary.judge_check:
         s = summary.judge_check
         lines.append(f"Judge check ({s.judge_model}): {s.verdict}")
-        lines.append(f"  {judge_check_figures(s)}")
+        lines.append(f"  {judge_check_figures(s)}; right answers: {RIGHT_ANSWERS_TEXT[s.right_answers]}"
+                     + (f" ({s.right_copies} kept as the reference: their rewording failed)" if s.right_copies else ""))
         lines += [f"  {tier.verdict}" for tier in s.tiers]
         if s.judge_calls is not None:
             per_verdict = f", {s.judge_seconds_per_verdict:.2f} s per verdict" if s.judge_seconds_per_verdict else ""

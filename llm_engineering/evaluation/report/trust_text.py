@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # only read attributes of these: the cards need no judge code
     from llm_engineering.evaluation.trust.judge_check import JudgeCheck
     from llm_engineering.evaluation.trust.label_agreement import LabelAgreement, PreferenceAgreement
     from llm_engineering.evaluation.trust.labels import PointwiseAgreement
+    from llm_engineering.evaluation.trust.preference_agreement import PairwiseAgreement
     from llm_engineering.evaluation.judging.pairwise import PairwiseComparison
     from llm_engineering.evaluation.trust.similarity import SimilarityCheck
 
@@ -32,11 +33,21 @@ SAMPLES_METHOD = ("With several answers per prompt, a row's score is the mean of
                   "highest and most frequent (a tie to the lower); pass@k is the chance that at least one of k answers "
                   "scores the passing score or more (the unbiased estimator of Chen et al., 2021).")
 
-JUDGE_CHECK_METHOD = ("The judge scored each sampled row's reference answer and another row's reference (a fixed "
-                      "derangement) with the scoring prompt; rates are over all pairs, with 95% Wilson intervals.")
+JUDGE_CHECK_METHOD = ("The judge scored, with the scoring prompt, each sampled row's right answer and, per tier, a worse "
+                      "answer built from the split: another row's reference (mismatch), a neighbouring question's "
+                      "reference that shares the instruction's words (same_topic), the instruction echoed and the "
+                      "reference's first third looping to the reference's length (truncated), the reference with its "
+                      "numbers and names swapped (corrupted). Rates are over all pairs, with 95% Wilson intervals; a "
+                      "pass is the right answer scored strictly higher on integer scores (the figure the flag reads, as "
+                      "the table shows integer means), ties broken by expected scores beside it. The same pairs are "
+                      "decided by rules without a judge (the longer answer; more of the instruction's words; a tie is "
+                      "no pass): a tier that a rule passes as often says nothing of the judge.")
 
-REFERENCE_GUIDED_CHECK = ("the rubric is reference-guided, so in the judge check the reference answer is judged against "
-                          "itself: a pass shows the judge reads the reference, not that it judges other answers well")
+RIGHT_ANSWERS_TEXT = {"reference": "the references", "reworded": "the references reworded by the judge"}
+
+REFERENCE_GUIDED_CHECK = ("the rubric shows the judge the reference, so in the judge check the right answer is the "
+                          "reference reworded by the judge (keeping every number and name), not the reference itself: "
+                          "a text judged against itself proves nothing; the judge may favour its own wording")
 
 SIMILARITY_METRIC = "cosine similarity of answer and reference embeddings"
 
@@ -64,26 +75,38 @@ def judge_without_signal(judge_model: str) -> bool:
     return model is not None and model.judge_signal is False
 
 
-def _tie_broken(check: JudgeCheck) -> str:
-    rate = check.reference_higher_expected or check.reference_higher
-    return rate.describe()
+def tier_figures(check: JudgeCheck, interval: bool = True) -> str:
+    """`18/20 (90%, 95% CI 70%-97%; tie-broken 95%; best rule without a judge 55%)`: integer discrimination first."""
+    figure = check.reference_higher
+    if figure.rate is None:
+        return figure.describe()
+    parts = [f"{figure.rate:.0%}" + (f", 95% CI {figure.ci[0]:.0%}-{figure.ci[1]:.0%}" if interval and figure.ci else "")]
+    tie_broken = check.reference_higher_expected
+    if tie_broken is not None and tie_broken.rate is not None:
+        parts.append(f"tie-broken {tie_broken.rate:.0%}")
+    if check.best_rule:
+        parts.append(f"best rule without a judge {check.baselines[check.best_rule].rate:.0%}")
+    return f"{figure.count}/{figure.total} ({'; '.join(parts)})"
 
 
 def judge_headline(judge_model: str, check: Optional[JudgeCheck]) -> str:
     """The summary's first line: whether the judge's scores mean anything, and how to get a judge whose do."""
     name = _judge_name(judge_model)
     if check is not None and check.no_signal:
-        return (f"NO SIGNAL: the judge {name} did not tell right answers from wrong ones in its judge check (reference "
-                f"scored higher in {_tie_broken(check)} of pairs), so these scores are noise; {GET_A_JUDGE}.")
+        return (f"NO SIGNAL: the judge {name} did not tell right answers from wrong ones in its judge check (the right "
+                f"answer scored higher in {tier_figures(check)} of pairs, integer scores), so these scores are noise; "
+                f"{GET_A_JUDGE}.")
     if judge_without_signal(judge_model):
         return (f"NO SIGNAL: the judge {name} is a smoke-test judge, measured unable to tell right answers from wrong "
                 f"ones, so these scores are noise; {GET_A_JUDGE}.")
     if check is None:
         return (f"Judge {name}: not checked in this run (judge_check.rows: 0), so how far its scores can be trusted "
                 f"is not measured.")
-    tiers = ", ".join(f"{t.tier} {_tie_broken(t)}" for t in check.tiers)
-    return (f"Judge {name}: scored the reference above a wrong answer in {_tie_broken(check)} of mismatched pairs"
-            + (f"; harder tiers: {tiers}" if tiers else "") + " (judge check, ties broken by expected scores).")
+    tiers = ", ".join(f"{t.tier} {tier_figures(t, interval=False)}" for t in check.tiers)
+    lowest = (f"; {check.lowest_level.count} of those {check.lowest_level.total} answers at the scale's lowest level"
+              if check.lowest_level and check.lowest_level.total else "")
+    return (f"Judge {name}: scored the right answer above an answer to another question in {tier_figures(check)} of "
+            f"pairs{lowest}" + (f"; harder tiers: {tiers}" if tiers else "") + " (judge check, integer scores).")
 
 
 def judge_check_title(check: JudgeCheck) -> str:
@@ -93,7 +116,7 @@ def judge_check_title(check: JudgeCheck) -> str:
 
 def judge_check_figures(check: JudgeCheck) -> str:
     """The judge check's outcome counts over all its pairs."""
-    return (f"{check.pairs} pairs: reference higher {check.reference_higher.describe()}, ties "
+    return (f"{check.pairs} pairs: right answer higher {check.reference_higher.describe()}, ties "
             f"{check.ties.describe()}, reversals {check.reversals.describe()}, failed {check.failed.describe()}")
 
 
@@ -143,11 +166,14 @@ LABELS_METHOD = ("The first judge scored each labelled answer with the scoring p
                  "(longer answers score higher, in the labels' own proportions). The judge is called valid on these labels "
                  "when the lower bound of its exact agreement's interval lies above the length-only rule's exact agreement.")
 
-PAIRWISE_LABELS_METHOD = ("The first judge compared each labelled pair in both orders (orders that disagree make a tie); "
-                          "agreement with the human preference (A, B or tie) with a 95% Wilson interval. The baselines need "
-                          "no judge: the most common human preference, and the length-only rule (the longer answer preferred). "
-                          "The judge is called valid on these labels when the lower bound of its interval lies above the "
-                          "length-only rule's agreement.")
+PAIRWISE_LABELS_METHOD = ("The first judge compared each labelled pair in both orders; two orders that disagree make a tie, "
+                          "so a judge that always names the answer shown first ties every pair. Agreement with the human "
+                          "preference (A, B or tie) with a 95% Wilson interval: a tie agrees with a human tie, and a label "
+                          "without a verdict counts as a disagreement. The agreement on the decisive labels (people "
+                          "preferred A or B), where a tie is a disagreement, is reported apart. The baselines need no judge: "
+                          "the most common human preference, and the length-only rule (the longer answer preferred). The "
+                          "judge is called valid on these labels when the lower bound of its interval lies above the "
+                          "agreement of both baselines.")
 
 LABEL_RATERS = {"judge": "judge", "judge_expected": "judge, expected score rounded", "majority": "majority label",
                 "length": "length-only rule"}
@@ -166,12 +192,19 @@ def agreement_figures(a: PointwiseAgreement) -> str:
             f"Spearman {fmt(a.spearman)}, quadratic kappa {kappa}{failed}")
 
 
+def _preference_agreement(a: PairwiseAgreement) -> str:
+    """`agreement 8/10 (...); on decisive labels 5/6 (...)` (a report stored before the decisive figure: the first)."""
+    decisive = f"; on decisive labels {a.agreement_decisive.describe()}" if a.agreement_decisive else ""
+    return f"agreement {a.agreement.describe()}{decisive}"
+
+
 def preference_figures(p: PreferenceAgreement) -> list[str]:
-    """Pairwise labels: each rater's agreement with the human preferences, and the judge's order disagreement."""
-    return [f"{LABEL_RATERS['judge']}: agreement {p.judge.agreement.describe()}, {p.judge.failed} without a verdict; "
+    """Pairwise labels: each rater's agreement with the human preferences (all, and decisive: A or B), and the
+    judge's order disagreement."""
+    return [f"{LABEL_RATERS['judge']}: {_preference_agreement(p.judge)}, {p.judge.failed} without a verdict; "
             f"its two orders disagreed in {p.order_disagreement.describe()}",
-            f"{LABEL_RATERS['majority']}: agreement {p.majority.agreement.describe()}",
-            f"{LABEL_RATERS['length']}: agreement {p.length.agreement.describe()}"]
+            f"{LABEL_RATERS['majority']}: {_preference_agreement(p.majority)}",
+            f"{LABEL_RATERS['length']}: {_preference_agreement(p.length)}"]
 
 
 def note_text(note: str) -> str:

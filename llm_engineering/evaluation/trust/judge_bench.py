@@ -2,12 +2,14 @@
 
 - pairwise: the pipeline's pairwise prompt, asked in both orders (the first output shown first, then second);
 - pointwise: each answer scored alone with the rubric, the pair decided by the first criterion's expected scores
-  (`pointwise_expected`) and by its integer scores (`pointwise_integer`, where a tie is a third outcome); a
-  score-first rubric's judge is asked for that score alone, as the judge check asks it (the same score, without
-  the analyses that are most of a verdict's tokens);
+  (`pointwise_expected`) and by its integer scores (`pointwise_integer`, where a tie is a third outcome); the
+  judge is asked for a reply that ends at that score, as the judge check asks it (the same score, without the rest
+  of the verdict);
 - preference: the better answer asked as one number (1 or 2) before any analysis, in both orders: the number the
   judge writes in each order (`preference`), and the probabilities it gave the two numbers averaged over both
-  orders (`preference_averaged`, one decision a pair), so that a lean towards a position cancels out;
+  orders (`preference_averaged`, one decision a pair), so that a lean towards a position cancels out; a judge
+  without token logprobs is read as the pipeline reads it, from the number it wrote (a certainty), and the report
+  counts those readings (`written_preferences`);
 - baselines that need no judge: the longer answer (`longer`), the answer shown first (`first_shown`).
 
 Per way, over the pairs whose label is not a tie: agreement with the label with each order counted, as LLMBar
@@ -76,11 +78,14 @@ class JudgeBenchReport(BaseModel):
     judge: str
     rubric: str
     pairs: int
+    half: Optional[int] = Field(None, description="1 or 2: every other pair of the file, from the first or the second")
     tie_labels: int = Field(description="pairs labelled a tie: outside every agreement figure")
     ways: dict[str, WayFigures]
     seconds: Optional[float] = None
     judge_calls: int = 0
     cached: int = 0
+    written_preferences: int = Field(0, description="preference readings taken from the number the judge wrote, its "
+                                     "backend giving no token logprobs (each a certainty)")
     details: list[PairDecisions] = Field(default_factory=list)
 
     def json_report(self) -> dict:
@@ -88,8 +93,10 @@ class JudgeBenchReport(BaseModel):
         figures = {name: {way: getattr(f, name).model_dump() if getattr(f, name) else None for way, f in self.ways.items()}
                    for name in WayFigures.model_fields}
         return {"pairs_file": self.pairs_file, "judge": self.judge, "rubric": self.rubric, "pairs": self.pairs,
-                "tie_labels": self.tie_labels, **figures, "seconds": self.seconds, "judge_calls": self.judge_calls,
-                "cached": self.cached, "details": [d.model_dump() for d in self.details]}
+                "half": self.half, "tie_labels": self.tie_labels, **figures, "seconds": self.seconds,
+                "judge_calls": self.judge_calls,
+                "cached": self.cached, "written_preferences": self.written_preferences,
+                "details": [d.model_dump() for d in self.details]}
 
 
 def _winner_to_output(winner: Optional[str], first_shown: int) -> int:
@@ -144,12 +151,14 @@ def _pointwise(pairs: list[HumanPair], judge: Judge) -> tuple[list[dict], int]:
             col.MODEL_ID: ["labelled pairs"] * len(answers)}
     if any(p.reference for p in pairs):
         data[col.REFERENCE] = [p.reference or "" for p, _ in answers]
-    rows = score_answers(Dataset.from_dict(data), judge, first_score_only=judge.rubric.score_first).to_list()
+    rows = score_answers(Dataset.from_dict(data), judge, first_score_only=True).to_list()
     return rows, sum(bool(r[col.JUDGE_CACHED]) for r in rows)
 
 
-def _preference(pairs: list[HumanPair], judge: Judge) -> tuple[list[dict], list[list[str]], int]:
+def _preference(pairs: list[HumanPair], judge: Judge) -> tuple[list[dict], list[list[str]], int, int]:
     readings, replies = ask_preferences(judge, [(p.instruction, p.output_1, p.output_2, p.reference) for p in pairs])
+    # A reading from a reply without token logprobs is the number the judge wrote (`ask_preferences`).
+    written = sum(probability is not None and not reply.logprobs for (probability, _), reply in zip(readings, replies))
     out, problems = [], []
     for i in range(len(pairs)):
         (first, error_1), (second, error_2) = readings[2 * i], readings[2 * i + 1]
@@ -159,7 +168,7 @@ def _preference(pairs: list[HumanPair], judge: Judge) -> tuple[list[dict], list[
                     "preference": [_compare(first, 0.5), _compare(0.5, second)],
                     "preference_averaged": [_compare(averaged, 0.5)]})
         problems.append([f"preference: {e}" for e in (error_1, error_2) if e])
-    return out, problems, sum(r.cached for r in replies)
+    return out, problems, sum(r.cached for r in replies), written
 
 
 def bench_judge(pairs: list[HumanPair], judge: Judge, pairs_file: str) -> JudgeBenchReport:
@@ -167,7 +176,7 @@ def bench_judge(pairs: list[HumanPair], judge: Judge, pairs_file: str) -> JudgeB
     each way and baseline. Through `ask_judge`: a repeated run asks only what the judge's cache lacks."""
     first = judge.rubric.criteria[0].name
     pairwise, pairwise_problems, pairwise_cached = _pairwise(pairs, judge)
-    preference, preference_problems, preference_cached = _preference(pairs, judge)
+    preference, preference_problems, preference_cached, written = _preference(pairs, judge)
     rows, pointwise_cached = _pointwise(pairs, judge)
     details = []
     for i, p in enumerate(pairs):
@@ -190,6 +199,6 @@ def bench_judge(pairs: list[HumanPair], judge: Judge, pairs_file: str) -> JudgeB
         pairs=len(pairs), tie_labels=sum(p.label == 0 for p in pairs),
         ways={way: way_figures(details, way, way in ordered) for way in (*WAYS, *BASELINES)},
         judge_calls=4 * len(pairs) + len(rows) * len(judge.backends),
-        cached=pairwise_cached + preference_cached + pointwise_cached,
+        cached=pairwise_cached + preference_cached + pointwise_cached, written_preferences=written,
         details=details,
     )

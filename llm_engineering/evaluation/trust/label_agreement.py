@@ -4,45 +4,48 @@ Pure bookkeeping over plain data: the judge's verdicts on the labelled answers c
 the report goes out. Per criterion of pointwise labels, the judge's integer scores and its expected scores
 rounded to the nearest level are compared with the human scores, as are two baselines: the majority label
 and the length-only rule. Pairwise labels compare the judge's preference (both orders combined) with the
-human one, beside the majority preference and the longer answer.
+human one, beside the majority preference and the longer answer (`preference_agreement`).
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter
 from typing import Any, Optional, Sequence, Union
 
 from pydantic import BaseModel, Field
 
 from llm_engineering.evaluation.trust.labels import (
-    PREFERENCES,
     Kind,
     Labels,
     LabelsError,
-    PairwiseAgreement,
     PointwiseAgreement,
     agreement,
     length_baseline,
-    longer_preferred,
     majority_baseline,
-    pairwise_agreement,
     valid_against_baseline,
+)
+from llm_engineering.evaluation.trust.preference_agreement import (
+    PairwiseAgreement,
+    longer_preferred,
+    majority_preference,
+    pairwise_agreement,
 )
 from llm_engineering.evaluation.judging.pairwise import orders_disagree, points_for_first_model
 from llm_engineering.evaluation.rates import BOOTSTRAP_SAMPLES, Rate, rate, rate_with_ci
 from llm_engineering.evaluation.judging.rubric import Rubric
 
 
-def label_verdict(figure: str, value: Optional[float], ci: Optional[list[float]], baseline: Optional[float],
+def label_verdict(figure: str, value: Optional[float], ci: Optional[list[float]], baselines: dict[str, Optional[float]],
                   valid: bool) -> str:
-    """Whether the judge beats the length-only rule on the labels: `figure` is what is compared (exact agreement...)."""
+    """Whether the judge beats the judge-free baselines on the labels: `figure` is what is compared (exact
+    agreement...), `baselines` each baseline's figure by its name (`the length-only rule`)."""
     judge = f"its {figure} {rate_with_ci(value, ci)}"
-    rule = f"the length-only rule's {rate_with_ci(baseline, None)}"
+    rules = " and ".join(f"{name}'s {rate_with_ci(baseline, None)}" for name, baseline in baselines.items())
     if valid:
-        return f"valid on these labels: {judge} beats {rule}."
-    return (f"not shown valid on these labels: {judge} does not beat {rule} (the lower bound of its 95% interval "
-            f"must lie above it).")
+        return f"valid on these labels: {judge} beats {rules}."
+    both, each = ("both ", "each") if len(baselines) > 1 else ("", "it")
+    return (f"not shown valid on these labels: {judge} does not beat {both}{rules} (the lower bound of its 95% "
+            f"interval must lie above {each}).")
 
 
 class LabelledVerdict(BaseModel):
@@ -80,7 +83,7 @@ class PreferenceAgreement(BaseModel):
     order_disagreement: Rate = Field(description="pairs judged in both orders whose two verdicts disagreed")
     majority: PairwiseAgreement = Field(description="the most common human preference, for every pair")
     length: PairwiseAgreement = Field(description="the longer answer preferred (a tie when both are as long)")
-    valid: bool = Field(description="the lower bound of the judge's agreement beats the longer answer's")
+    valid: bool = Field(description="the lower bound of the judge's agreement beats both baselines' agreement")
     verdict: str
 
 
@@ -122,7 +125,10 @@ class LabelAgreement(BaseModel):
             data["pairwise"] = {"valid": p.valid, "verdict": p.verdict, "agreement": p.judge.agreement.rate,
                                 "agreement_ci": p.judge.agreement.ci, "failed": p.judge.failed,
                                 "order_disagreement": p.order_disagreement.rate,
-                                "majority": p.majority.agreement.rate, "length": p.length.agreement.rate}
+                                "majority": p.majority.agreement.rate, "length": p.length.agreement.rate,
+                                "agreement_decisive": {name: a.agreement_decisive.rate if a.agreement_decisive else None
+                                                       for name, a in (("judge", p.judge), ("majority", p.majority),
+                                                                       ("length", p.length))}}
         return data
 
 
@@ -187,10 +193,11 @@ def criterion_agreement(
         expected_problem = expected_problem or "some verdicts have no expected score"
     length = agreement(length_baseline(lengths, human, values), human, values, samples, seed)
     valid = valid_against_baseline(judged.exact_ci, length.exact)
+    verdict = label_verdict("exact agreement", judged.exact, judged.exact_ci, {"the length-only rule": length.exact}, valid)
     return CriterionAgreement(
         criterion=criterion, scale=list(values), rows=len(human), judge=judged, judge_expected=rounded,
         expected_problem=expected_problem, majority=agreement(majority_baseline(human), human, values, samples, seed),
-        length=length, valid=valid, verdict=label_verdict("exact agreement", judged.exact, judged.exact_ci, length.exact, valid),
+        length=length, valid=valid, verdict=verdict,
     )
 
 
@@ -203,27 +210,23 @@ def combined_preference(in_order: Optional[str], swapped: Optional[str]) -> Opti
     return "A" if points > 0.5 else "B" if points < 0.5 else "tie"
 
 
-def majority_preference(human: list[str]) -> list[str]:
-    """The most common human preference for every pair; a tie between counts goes to the first of A, B, tie."""
-    counts = Counter(human)
-    top = max(PREFERENCES, key=lambda p: counts[p])
-    return [top] * len(human)
-
-
 def preference_agreement(
     human: list[str], in_order: list[Optional[str]], swapped: list[Optional[str]], length_a: list[int], length_b: list[int]
 ) -> PreferenceAgreement:
-    """The pairwise report. Valid: the lower bound of the judge's agreement (95% Wilson) lies above the
-    agreement of the longer answer."""
+    """The pairwise report. Valid: the lower bound of the judge's agreement (95% Wilson) lies above the agreement
+    of both baselines: a judge that names no answer matches the most common preference where most labels are ties."""
     judge = [combined_preference(a, b) for a, b in zip(in_order, swapped)]
     judged = pairwise_agreement(judge, human)
     both = [(a, b) for a, b in zip(in_order, swapped) if a is not None and b is not None]
+    majority = pairwise_agreement(majority_preference(human), human)
     length = pairwise_agreement(longer_preferred(length_a, length_b), human)
-    valid = valid_against_baseline(judged.agreement.ci, length.agreement.rate)
+    baselines = {"the most common human preference": majority.agreement.rate,
+                 "the length-only rule": length.agreement.rate}
+    valid = all(valid_against_baseline(judged.agreement.ci, figure) for figure in baselines.values())
     return PreferenceAgreement(
         rows=len(human), judge=judged, order_disagreement=rate(sum(orders_disagree(a, b) for a, b in both), len(both)),
-        majority=pairwise_agreement(majority_preference(human), human), length=length, valid=valid,
-        verdict=label_verdict("agreement", judged.agreement.rate, judged.agreement.ci, length.agreement.rate, valid),
+        majority=majority, length=length, valid=valid,
+        verdict=label_verdict("agreement", judged.agreement.rate, judged.agreement.ci, baselines, valid),
     )
 
 

@@ -1,4 +1,5 @@
-"""Agreement of a judge with human labels, and the baselines that need no judge."""
+"""Human labels read from a file; the agreement of a judge's scores with pointwise labels, and the baselines that need
+no judge (pairwise labels' are `preference_agreement`'s)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from scipy.stats import spearmanr
 from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import cohen_kappa_score
 
-from llm_engineering.evaluation.rates import BOOTSTRAP_SAMPLES, Rate, bootstrap_ci, rate
+from llm_engineering.evaluation.rates import BOOTSTRAP_SAMPLES, bootstrap_ci
 
 Kind = Literal["pointwise", "pairwise"]
 COLUMNS: dict[str, tuple[str, ...]] = {
@@ -26,7 +27,6 @@ COLUMNS: dict[str, tuple[str, ...]] = {
 # Optional in both kinds: where the labels were written (the report's "Download labels" fills them); `rubric` is
 # checked against the judge's rubric.
 PROVENANCE = ("run", "rubric")
-PREFERENCES = ("A", "B", "tie")
 
 
 class LabelsError(ValueError):
@@ -291,34 +291,8 @@ def length_baseline(lengths: list[int], human: list[int], values: Sequence[int])
     return predicted
 
 
-class PairwiseAgreement(BaseModel):
-    """A judge's preferences against human ones; a row without a judge verdict counts as a disagreement."""
-
-    rows: int
-    failed: int = Field(description="rows without a judge verdict")
-    agreement: Rate = Field(description="rows where the judge preferred what the human did (A, B or tie)")
-
-
-def pairwise_agreement(judge: list[Optional[str]], human: list[str]) -> PairwiseAgreement:
-    """The share of rows where the judge's preference is the human's, with its 95% Wilson interval."""
-    if len(judge) != len(human):
-        raise ValueError(f"{len(judge)} judge preferences for {len(human)} human labels")
-    unknown = sorted({p for p in [*judge, *human] if p is not None and p not in PREFERENCES})
-    if unknown:
-        raise ValueError(f"preferences {unknown} are not among {list(PREFERENCES)}")
-    return PairwiseAgreement(rows=len(human), failed=sum(j is None for j in judge),
-                             agreement=rate(sum(j == h for j, h in zip(judge, human)), len(human)))
-
-
-def longer_preferred(length_a: list[int], length_b: list[int]) -> list[str]:
-    """The length-only pairwise rule: the longer answer is preferred, a tie when both are as long."""
-    if len(length_a) != len(length_b):
-        raise ValueError(f"{len(length_a)} lengths of A for {len(length_b)} of B")
-    return ["A" if a > b else "B" if a < b else "tie" for a, b in zip(length_a, length_b)]
-
-
 def valid_against_baseline(judge_interval: Optional[list[float]], baseline_value: Optional[float]) -> bool:
-    """Valid on these labels only if the interval's lower bound is strictly above the length-only baseline's value
+    """Valid on these labels only if the interval's lower bound is strictly above a judge-free baseline's value
     (False with no interval or no baseline value: nothing shown)."""
     if judge_interval is None or baseline_value is None:
         return False

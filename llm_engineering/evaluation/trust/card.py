@@ -1,0 +1,123 @@
+"""The judge's report card, run: right and worse answers built from the split, judged, and set beside the
+judge-free rules (the figures themselves are `trust.judge_check`'s).
+
+For a fixed sample of rows the judge scores, with the scoring prompt, each row's right answer (the reference;
+for a judge that sees the reference, the reference reworded by the judge, `trust.rewording`) and, per tier
+(`trust.tiers`), a worse answer. The calls go through the scoring cache and retries.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Optional
+
+import numpy as np
+from datasets import Dataset
+
+from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.config import JudgeCheckConfig
+from llm_engineering.evaluation.judging.judge import Judge
+from llm_engineering.evaluation.judging.rubric import first_score_schema, judge_messages, verdict_checker
+from llm_engineering.evaluation.judging.scoring import read_reply
+from llm_engineering.evaluation.judging.transport import ReplySchema, ask_judge
+from llm_engineering.evaluation.rates import sample_rows
+from llm_engineering.evaluation.trust import tiers as check_tiers
+from llm_engineering.evaluation.trust.judge_check import JudgeCheck, JudgeCheckPair, judge_check_from_pairs
+from llm_engineering.evaluation.trust.rewording import reworded_references
+from llm_engineering.evaluation.trust.rules import RULES
+
+logger = logging.getLogger(__name__)
+
+
+def _worse_answers(
+    tier: str, sample: list[int], instructions: list[str], references: list[str], right: dict[int, str], seed: int,
+    embeddings: Optional[np.ndarray],
+) -> dict[int, tuple[str, str]]:
+    """Sampled row -> (the worse answer of `tier`, the id-like label of where it came from); `right`: each sampled
+    row's right answer, whose length the truncated tier keeps."""
+    if tier == "mismatch":
+        return {i: (references[m], str(m)) for i, m in zip(sample, check_tiers.mismatched(sample, seed))}
+    if tier == "same_topic":
+        chosen = check_tiers.same_topic(embeddings, sample, instructions, references, [right[i] for i in sample])
+        return {i: (references[m], str(m)) for i, m in zip(sample, chosen)}
+    if tier == "truncated":
+        return {i: (check_tiers.unfinished(instructions[i], references[i], len(right[i])), "truncated") for i in sample}
+    others = {i: [r for j, r in enumerate(references) if j != i] for i in sample}
+    worse = {i: check_tiers.corrupted(references[i], others[i], seed + i, instructions[i]) for i in sample}
+    return {i: (text, "corrupted") for i, text in worse.items() if text is not None}
+
+
+def run_judge_check(
+    dataset: Dataset, judge: Judge, config: JudgeCheckConfig, embedder: Any = None, whole_verdicts: bool = False,
+) -> JudgeCheck:
+    """Score `config.rows` sampled right answers and, per tier, their worse answers with the judge's first backend;
+    see the module doc.
+
+    The figures are the mismatch tier's, with the other tiers under `tiers`. `same_topic` needs an
+    `embedder` (sentence embeddings of the references). `whole_verdicts`: ask for whole verdicts, not replies that
+    end at the first score (to compare; the figures are the same).
+    """
+    if col.REFERENCE not in dataset.column_names:
+        raise ValueError(f"the judge check needs a {col.REFERENCE!r} column; the rows have {dataset.column_names}")
+    rubric, seed = judge.rubric, config.seed
+    sample = sample_rows(len(dataset), config.rows, seed)
+    tiers = ["mismatch", *[tier for tier in config.tiers if tier != "mismatch"]]  # the mismatch tier decides the flag
+    instructions, references, ids = dataset[col.INSTRUCTION], dataset[col.REFERENCE], dataset[col.ID]
+    embeddings = embedder.encode(references) if "same_topic" in tiers and embedder is not None else None
+    right = {i: references[i] for i in sample}
+    copies: set[int] = set()
+    if rubric.reference_guided:  # the judge sees the reference: the right answer must not be a copy of it
+        reworded = reworded_references(judge, [references[i] for i in sample])
+        copies = {i for i, text in zip(sample, reworded) if text is None}
+        right |= {i: text for i, text in zip(sample, reworded) if text is not None}
+        if copies:
+            logger.warning("Judge check: %d of %d rewordings of the reference failed or lost a fact; those pairs' right "
+                           "answer is the reference itself", len(copies), len(sample))
+    worse = {tier: _worse_answers(tier, sample, instructions, references, right, seed, embeddings) for tier in tiers
+             if tier != "same_topic" or embeddings is not None}
+    conversations = [judge_messages(rubric, instructions[i], right[i], references[i]) for i in sample]
+    for answers in worse.values():
+        conversations += [judge_messages(rubric, instructions[i], text, references[i]) for i, (text, _) in answers.items()]
+    # The check reads one score per verdict: the judge is asked for a reply that ends at that score (the same score,
+    # see `first_score_schema`), which spares it the rest of the verdict.
+    first_only = not whole_verdicts
+    reply_schema = ReplySchema("first_score", first_score_schema(rubric, judge.max_analysis_chars)) if first_only else None
+    replies = ask_judge(judge.backend, conversations, judge.cache, verdict_checker(rubric, first_only), reply_schema)
+    readings = [read_reply(rubric, reply, first_only) for reply in replies]
+    criterion = rubric.names[0]
+
+    def score(index: int) -> tuple[Optional[int], Optional[float], Optional[str]]:
+        reading = readings[index]
+        if reading.verdict.criteria is None:
+            return None, None, reading.verdict.error
+        distribution = reading.distributions.get(criterion)
+        return reading.verdict.criteria[criterion].score, distribution.expected if distribution else None, None
+
+    problem = next((r.expected_problem for r in readings if r.expected_problem), None)
+    scale = [rubric.criteria[0].values[0], rubric.criteria[0].values[-1]]
+    kind = "reworded" if rubric.reference_guided else "reference"
+    checks, offset = {}, len(sample)
+    for tier, answers in worse.items():
+        pairs = []
+        for k, (i, (text, source)) in enumerate(answers.items()):
+            (ref, ref_expected, ref_error), (mis, mis_expected, mis_error) = score(sample.index(i)), score(offset + k)
+            pairs.append(JudgeCheckPair(
+                id=str(ids[i]), mismatched_id=str(ids[int(source)]) if source.isdigit() else source,
+                reference_accuracy=ref, mismatched_accuracy=mis, reference_expected=ref_expected,
+                mismatched_expected=mis_expected, error=ref_error or mis_error, right_is_copy=kind == "reworded" and i in copies,
+                right_answer=right[i] if right[i] != references[i] else None, worse_answer=text,
+                rules={name: rule(instructions[i], right[i], text) for name, rule in RULES.items()}))
+        offset += len(answers)
+        checks[tier] = judge_check_from_pairs(judge.backend.judge_id, pairs, config.threshold, criterion, problem, tier,
+                                              scale, kind)
+    check = checks.pop("mismatch")
+    fresh = [r for r in replies if not r.cached]
+    check = check.model_copy(update={
+        "tiers": list(checks.values()), "judge_calls": len(replies),
+        "judge_tokens": sum(r.prompt_tokens + r.completion_tokens for r in fresh),
+        "judge_seconds_per_verdict": sum(r.seconds for r in fresh) / len(fresh) if fresh else None,
+    })
+    logger.info("Judge check: %s", check.verdict)
+    for tier in check.tiers:
+        logger.info("Judge check, %s", tier.verdict)
+    return check
