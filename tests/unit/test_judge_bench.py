@@ -8,7 +8,7 @@ import pytest
 
 from llm_engineering.evaluation.trust.human_pairs import HumanPair
 from llm_engineering.evaluation.judging.judge import Judge
-from llm_engineering.evaluation.trust.judge_bench import bench_judge
+from llm_engineering.evaluation.trust.judge_bench import PairDecisions, rating_decisions, bench_judge
 from llm_engineering.evaluation.report.judge_bench import bench_cost_line, bench_rows, render_bench_html
 from llm_engineering.evaluation.judging.transport import JudgeReply
 from llm_engineering.evaluation.judging.rubric import load_rubric
@@ -139,3 +139,14 @@ def test_a_preference_without_logprobs_or_number_is_a_named_failure():
     assert first_answer_preferred(JudgeReply('{"better":1}')) == (None, "the judge backend returned no token logprobs")
     assert first_answer_preferred(JudgeReply('{"winner":"A"}'))[1].startswith("no preference in the reply")
     assert first_answer_preferred(JudgeReply(None, "HTTP 503: down")) == (None, "HTTP 503: down")
+
+
+def test_llmbar_rating_counts_an_integer_tie_half_right_and_a_decided_pair_in_both_orders():
+    from llm_engineering.evaluation.trust.judge_bench import way_figures
+
+    details = [PairDecisions(id=str(i), label=label, decisions={"pointwise_rating": rating_decisions(scores)})
+               for i, (label, scores) in enumerate([(1, [3, 1]), (2, [2, 2]), (1, [1, 3]), (2, [3, 3])])]
+    figures = way_figures(details, "pointwise_rating", ordered=False)
+    # right twice, a tie (one order right), wrong twice, a tie: 4 of 8 orders, as LLMBar's Rating counts it.
+    assert (figures.agreement.count, figures.agreement.total) == (4, 8)
+    assert figures.both_orders_right.count == 1 and figures.ties.count == 0

@@ -172,3 +172,12 @@ def test_pairwise_and_preference_prompts_carry_the_rubrics_system_prompt_and_nev
         assert "known to be correct" not in system + user
     # The reply each asks for is still said after the rubric's words.
     assert "the better answer" in asked[0][0]["content"] and '{"better": 1}' in asked[1][1]["content"]
+
+
+def test_a_comparison_asks_each_criterions_question_without_its_pointwise_scoring_instructions():
+    from llm_engineering.evaluation.judging.pairwise import preference_messages
+
+    user = preference_messages(load_rubric("task-accuracy"), "What floats?", "A ship.", "A stone.", "Ships float.")[1]
+    focus = user["content"].split("in this order: ")[1].split("\n")[0]
+    assert focus.startswith("accuracy (does the answer do what the instruction asks, and is what it says right?); style")
+    assert "scores 1" not in user["content"] and "Keep the analysis" not in user["content"]

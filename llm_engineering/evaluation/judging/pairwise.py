@@ -32,10 +32,11 @@ from llm_engineering.evaluation.judging.score_probs import value_distribution
 from llm_engineering.evaluation.judging.transport import JudgeReply, ReplySchema, ask_judge, reply_json_schema
 from llm_engineering.evaluation.rates import Rate, bootstrap_ci, rate
 from llm_engineering.evaluation.samples import sample_of
-from llm_engineering.evaluation.judging.rubric import Rubric
+from llm_engineering.evaluation.judging.rubric import REFERENCE_LINE, Rubric
 
 logger = logging.getLogger(__name__)
 
+_FIRST_SENTENCE = re.compile(r".*?[?.](?=\s|$)|.*", re.S)
 COMPARE_SYSTEM_PROMPT = "You are a helpful assistant who compares two answers based on {criteria}."
 PAIRWISE_SYSTEM_PROMPT = COMPARE_SYSTEM_PROMPT + " Provide your response in JSON format with a short analysis and the better answer."
 
@@ -88,10 +89,10 @@ def _comparison_messages(
 ) -> list[dict[str, str]]:
     """`template` filled with the two answers and `rubric`'s criteria (with the reference when the rubric is
     reference-guided); the rubric's system prompt, then `system` (how to reply)."""
-    focus = "; ".join(f"{c.name} ({c.description})" for c in rubric.criteria)
+    # Each criterion's question, without the scoring instructions a pointwise description may go on with.
+    focus = "; ".join(f"{c.name} ({_FIRST_SENTENCE.match(c.description).group()})" for c in rubric.criteria)
     # A reference can be a model's text, even the judge's own: it shows what a right answer holds, not the only wording.
-    shown = (f"Reference answer (what a right answer contains; other wording can be right too): {reference}\n\n"
-             if rubric.reference_guided and reference else "")
+    shown = REFERENCE_LINE.format(reference=reference) if rubric.reference_guided and reference else ""
     prompt = template.format(instruction=instruction, first=first, second=second, focus=focus, reference=shown)
     system = f"{rubric.system_prompt}\n\n{system.format(criteria=' and '.join(rubric.names))}"
     return [{"role": "system", "content": system}, {"role": "user", "content": prompt}]

@@ -5,7 +5,7 @@ The run completes and stores everything first; a gate only decides the exit code
 - a rubric criterion (`accuracy`, `style`, ...): each model's mean integer score;
 - `<criterion>_expected`: each model's mean expected (probability-weighted) score;
 - `similarity`: each model's mean cosine similarity of answer and reference;
-- `judge_check`: the judge check's share of pairs where the reference scored higher (integer scores);
+- `judge_check`: the judge check's share of pairs where the right answer scored higher (integer scores);
 - `judge_check_expected`: the same with integer ties broken by expected scores.
 
 Every model must clear a per-model gate. A metric the run did not measure fails its gate, saying why.

@@ -47,12 +47,15 @@ def _judge_check_panel(axis: Any, summary: EvaluationSummary) -> None:
     s = summary.judge_check
     tiers = [s, *s.tiers]
     for y, t in enumerate(tiers):
-        _stacked_bar(axis, y, [("reference higher", t.reference_higher.rate, "tab:green"),
+        _stacked_bar(axis, y, [("right answer higher", t.reference_higher.rate, "tab:green"),
                                ("tie", t.ties.rate, "tab:gray"), ("reversal", t.reversals.rate, "tab:red"),
                                ("failed", t.failed.rate, "black")], y == 0)
         if t.reference_higher_expected is not None:
             axis.plot(t.reference_higher_expected.rate, y, "k|", markersize=14,
                       label="ties broken by expected scores" if y == 0 else None)
+        if t.best_rule is not None:  # what a rule without a judge passes: the judge's figure is worth its lead on it
+            axis.plot(t.baselines[t.best_rule].rate, y, "D", color="tab:orange", markersize=5,
+                      label="best rule without a judge" if y == 0 else None)
     axis.axvline(s.threshold, color="tab:blue", linestyle="--", label=f"threshold {s.threshold:.0%}")
     axis.set_yticks(range(len(tiers)), [t.tier for t in tiers], fontsize=7)
     axis.set_title(judge_check_title(s), color="tab:red" if s.no_signal else "black")

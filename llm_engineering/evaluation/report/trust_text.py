@@ -36,7 +36,7 @@ SAMPLES_METHOD = ("With several answers per prompt, a row's score is the mean of
 JUDGE_CHECK_METHOD = ("The judge scored, with the scoring prompt, each sampled row's right answer and, per tier, a worse "
                       "answer built from the split: another row's reference (mismatch), a neighbouring question's "
                       "reference that shares the instruction's words (same_topic), the instruction echoed and the "
-                      "reference's first third looping to the reference's length (truncated), the reference with its "
+                      "reference's first third looping to the right answer's length (truncated), the reference with its "
                       "numbers and names swapped (corrupted). Rates are over all pairs, with 95% Wilson intervals; a "
                       "pass is the right answer scored strictly higher on integer scores (the figure the flag reads, as "
                       "the table shows integer means), ties broken by expected scores beside it. The same pairs are "
@@ -151,7 +151,7 @@ def self_preference_warnings(judge_models: list[str], generators: list[str], che
 
     bases = {split_variant(m)[0] for m in generators}
     tie_broken = check.reference_higher_expected if check else None
-    figure = (f" Its judge check: the reference scored higher in {check.reference_higher.describe()} of pairs"
+    figure = (f" Its judge check: the right answer scored higher in {check.reference_higher.describe()} of pairs"
               f"{f' ({tie_broken.describe()} with ties broken by expected scores)' if tie_broken else ''}."
               if check else "")
     return [f"Self-preference: the judge {judge!r} is also a model under evaluation; judges tend to favour answers "

@@ -2,9 +2,10 @@
 
 - pairwise: the pipeline's pairwise prompt, asked in both orders (the first output shown first, then second);
 - pointwise: each answer scored alone with the rubric, the pair decided by the first criterion's expected scores
-  (`pointwise_expected`) and by its integer scores (`pointwise_integer`, where a tie is a third outcome); the
-  judge is asked for a reply that ends at that score, as the judge check asks it (the same score, without the rest
-  of the verdict);
+  (`pointwise_expected`), by its integer scores (`pointwise_integer`, where a tie is a third outcome), and by its
+  integer scores with a tie half right (`pointwise_rating`, LLMBar's Rating protocol, the one its pointwise figures
+  use); the judge is asked for a reply that ends at that score, as the judge check asks it (the same score, without
+  the rest of the verdict);
 - preference: the better answer asked as one number (1 or 2) before any analysis, in both orders: the number the
   judge writes in each order (`preference`), and the probabilities it gave the two numbers averaged over both
   orders (`preference_averaged`, one decision a pair), so that a lean towards a position cancels out; a judge
@@ -32,7 +33,7 @@ from llm_engineering.evaluation.judging.pairwise import ask_both_orders, ask_pre
 from llm_engineering.evaluation.rates import Rate, rate
 from llm_engineering.evaluation.judging.scoring import score_answers
 
-WAYS = ("pairwise", "preference", "preference_averaged", "pointwise_expected", "pointwise_integer")
+WAYS = ("pairwise", "preference", "preference_averaged", "pointwise_expected", "pointwise_integer", "pointwise_rating")
 BASELINES = ("longer", "first_shown")
 FAILED = -1  # a decision the judge could not give; 0 is a tie, 1 or 2 the output chosen
 
@@ -43,6 +44,7 @@ WAY_NAMES = {
     "preference_averaged": "preference probabilities, averaged over both orders",
     "pointwise_expected": "pointwise, expected scores",
     "pointwise_integer": "pointwise, integer scores (ties possible)",
+    "pointwise_rating": "pointwise, integer scores, a tie half right (LLMBar's Rating protocol)",
     "longer": "baseline: the longer answer",
     "first_shown": "baseline: the answer shown first",
 }
@@ -112,6 +114,13 @@ def _compare(a: Optional[float], b: Optional[float]) -> int:
     if a is None or b is None:
         return FAILED
     return 1 if a > b else 2 if b > a else 0
+
+
+def rating_decisions(scores: list[Optional[int]]) -> list[int]:
+    """LLMBar's Rating protocol: the output scored higher, asked as if in both orders, where a tie names the output
+    shown first; so a tie is right in one order and wrong in the other (half right), as LLMBar counts it."""
+    decided = _compare(*scores)
+    return [decided, decided] if decided != 0 else [1, 2]
 
 
 def way_figures(details: list[PairDecisions], way: str, ordered: bool) -> WayFigures:
@@ -188,7 +197,8 @@ def bench_judge(pairs: list[HumanPair], judge: Judge, pairs_file: str) -> JudgeB
             decisions={"pairwise": pairwise[i], "preference": preference[i]["preference"],
                        "preference_averaged": preference[i]["preference_averaged"],
                        "pointwise_expected": [_compare(*expected)],
-                       "pointwise_integer": [_compare(*scores)], **baseline_decisions(p)},
+                       "pointwise_integer": [_compare(*scores)], "pointwise_rating": rating_decisions(scores),
+                       **baseline_decisions(p)},
             problems=pairwise_problems[i] + preference_problems[i]
             + [f"pointwise: {r[col.JUDGE_ERROR] or r[col.EXPECTED_PROBLEM]}"
                for r in (one, two) if r[col.JUDGE_ERROR] or r[col.EXPECTED_PROBLEM]],

@@ -38,7 +38,7 @@ class JudgeCheckPair(BaseModel):
 
     @property
     def expected_order(self) -> Optional[int]:
-        """+1 reference higher, -1 lower, 0 tie: by integer score, ties broken by expected score."""
+        """+1 the right answer higher, -1 lower, 0 tie: by integer score, ties broken by expected score."""
         if self.reference_accuracy is None or self.mismatched_accuracy is None:
             return None
         if self.reference_accuracy != self.mismatched_accuracy:
