@@ -104,7 +104,7 @@ def run_judge_check(
             pairs.append(JudgeCheckPair(
                 id=str(ids[i]), mismatched_id=str(ids[int(source)]) if source.isdigit() else source,
                 reference_accuracy=ref, mismatched_accuracy=mis, reference_expected=ref_expected,
-                mismatched_expected=mis_expected, error=ref_error or mis_error, right_is_copy=kind == "reworded" and i in copies,
+                mismatched_expected=mis_expected, error=ref_error or mis_error, right_is_copy=i in copies,
                 right_answer=right[i] if right[i] != references[i] else None, worse_answer=text,
                 rules={name: rule(instructions[i], right[i], text) for name, rule in RULES.items()}))
         offset += len(answers)
