@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.hub_stub import HubStub
+from tests.support.costs import EngineCensus, pipeline_run_lines
 
 # Set before anything imports ZenML or reads settings: no test reaches the internet, and every
 # session gets its own ZenML store, output folder and caches (the real local stack, on SQLite).
@@ -40,6 +41,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # call gets the stub's answer at once instead of reaching out. The `hub` fixture empties it per test.
 _HUB = HubStub(_SESSION_DIR / "hub-stub").__enter__()
 os.environ["HF_ENDPOINT"] = _HUB.endpoint
+# Every engine the session starts, in any process: the summary's last lines (tests/support/costs.py).
+_ENGINES = EngineCensus().__enter__()
 
 
 @pytest.fixture(scope="session")
@@ -93,13 +96,19 @@ def pytest_collection_modifyitems(items):
 
 
 def pytest_terminal_summary(terminalreporter):
-    """The in-process engines the session built, in order: each start costs seconds, and tests that need another
-    engine (model or engine config) than the one held make the next test that needs the first rebuild it."""
+    """What the session paid for: every engine started (any process), the in-process builds in order with their
+    start seconds (a test that needs another engine than the one held makes the next test that needs the first
+    rebuild it), and the pipeline runs."""
+    _ENGINES.__exit__(None, None, None)
+    for line in _ENGINES.lines():
+        terminalreporter.write_line(line)
     pool = getattr(sys.modules.get("steps.engine_pool"), "ENGINE_POOL", None)
     if pool is not None and pool.builds:
         terminalreporter.write_line(f"vLLM engines built in this process: {len(pool.builds)}, "
                                     f"{sum(seconds for _, seconds in pool.builds):.0f} s: "
                                     + ", ".join(f"{Path(path).name} {seconds:.0f} s" for path, seconds in pool.builds))
+    for line in pipeline_run_lines(_SESSION_DIR / "zenml"):
+        terminalreporter.write_line(line)
 
 
 @pytest.fixture

@@ -37,3 +37,13 @@ def answers(n):
 
 
 GOOD = json.dumps({"accuracy": {"analysis": "ok", "score": 2}, "style": {"analysis": "ok", "score": 3}})
+
+
+def assert_read_at_the_score(row, criterion: str, values: list[int]) -> None:
+    """The row's distribution over `criterion`'s scale was read where the judge wrote its score: the judge decodes
+    greedily, so the written score is the value it found most likely (read at another token, it need not be). A
+    confident judge's distribution may be the integer itself; that passes too."""
+    probabilities = row[col.probabilities(criterion)]
+    assert len(probabilities) == len(values), probabilities
+    assert values[probabilities.index(max(probabilities))] == row[col.score(criterion)], (criterion, probabilities, row)
+    assert min(values) <= row[col.expected(criterion)] <= max(values)

@@ -25,11 +25,15 @@ def test_engine_dtype_follows_the_cpu_unless_set(requested, on_cpu, flags, speed
 
 
 def test_bf16_speedup_is_measured_on_this_cpu():
-    from llm_engineering.infrastructure.cpu_tuning import bf16_speedup
+    from llm_engineering.infrastructure.cpu_tuning import BF16_MIN_SPEEDUP, bf16_speedup, native_bf16_flags
 
-    # A real ratio of two timed matmul rates, whichever dtype wins here: emulated bf16 on an AVX2-only CPU ran at
-    # 0.004x fp32, native bf16 on a Zen 4 at 2.8x.
-    assert 0.0005 < bf16_speedup() < 20
+    first, second = bf16_speedup.__wrapped__(), bf16_speedup.__wrapped__()  # two measurements, uncached
+    if not native_bf16_flags():
+        # Emulated bf16 (an AVX2-only CPU) ran at 0.004x fp32: a ratio the wrong way round, or none, is far above.
+        assert first < 0.5 and second < 0.5, (first, second)
+    elif min(first, second) > BF16_MIN_SPEEDUP * 1.25 or max(first, second) < BF16_MIN_SPEEDUP / 1.25:
+        # Native bf16 (2.8x on a Zen 4, 0.65x on a Xeon without AMX): clear of the threshold, both decide alike.
+        assert (first > BF16_MIN_SPEEDUP) == (second > BF16_MIN_SPEEDUP), (first, second)
 
 
 def test_the_engine_preload_adds_tcmalloc_and_intel_openmp_once_after_what_is_there(monkeypatch, tmp_path):
