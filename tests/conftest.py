@@ -16,6 +16,7 @@ _SESSION_DIR = Path(tempfile.mkdtemp(prefix="llm-eval-tests-"))
 # Settings come from this file alone: no developer's `.env` (LLM_EVAL_ENV_FILE empty), no stray
 # environment (a CI's DATASET_HUGGINGFACE_WORKSPACE or OPIK_URL_OVERRIDE would change outcomes), no
 # ZenML store or stack of the developer's. The converted models stay where `make install` put them.
+from llm_engineering.infrastructure.vllm_engine import ENGINE_LEDGER  # noqa: E402
 from llm_engineering.settings import Settings  # noqa: E402  (reads nothing at import)
 
 for _name in [*Settings.model_fields, "HF_TOKEN", "HF_HUB_OFFLINE", "OPENAI_BASE_URL"]:
@@ -42,7 +43,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 _HUB = HubStub(_SESSION_DIR / "hub-stub").__enter__()
 os.environ["HF_ENDPOINT"] = _HUB.endpoint
 # Every engine the session starts, in any process: the summary's last lines (tests/support/costs.py).
-_ENGINES = EngineCensus().__enter__()
+os.environ[ENGINE_LEDGER] = str(_SESSION_DIR / "engines.jsonl")
+_ENGINES = EngineCensus(_SESSION_DIR / "engines.jsonl").__enter__()
 
 
 @pytest.fixture(scope="session")

@@ -67,5 +67,7 @@ def top_p_without_full_sort() -> None:
         logger.warning("vLLM's CPU top-p sampler is not where %s expects it: vLLM's own is used", __name__)
         return
     sampler.apply_top_k_top_p = few_finite_top_k_top_p(reference)
-    if multiprocessing.parent_process() is not None:  # an engine process, not the program that built the engine
+    # Said where the engine runs: an engine process, or the program itself when its engine runs in it (vLLM loads
+    # plugins in the program that builds an engine in processes of their own too, where the sampler goes unused).
+    if multiprocessing.parent_process() is not None or os.environ.get("VLLM_ENABLE_V1_MULTIPROCESSING") == "0":
         logger.info(INSTALLED)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
 import logging
 import os
 import threading
@@ -84,12 +85,39 @@ def engine_kwargs(model_path: str, engine: EngineConfig, on_cpu: bool) -> dict[s
     return kwargs
 
 
+def engine_in_process(engine: EngineConfig, on_cpu: bool) -> bool:
+    """vLLM's engine core (and its worker) run in this process: `engine.in_process`, by default on CPU only."""
+    return on_cpu if engine.in_process is None else engine.in_process
+
+
+def _namespace_or_nothing(value: Any) -> Mapping[str, Any]:
+    namespace = vars(value)
+    return namespace if isinstance(namespace, Mapping) else {}
+
+
+def _kernel_scan_that_survives_this_process() -> None:
+    """vLLM 0.32's CPU worker, as it starts, looks for Triton kernels in every value of every imported module, reading
+    `vars(value)` of each that has a `__dict__`. llvmlite's library wrapper (numba's, which ZenML's integrations
+    import in a pipeline's process) answers any attribute, `__dict__` too, with a C function wrapper, and the scan
+    fails on it: "'_lib_fn_wrapper' object has no attribute 'get'". A fresh engine process has no such module; an
+    engine in this process is given a scan that reads such a value as having no attributes."""
+    try:
+        from vllm.triton_utils import dispatcher
+    except ImportError:
+        return
+    dispatcher.vars = _namespace_or_nothing  # the module's own name `vars`, found before the builtin
+
+
 @contextlib.contextmanager
 def _engine_process_environment(engine: EngineConfig, on_cpu: bool) -> Iterator[None]:
     """Variables for the engine processes that vLLM starts inside the block, taken back after it, so that
     other programs this process starts later (a Ray cluster, a server) do not inherit them."""
     values = {}
-    if on_cpu and engine.cpu_preload:
+    in_process = engine_in_process(engine, on_cpu)
+    if in_process:
+        values["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        _kernel_scan_that_survives_this_process()
+    if on_cpu and engine.cpu_preload and not in_process:
         values["LD_PRELOAD"] = preloaded_libraries(os.environ.get("LD_PRELOAD", ""))
     if on_cpu:
         values[FAST_TOP_P] = "1" if engine.cpu_fast_top_p else "0"
@@ -110,9 +138,16 @@ def _engine_process_environment(engine: EngineConfig, on_cpu: bool) -> Iterator[
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+        if in_process:
+            import vllm.envs
+
+            vllm.envs.disable_envs_cache()  # an engine core freezes vLLM's variables where it runs: here, this one's
 
 
 ENGINE_SHUTDOWN_SECONDS = 30.0
+# Where set, a file each engine build appends a JSON line to (pid, model, seconds, in_process), whichever process
+# builds it: the test suite counts its engines with it, CLI subprocesses included (tests/support/costs.py).
+ENGINE_LEDGER = "LLM_EVAL_ENGINE_LEDGER"
 
 
 @dataclass
@@ -150,12 +185,19 @@ class EnginePool:
 
         on_cpu = runs_on_cpu()
         kwargs = engine_kwargs(model_path, engine, on_cpu)
-        logger.info("Building vLLM engine: %s (dtype: %s)", kwargs, engine_dtype(engine.dtype, on_cpu, native_bf16_flags())[1])
+        logger.info("Building vLLM engine: %s (dtype: %s; engine core %s)", kwargs,
+                    engine_dtype(engine.dtype, on_cpu, native_bf16_flags())[1],
+                    "in this process" if engine_in_process(engine, on_cpu) else "in processes of its own")
         started = time.perf_counter()
         with _engine_process_environment(engine, on_cpu):
             self.llm = LLM(**kwargs)
         self.key = (model_path, engine)
         self.builds.append((model_path, time.perf_counter() - started))
+        if os.environ.get(ENGINE_LEDGER):
+            with open(os.environ[ENGINE_LEDGER], "a", encoding="utf-8") as ledger:
+                ledger.write(json.dumps({"pid": os.getpid(), "model": os.path.basename(model_path.rstrip("/")),
+                                         "seconds": round(self.builds[-1][1], 2),
+                                         "in_process": engine_in_process(engine, on_cpu)}) + "\n")
         return self.llm
 
     def release(self) -> None:

@@ -1,6 +1,7 @@
 """What a test session pays for, in the summary's last lines: every vLLM engine started, in this process or any
 other (a CLI subprocess, a Ray replica, `vllm serve`), and every pipeline run of the session's store."""
 
+import json
 import os
 import threading
 import time
@@ -34,11 +35,13 @@ def _starter(parent: int) -> str:
 
 
 class EngineCensus:
-    """Every vLLM engine core that starts while it watches, whichever process starts it: /proc is read every
-    `interval` seconds (an engine lives for tens of seconds, the scan costs milliseconds)."""
+    """Every vLLM engine the session starts, whichever process starts it. Engines built through the engine pool, in
+    this process or a CLI subprocess, in-process or not, append a line to `ledger` (the pool's `ENGINE_LEDGER`, with
+    their start's seconds); the others (Ray replicas, `vllm serve`) are seen by their engine core's process, named
+    `VLLM::EngineCore`: /proc is read every `interval` seconds (such an engine lives for tens of seconds)."""
 
-    def __init__(self, interval: float = 0.5):
-        self.interval = interval
+    def __init__(self, ledger: Path, interval: float = 0.5):
+        self.ledger, self.interval = ledger, interval
         self.engines: dict[int, list] = {}  # engine core pid -> [starter, first seen, last seen]
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="engine-census", daemon=True)
@@ -66,15 +69,19 @@ class EngineCensus:
             self._stop.wait(self.interval)
 
     def lines(self) -> list[str]:
-        if not self.engines:
-            return ["vLLM engines started in this session: none"]
-        by_starter: dict[str, list[float]] = defaultdict(list)
+        builds = [json.loads(line) for line in self.ledger.read_text().splitlines()] if self.ledger.exists() else []
+        by_whom: dict[str, list[float]] = defaultdict(list)
+        for build in builds:
+            where = "this process" if build["pid"] == os.getpid() else "a CLI subprocess"
+            by_whom[f"{where}, {'in process' if build['in_process'] else 'its own processes'}"].append(build["seconds"])
+        seen: dict[str, list[float]] = defaultdict(list)
         for starter, first, last in self.engines.values():
-            by_starter[starter].append(last - first)
-        total = sum(len(lives) for lives in by_starter.values())
-        return [f"vLLM engines started in this session, any process: {total}; by whom (count, seconds alive): "
-                + "; ".join(f"{starter} {len(lives)}, {sum(lives):.0f} s"
-                            for starter, lives in sorted(by_starter.items(), key=lambda item: -len(item[1])))]
+            if starter not in ("this process", "a CLI subprocess"):  # those are the pool's, in the ledger
+                seen[starter].append(last - first)
+        total = sum(map(len, by_whom.values())) + sum(map(len, seen.values()))
+        parts = [f"{whom} {len(s)} ({sum(s):.0f} s to start)" for whom, s in sorted(by_whom.items())]
+        parts += [f"{starter} {len(s)} ({sum(s):.0f} s alive)" for starter, s in sorted(seen.items())]
+        return [f"vLLM engines started in this session, any process: {total}" + (": " + "; ".join(parts) if parts else "")]
 
 
 def pipeline_run_lines(zenml_config: Path) -> list[str]:

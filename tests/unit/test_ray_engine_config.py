@@ -192,13 +192,15 @@ def test_the_engine_variables_reach_only_the_engine_processes_started_inside_the
     monkeypatch.setenv("LD_PRELOAD", "/opt/libx.so")
     monkeypatch.delenv(DIE_WITH_PARENT, raising=False)
     monkeypatch.delenv(FAST_TOP_P, raising=False)
-    with vllm_engine._engine_process_environment(EngineConfig(), on_cpu=True):
+    with vllm_engine._engine_process_environment(EngineConfig(in_process=False), on_cpu=True):
         assert os.environ["LD_PRELOAD"] == "/opt/libx.so:libtcmalloc_minimal.so.4"
+        assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in os.environ  # vLLM's engine processes
         assert os.environ[DIE_WITH_PARENT] == str(os.getpid())
         assert os.environ[FAST_TOP_P] == "1"
     # Taken back: a Ray cluster or a server started later inherits none of them.
     assert os.environ["LD_PRELOAD"] == "/opt/libx.so" and DIE_WITH_PARENT not in os.environ and FAST_TOP_P not in os.environ
-    with vllm_engine._engine_process_environment(EngineConfig(cpu_preload=False, cpu_fast_top_p=False), on_cpu=True):
+    with vllm_engine._engine_process_environment(EngineConfig(in_process=False, cpu_preload=False, cpu_fast_top_p=False),
+                                                 on_cpu=True):
         assert os.environ["LD_PRELOAD"] == "/opt/libx.so" and os.environ[FAST_TOP_P] == "0"
     # Each engine its own KV cache size, none left behind to pass for an exported value; an exported one wins.
     monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
@@ -225,3 +227,27 @@ def _tie_inside():
 
     with vllm_engine._engine_process_environment(EngineConfig(), on_cpu=False):
         return os.environ.get(DIE_WITH_PARENT)
+
+
+def test_on_cpu_the_engine_runs_in_this_process_and_leaves_vllms_variables_unfrozen(monkeypatch):
+    """On CPU by default the engine core and its worker run in the building process (no preload can reach it); on GPU
+    vLLM's own processes. The engine core freezes vLLM's variables where it runs: after the block they are read again,
+    so the next engine gets its own settings."""
+    import vllm.envs
+
+    from llm_engineering.infrastructure import vllm_engine
+
+    monkeypatch.setattr(vllm_engine, "preloaded_libraries", lambda existing: f"{existing}:libtcmalloc_minimal.so.4")
+    monkeypatch.delenv("LD_PRELOAD", raising=False)
+    monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
+    with vllm_engine._engine_process_environment(EngineConfig(cpu_kvcache_space_gib=3), on_cpu=True):
+        assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0" and "LD_PRELOAD" not in os.environ
+        vllm.envs.enable_envs_cache()  # what the engine core does once it is up
+        assert vllm.envs.VLLM_CPU_KVCACHE_SPACE == 3
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in os.environ
+    with vllm_engine._engine_process_environment(EngineConfig(cpu_kvcache_space_gib=5), on_cpu=True):
+        assert vllm.envs.VLLM_CPU_KVCACHE_SPACE == 5  # not the first engine's 3
+    with vllm_engine._engine_process_environment(EngineConfig(), on_cpu=False):
+        assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in os.environ
+    with vllm_engine._engine_process_environment(EngineConfig(in_process=True), on_cpu=False):
+        assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"
