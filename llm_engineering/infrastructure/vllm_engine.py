@@ -110,8 +110,10 @@ def _kernel_scan_that_survives_this_process() -> None:
 
 @contextlib.contextmanager
 def _engine_process_environment(engine: EngineConfig, on_cpu: bool) -> Iterator[None]:
-    """Variables for the engine processes that vLLM starts inside the block, taken back after it, so that
-    other programs this process starts later (a Ray cluster, a server) do not inherit them."""
+    """Variables for the engine that vLLM builds inside the block (its processes, or this one with
+    `engine.in_process`). The environment is taken back after it, ours and what vLLM wrote into it (its CPU platform
+    puts the engine processes' LD_PRELOAD, torch's libgomp, in the building process's environment), so that other
+    programs this process starts later (a Ray cluster, a server, a CLI) inherit none of them."""
     values = {}
     in_process = engine_in_process(engine, on_cpu)
     if in_process:
@@ -128,15 +130,15 @@ def _engine_process_environment(engine: EngineConfig, on_cpu: bool) -> Iterator[
     # as long as the process.
     if threading.current_thread() is threading.main_thread():
         values[DIE_WITH_PARENT] = str(os.getpid())  # the engine's processes end with this one, however it ends
-    before = {name: os.environ.get(name) for name in values}
+    before = dict(os.environ)
     os.environ.update(values)
     try:
         yield
     finally:
+        for name in set(os.environ) - set(before):
+            os.environ.pop(name, None)
         for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
+            if os.environ.get(name) != value:
                 os.environ[name] = value
         if in_process:
             import vllm.envs
@@ -184,10 +186,10 @@ class EnginePool:
         from vllm import LLM
 
         on_cpu = runs_on_cpu()
-        kwargs = engine_kwargs(model_path, engine, on_cpu)
+        kwargs, in_process = engine_kwargs(model_path, engine, on_cpu), engine_in_process(engine, on_cpu)
         logger.info("Building vLLM engine: %s (dtype: %s; engine core %s)", kwargs,
                     engine_dtype(engine.dtype, on_cpu, native_bf16_flags())[1],
-                    "in this process" if engine_in_process(engine, on_cpu) else "in processes of its own")
+                    "in this process" if in_process else "in processes of its own")
         started = time.perf_counter()
         with _engine_process_environment(engine, on_cpu):
             self.llm = LLM(**kwargs)
@@ -197,7 +199,7 @@ class EnginePool:
             with open(os.environ[ENGINE_LEDGER], "a", encoding="utf-8") as ledger:
                 ledger.write(json.dumps({"pid": os.getpid(), "model": os.path.basename(model_path.rstrip("/")),
                                          "seconds": round(self.builds[-1][1], 2),
-                                         "in_process": engine_in_process(engine, on_cpu)}) + "\n")
+                                         "in_process": in_process}) + "\n")
         return self.llm
 
     def release(self) -> None:

@@ -242,9 +242,11 @@ def test_on_cpu_the_engine_runs_in_this_process_and_leaves_vllms_variables_unfro
     monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
     with vllm_engine._engine_process_environment(EngineConfig(cpu_kvcache_space_gib=3), on_cpu=True):
         assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0" and "LD_PRELOAD" not in os.environ
+        os.environ["LD_PRELOAD"] = "/torch/lib/libgomp.so.1"  # what vLLM's CPU platform writes as it configures one
         vllm.envs.enable_envs_cache()  # what the engine core does once it is up
         assert vllm.envs.VLLM_CPU_KVCACHE_SPACE == 3
-    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in os.environ
+    # None of it is left for a program started later (a CLI whose engine preloads Intel OpenMP fails beside libgomp).
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in os.environ and "LD_PRELOAD" not in os.environ
     with vllm_engine._engine_process_environment(EngineConfig(cpu_kvcache_space_gib=5), on_cpu=True):
         assert vllm.envs.VLLM_CPU_KVCACHE_SPACE == 5  # not the first engine's 3
     with vllm_engine._engine_process_environment(EngineConfig(), on_cpu=False):
