@@ -1,6 +1,5 @@
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -43,8 +42,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 _HUB = HubStub(_SESSION_DIR / "hub-stub").__enter__()
 os.environ["HF_ENDPOINT"] = _HUB.endpoint
 # Every engine the session starts, in any process: the summary's last lines (tests/support/costs.py).
-os.environ[ENGINE_LEDGER] = str(_SESSION_DIR / "engines.jsonl")
 _ENGINES = EngineCensus(_SESSION_DIR / "engines.jsonl").__enter__()
+os.environ[ENGINE_LEDGER] = str(_ENGINES.ledger)
 
 
 @pytest.fixture(scope="session")
@@ -98,17 +97,11 @@ def pytest_collection_modifyitems(items):
 
 
 def pytest_terminal_summary(terminalreporter):
-    """What the session paid for: every engine started (any process), the in-process builds in order with their
-    start seconds (a test that needs another engine than the one held makes the next test that needs the first
-    rebuild it), and the pipeline runs."""
+    """What the session paid for: every engine started (any process), this process's builds in order with their
+    start seconds, and the pipeline runs (tests/support/costs.py)."""
     _ENGINES.__exit__(None, None, None)
     for line in _ENGINES.lines():
         terminalreporter.write_line(line)
-    pool = getattr(sys.modules.get("steps.engine_pool"), "ENGINE_POOL", None)
-    if pool is not None and pool.builds:
-        terminalreporter.write_line(f"vLLM engines built in this process: {len(pool.builds)}, "
-                                    f"{sum(seconds for _, seconds in pool.builds):.0f} s: "
-                                    + ", ".join(f"{Path(path).name} {seconds:.0f} s" for path, seconds in pool.builds))
     for line in pipeline_run_lines(_SESSION_DIR / "zenml"):
         terminalreporter.write_line(line)
 

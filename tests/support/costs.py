@@ -81,7 +81,12 @@ class EngineCensus:
         total = sum(map(len, by_whom.values())) + sum(map(len, seen.values()))
         parts = [f"{whom} {len(s)} ({sum(s):.0f} s to start)" for whom, s in sorted(by_whom.items())]
         parts += [f"{starter} {len(s)} ({sum(s):.0f} s alive)" for starter, s in sorted(seen.items())]
-        return [f"vLLM engines started in this session, any process: {total}" + (": " + "; ".join(parts) if parts else "")]
+        lines = [f"vLLM engines started in this session, any process: {total}" + (": " + "; ".join(parts) if parts else "")]
+        # In order: a test that needs another engine than the one held makes the next test that needs the first rebuild it.
+        own = [build for build in builds if build["pid"] == os.getpid()]
+        if own:
+            lines.append("Built in this process, in order: " + ", ".join(f"{b['model']} {b['seconds']:.0f} s" for b in own))
+        return lines
 
 
 def pipeline_run_lines(zenml_config: Path) -> list[str]:
