@@ -16,7 +16,7 @@ def first_run():
 
     from pipelines.evaluating import evaluating
 
-    run = Client().get_pipeline_run(evaluating.with_options(enable_cache=False)(config=small_config()).id)
+    run = Client().get_pipeline_run(evaluating.with_options(enable_cache=False)(config=small_config(checks=True)).id)
     for name, step in run.steps.items():
         if name.startswith("publish_results"):
             receipt = step.outputs[col.PUBLISH_RECEIPT][0].load()

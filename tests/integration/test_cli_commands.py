@@ -82,6 +82,10 @@ def test_evaluate_two_models_publish_after_a_failed_push_rescore_only_failed_fro
         rescored, report = _run(result)
         assert [m["scored"] for m in report["models"]] == [ROWS, ROWS]
         assert not _status(rescored, "generate_answers")  # no generation in a rescore
+        merged = [step_output(rescored, name, col.EVALUATIONS) for name in sorted(rescored.steps)
+                  if name.startswith("evaluate_answers")]
+        assert [m[col.ID] for m in merged] == [e[col.ID] for e in evaluations]  # every row, in its place
+        assert all(m[col.JUDGE_ERROR] == [None] * ROWS for m in merged)
 
         # 4. `rescore --from-hub REPO`: the answers published in one repo, judged without any stored artifact.
         judge.state.requests = []
@@ -107,15 +111,22 @@ def test_evaluate_two_models_publish_after_a_failed_push_rescore_only_failed_fro
         assert [(s.resumed, s.generated) for s in stats] == [(0, ROWS)] * len(MODELS)
 
 
+@pytest.fixture(scope="module")
+def empty_store(tmp_path_factory):
+    """A new ZenML store (its own ZENML_CONFIG_PATH), made by the first command that uses it: both commands below
+    find it empty (neither runs a pipeline)."""
+    return tmp_path_factory.mktemp("empty-store")
+
+
 @pytest.mark.parametrize("command, flags", [("rescore", ["--only-failed"]), ("publish", [])])
-def test_with_nothing_stored_yet_rescore_and_publish_say_to_evaluate_first(repo_root, tmp_path, command, flags):
-    """A new ZenML store (its own ZENML_CONFIG_PATH), used from outside the repository (so the repository's
-    `.zen`, which names the session store's stack, is not read): nothing to rescore or publish."""
+def test_with_nothing_stored_yet_rescore_and_publish_say_to_evaluate_first(repo_root, empty_store, command, flags):
+    """The CLI used from outside the repository (so the repository's `.zen`, which names the session store's stack,
+    is not read): nothing to rescore or publish."""
     from tools.execution import ensure_zenml_repository
 
     ensure_zenml_repository()  # exists already, so the CLI below does not write the new store's ids into it
-    env = {**os.environ, "ZENML_CONFIG_PATH": str(tmp_path / "zenml")}
-    result = subprocess.run([sys.executable, str(repo_root / "tools" / "run.py"), command, *flags], cwd=tmp_path,
+    env = {**os.environ, "ZENML_CONFIG_PATH": str(empty_store / "zenml")}
+    result = subprocess.run([sys.executable, str(repo_root / "tools" / "run.py"), command, *flags], cwd=empty_store,
                             env=env, capture_output=True, text=True, timeout=240)
     assert result.returncode == 1, result.stderr[-2000:]
     assert "run `python tools/run.py --run-evaluation` first" in result.stderr

@@ -52,9 +52,10 @@ def test_a_score_first_judge_check_asking_for_scores_alone_gets_the_scores_of_wh
 
 
 def test_the_default_judge_returns_a_valid_verdict_for_nearly_every_row_of_the_embedded_split():
-    """Under the default rubric and judge settings, on every second row of the shipped split (its reference
-    answers as the answers judged: 24 verdicts, for half the time of all 48), at least 90% of the verdicts parse
-    and validate. (`make evaluate` judges all 48: benchmarks/README.md records its failed verdicts.)"""
+    """Under the default rubric and judge settings, on every fourth row of the shipped split (its reference
+    answers as the answers judged: 12 verdicts, for a quarter of the time of all 48), at least 90% of the verdicts
+    parse and validate: one failure at most. (`make evaluate` judges all 48: benchmarks/README.md records its failed
+    verdicts, 0 of 48 in the last runs.)"""
     from llm_engineering.evaluation.config import DatasetConfig, JudgeConfig
     from llm_engineering.evaluation.engine_config import EngineConfig
     from llm_engineering.evaluation.generation.dataset import read_test_split
@@ -63,11 +64,11 @@ def test_the_default_judge_returns_a_valid_verdict_for_nearly_every_row_of_the_e
     from llm_engineering.settings import get_settings
 
     split = read_test_split(DatasetConfig())
-    split = split.select(range(0, len(split), 2))
+    split = split.select(range(0, len(split), 4))
     rows = split.add_column(col.ANSWER, split[col.REFERENCE]).add_column(col.MODEL_ID, ["reference"] * len(split))
     settings, config = get_settings(), JudgeConfig()
     with open_judge([config], EngineConfig(), settings, ENGINE_POOL) as judge:
         evaluations = score_answers(rows, judge)
     valid = sum(error is None for error in evaluations[col.JUDGE_ERROR])
     print(f"valid verdicts under the default rubric: {valid}/{len(rows)}")
-    assert len(rows) >= 20 and valid / len(rows) >= 0.9, [e for e in evaluations[col.JUDGE_ERROR] if e]
+    assert len(rows) == 12 and valid / len(rows) >= 0.9, [e for e in evaluations[col.JUDGE_ERROR] if e]

@@ -13,7 +13,7 @@ from llm_engineering.infrastructure.zenml_runs import step_output
 from tests.support.cli_output import json_report
 
 pytestmark = pytest.mark.slow
-ROWS = 4
+ROWS = 3
 
 
 def constructed_labels() -> list[dict]:
@@ -29,31 +29,33 @@ def test_labels_given_to_evaluate_are_judged_and_their_agreement_reported(run_cl
     labels.write_text("".join(json.dumps(label) + "\n" for label in constructed_labels()))
     config = tmp_path / "run.yaml"
     config.write_text(yaml.safe_dump({"parameters": {
-        "sampling": {"max_tokens": 24}, "judge": {"model": "smollm2-135m", "max_tokens": 200}, "judge_check": {"rows": 2},
+        "sampling": {"max_tokens": 24}, "judge": {"model": "smollm2-135m", "max_tokens": 200},
+        "judge_check": {"rows": 0}, "similarity": {"enabled": False},  # read nowhere here
     }}))
     result = run_cli("evaluate", "--config", config, "--limit", ROWS, "--labels", labels)
     assert result.exit_code == 0, result.output[-3000:]
     report = json_report(result.stdout)
 
     agreement = report["labels"]
-    assert (agreement["kind"], agreement["rows"], agreement["rubric"]) == ("pointwise", 12, "task-accuracy")
-    # Twelve distinct answers (no answer is labelled twice under one id): twelve verdicts, none from an earlier run.
-    assert agreement["judge_calls"] == 12 and agreement["judge_tokens"] > 0
+    labelled = 3 * ROWS  # a right, a half-right and a wrong answer per row
+    assert (agreement["kind"], agreement["rows"], agreement["rubric"]) == ("pointwise", labelled, "task-accuracy")
+    # Nine distinct answers (no answer is labelled twice under one id): nine verdicts, none from an earlier run.
+    assert agreement["judge_calls"] == labelled and agreement["judge_tokens"] > 0
     (accuracy,) = agreement["criteria"]
-    assert (accuracy["criterion"], accuracy["rows"], accuracy["scale"]) == ("accuracy", 12, [1, 2, 3])
+    assert (accuracy["criterion"], accuracy["rows"], accuracy["scale"]) == ("accuracy", labelled, [1, 2, 3])
     details = agreement["details"]
     assert [d["human"] for d in details] == [3, 2, 1] * ROWS
     assert any(d["error"] is None for d in details), details
-    # Each score is given four times: the majority rule gives every answer the lowest, 1, and is right on 4 of 12.
+    # Each score is given three times: the majority rule gives every answer the lowest, 1, and is right on 3 of 9.
     assert (accuracy["majority"]["exact"], accuracy["majority"]["kappa"]) == (0.3333, 0.0)
-    assert [accuracy[rater]["rows"] for rater in ("judge", "majority", "length")] == [12, 12, 12]
+    assert [accuracy[rater]["rows"] for rater in ("judge", "majority", "length")] == [labelled] * 3
     assert accuracy["length"]["failed"] == 0 and accuracy["length"]["exact_ci"] is not None
     # The in-process judge returns logprobs: its expected scores, rounded, are compared too.
     assert accuracy["expected_problem"] is None and accuracy["judge_expected"] is not None
     assert accuracy["verdict"].startswith("valid on these labels" if accuracy["valid"] else "not shown valid")
 
     # The CLI says it in words; the run's own artifact and metadata hold the same report.
-    assert f"  accuracy (12 labels): {accuracy['verdict']}" in result.stdout
+    assert f"  accuracy ({labelled} labels): {accuracy['verdict']}" in result.stdout
     run = Client().get_pipeline_run(report["run"])
     assert step_output(run, "check_labels", col.LABEL_AGREEMENT).model_dump() == agreement
     assert run.steps["check_labels"].run_metadata["label_agreement"]["criteria"]["accuracy"]["verdict"] == accuracy["verdict"]

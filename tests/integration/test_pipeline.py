@@ -15,7 +15,7 @@ from llm_engineering.run_config import EvaluationConfig
 from llm_engineering.infrastructure.zenml_runs import generations_of, step_output
 from steps.engine_pool import ENGINE_POOL
 from tests.support.cli_output import json_report
-from tests.support.small_run import FIRST_RUN_PUBLISHED, ROWS, SMALL, small_config, step_status
+from tests.support.small_run import FIRST_RUN_PUBLISHED, ROWS, SMALL, UNREAD_CHECKS_OFF, small_config, step_status
 
 pytestmark = pytest.mark.slow
 
@@ -133,7 +133,7 @@ def test_several_models_get_one_generations_artifact_each_a_comparison_and_a_pai
     # two models to the pipeline, one engine.
     folder = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR).path
     models = ["smollm2-135m@temperature=0.2", f"{folder}@temperature=1.2"]
-    config = EvaluationConfig.model_validate({**SMALL, "models": models, "dataset": {"limit": 2}})
+    config = EvaluationConfig.model_validate({**SMALL, **UNREAD_CHECKS_OFF, "models": models, "dataset": {"limit": 2}})
     run = Client().get_pipeline_run(evaluating.with_options(enable_cache=False)(config=config).id)
     steps = [name for name in sorted(run.steps) if name.startswith("generate_answers")]
     generations = [run.steps[name].outputs[col.GENERATIONS][0].load() for name in steps]
@@ -187,27 +187,25 @@ def test_first_run_checks_its_judge_and_reports_how_far_to_trust_it(first_run):
 
 def test_cli_runs_a_local_jsonl_with_output_column_and_limit(run_cli, tmp_path):
     rows = [{"instruction": f"In one sentence, what is {t}?", "output": f"{t} is a technique."}
-            for t in ["RAG", "LoRA", "QLoRA", "DPO", "vLLM", "PagedAttention", "a KV cache",
-                      "ZenML", "quantization", "an LLM judge", "a vector database", "SFT"]]
+            for t in ["RAG", "LoRA", "QLoRA", "DPO", "vLLM", "PagedAttention"]]
     data = tmp_path / "rows.jsonl"
     data.write_text("\n".join(json.dumps(r) for r in rows))
     config = tmp_path / "run.yaml"
     config.write_text(
         "parameters:\n  prompt: {template: chat}\n  sampling: {max_tokens: 24}\n"
         "  judge: {model: smollm2-135m, max_tokens: 200, max_analysis_chars: 100}\n"
+        "  judge_check: {rows: 0}\n  similarity: {enabled: false}\n"
     )
-    result = run_cli("--run-evaluation", "--config", config, "--dataset", data, "--limit", 10)
+    result = run_cli("--run-evaluation", "--config", config, "--dataset", data, "--limit", 4)
     assert result.exit_code == 0, result.output[-3000:]
     assert "smollm2-135m" in result.stdout and "Evaluation summary" in result.stdout
     report = json_report(result.stdout)
-    assert report["models"][0]["rows"] == 10
-    assert report["models"][0]["scored"] >= 9, report["models"][0]  # the judge works through the CLI too
+    assert report["models"][0]["rows"] == 4
+    assert report["models"][0]["scored"] >= 3, report["models"][0]  # the judge works through the CLI too
     # The chat template was rendered by the model's own tokenizer, not the Alpaca template.
     from zenml.client import Client
 
     generations = step_output(Client().get_pipeline_run(report["run"]), "generate_answers", col.GENERATIONS)
-    assert generations[col.ID][:2] == ["0", "1"]  # ids given to rows without one, in file order
+    assert generations[col.ID] == ["0", "1", "2", "3"]  # ids given to rows without one, in file order
     assert generations[0][col.PROMPT].startswith("<|im_start|>")
     assert "In one sentence, what is RAG?" in generations[0][col.PROMPT]
-
-

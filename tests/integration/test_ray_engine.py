@@ -2,9 +2,10 @@
 local Ray cluster (the shipped config's engine block, one replica here), the bundled model; a first run killed
 (SIGKILL, its pid alone) once it has saved an answer, whose cluster must not outlive it; the second resumes.
 
-In a CLI subprocess, so the test session's in-process engine stays as it is (the ray backend frees
-the pooled engine before its replicas start). The judge is the OpenAI-compatible stub: what is under
-test is generation. One short run: replica engine starts dominate (about a minute here).
+The killed run is a CLI subprocess; the resuming one runs in this process (`run_cli`), its cluster started and
+stopped by this process. The ray backend frees the pooled engine before its replicas start, so the test is marked
+`own_engine` (it runs after the tests on the session's engine). The judge is the OpenAI-compatible stub: what is
+under test is generation. Replica engine starts dominate (about half a minute each here).
 """
 
 import json
@@ -31,7 +32,7 @@ from llm_engineering.settings import get_settings
 from tests.integration.openai_stub import OpenAIStub
 from tests.support.cli_output import json_report
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.own_engine]
 
 ROWS = 8
 
@@ -88,7 +89,7 @@ def _ray_daemons():
 
 
 @pytest.mark.timeout(900)
-def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(repo_root, tmp_path):
+def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(repo_root, tmp_path, run_cli):
     from zenml.client import Client
 
     shipped = yaml.safe_load((repo_root / "configs" / "evaluating_ray.yaml").read_text())
@@ -128,9 +129,9 @@ def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(r
         kept = [json.loads(line) for line in checkpoint.path.read_text().splitlines() if line.endswith("}")]
         assert 1 <= len(kept) < ROWS
 
-        # 2. The same command again resumes those answers and generates the rest.
-        result = subprocess.run(command, cwd=repo_root, capture_output=True, text=True, timeout=840)
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+        # 2. The same command again (in this process) resumes those answers and generates the rest.
+        result = run_cli(*command[2:])
+    assert result.exit_code == 0, result.output[-3000:]
     run = Client().get_pipeline_run(json_report(result.stdout)["run"])
     generations = step_output(run, "generate_answers", col.GENERATIONS)
     (stats,) = [a.load() for a in run.steps["generate_answers"].outputs[col.GENERATION_STATS]]

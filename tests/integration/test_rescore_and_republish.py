@@ -1,5 +1,6 @@
-"""Scoring again without inference (all rows, or only the failed ones), and publishing later what a failed push
-did not publish: through the real pipeline, on the session's first small run."""
+"""Scoring again without inference, and publishing later what a failed push did not publish: through the real
+pipeline, on the session's first small run. (Only the failed rows, and scoring from a Hub repo: the CLI's
+`test_cli_commands.py`, steps 3 and 4.)"""
 
 from pathlib import Path
 
@@ -8,7 +9,7 @@ from datasets import load_dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.run_config import EvaluationConfig
-from llm_engineering.infrastructure.zenml_runs import finished_outputs, generations_of, step_output
+from llm_engineering.infrastructure.zenml_runs import generations_of, step_output
 from tests.support.small_run import SMALL, small_config
 
 pytestmark = pytest.mark.slow
@@ -36,45 +37,14 @@ def test_rescore_reuses_generations_without_inference(first_run):
     assert scores.judge_usage.calls == len(stored) and scores.judge_usage.seconds_per_verdict > 0  # the judge's time
 
 
-def test_rescore_only_failed_through_the_pipeline_fills_exactly_the_failed_rows(first_run):
-    from zenml.client import Client
-
-    from pipelines.evaluating import rescoring
-    from tests.integration.openai_stub import OpenAIStub
-
-    generations, stats = generations_of(first_run)
-    rows = len(generations[0].load())
-    with OpenAIStub() as stub:
-        judge = {"backend": "openai", "model": "stub-judge", "base_url": stub.base_url,
-                 "max_attempts": 1, "max_concurrency": 1, "cache": False}
-        # No judge check here: its calls would blur the count of re-asked rows.
-        config = EvaluationConfig.model_validate({**SMALL, "judge": judge, "judge_check": {"rows": 0}})
-        stub.state.script, stub.state.default = ["ok"], "500"  # first row judged, the rest fail
-        run = rescoring.with_options(enable_cache=False)(
-            config=config, answers_ids=[str(a.id) for a in generations], generation_stats=stats)
-        partial_run = Client().get_pipeline_run(run.id)
-        partial = step_output(partial_run, "evaluate_answers", col.EVALUATIONS)
-        assert [e is None for e in partial[col.JUDGE_ERROR]] == [True] + [False] * (rows - 1)
-
-        stub.state.requests, stub.state.default = [], "ok"
-        evaluations = finished_outputs(partial_run, "evaluate_answers", col.EVALUATIONS)
-        run = rescoring.with_options(enable_cache=False)(
-            config=config, answers_ids=[str(a.id) for a in evaluations], generation_stats=stats, only_failed=True)
-        merged = step_output(Client().get_pipeline_run(run.id), "evaluate_answers", col.EVALUATIONS)
-    assert len(stub.state.requests) == rows - 1
-    assert merged[col.JUDGE_ERROR] == [None] * rows
-    assert merged[col.ID] == partial[col.ID]
-
-
 def test_failed_hub_push_loses_nothing_and_publish_only_pushes_later(first_run, hub, monkeypatch):
     from zenml.client import Client
 
     from llm_engineering.infrastructure.publishing import trust_info
     from llm_engineering.infrastructure.zenml_runs import results_to_publish
     from llm_engineering.settings import get_settings
-    from pipelines.evaluating import publishing, rescoring
+    from pipelines.evaluating import publishing
     from tests.integration.hub_stub import TOKEN, USER
-    from tests.integration.openai_stub import OpenAIStub
 
     monkeypatch.setenv("HUGGINGFACE_ACCESS_TOKEN", TOKEN)
     get_settings.cache_clear()
@@ -101,15 +71,5 @@ def test_failed_hub_push_loses_nothing_and_publish_only_pushes_later(first_run, 
         facts = trust_info(stored[0][col.MODEL_ID], checks)
         card = (Path(receipt.local_path) / "README.md").read_text()
         assert facts and all(f"- **{key}**: {value}" in card for key, value in facts.items())
-
-        # Scoring from the published repo, as on another machine: no artifact, no generation.
-        with OpenAIStub() as judge:
-            config = EvaluationConfig.model_validate({**SMALL, "judge": {
-                "backend": "openai", "model": "stub-judge", "base_url": judge.base_url, "cache": False}})
-            run = Client().get_pipeline_run(rescoring.with_options(enable_cache=False)(
-                config=config, generation_stats=[], hub_repos=[repo]).id)
-        rescored = step_output(run, "evaluate_answers", col.EVALUATIONS)
-        assert rescored[col.ID] == stored[col.ID] and rescored[col.ANSWER] == stored[col.ANSWER]
-        assert rescored[col.JUDGE_ERROR] == [None] * len(stored)
     finally:
         get_settings.cache_clear()

@@ -134,8 +134,22 @@ def _group_gone(pgid, timeout=60):
     return False
 
 
+def _session_engine(config):
+    """The config without `max_num_seqs` (a scheduling knob the checkpoint's key leaves out): this process's
+    session engine runs it."""
+    without = config.replace("  engine: {max_num_seqs: 4}\n", "")
+    assert "max_num_seqs" not in without
+    return without
+
+
+def _run_ids():
+    from zenml.client import Client
+
+    return {run.id for run in Client().list_pipeline_runs(size=1000).items}
+
+
 @pytest.mark.timeout(900)
-def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, tmp_path, run_cli):
+def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, tmp_path, run_cli, monkeypatch):
     from zenml.client import Client
 
     from llm_engineering.infrastructure.zenml_runs import step_output
@@ -197,35 +211,32 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
         after_kill = len(_saved(checkpoint))
         assert after_interrupt + 2 <= after_kill < ROWS
 
-        # 4. A step that raises while the engine is up: publishing into an output folder whose `hub` is a file,
-        # after two more answers (a shorter split: whole prompts) were generated. The run fails naming the step, the
-        # engine is shut down, nothing is left 10 s later, and the answers generated before the failure are kept.
+        # 4. A step that raises after generation, in this process (`run_cli`) with the session's engine: publishing
+        # into an output folder whose `hub` is a file, after two more answers (a shorter split: whole prompts) were
+        # generated. The command fails naming the step, and the answers generated before the failure are kept. (That a
+        # failing step's CLI ends with nothing left running is step 2's: its SIGTERM fails generate_answers.) The config
+        # without `max_num_seqs`, a scheduling knob the checkpoint's key leaves out, so the same checkpoint is found.
         rows = SAMPLES * -(-(after_kill + 2) // SAMPLES)
         broken_output = tmp_path / "broken-output"
         broken_output.mkdir()
         (broken_output / "hub").write_text("a file where the local results repos go")
         shorter = tmp_path / "shorter.yaml"
-        shorter.write_text(CONFIG.format(rows=rows // SAMPLES, base_url=judge.base_url))
-        with open(tmp_path / "failed.log", "w") as log:
-            failed = _start(repo_root, shorter, log, OUTPUT_DIR=str(broken_output))
-            while len(_saved(checkpoint)) < rows and failed.poll() is None:
-                time.sleep(0.1)
-            descendants = _descendants(failed.pid)  # generation is over; its engine stays pooled until the command ends
-            code = failed.wait(timeout=600)
-        console = (tmp_path / "failed.log").read_text()
-        assert code == 1, console[-3000:]
-        assert "Step publish_results failed" in console, console[-3000:]
-        assert f"Resuming: {after_kill} of {rows} answers" in console
-        assert not [name for _, name in descendants if name.startswith("VLLM::")], descendants  # in the CLI's process
-        assert _group_gone(failed.pid, timeout=10), f"alive 10 s after the failed run: {_alive(failed.pid)}"
+        shorter.write_text(_session_engine(CONFIG.format(rows=rows // SAMPLES, base_url=judge.base_url)))
+        runs_before = _run_ids()
+        with monkeypatch.context() as patched:
+            patched.setenv("OUTPUT_DIR", str(broken_output))
+            result = run_cli("--run-evaluation", "--config", shorter)
+        assert result.exit_code == 1, result.output[-3000:]
+        assert "Step publish_results failed" in result.stderr, result.output[-3000:]
+        (failed_run,) = _run_ids() - runs_before
+        failed_stats = step_output(Client().get_pipeline_run(failed_run), "generate_answers", col.GENERATION_STATS)
+        assert (failed_stats.resumed, failed_stats.generated) == (after_kill, rows - after_kill)
         kept = _saved(checkpoint)
         assert len(kept) == rows < ROWS
 
-        # 5. The command again, in this process (`run_cli`) with the session's engine: the config without
-        # `max_num_seqs`, a scheduling knob the checkpoint's key leaves out, so the same checkpoint is found.
-        # Only the missing rows are generated, and the run completes.
-        config.write_text(CONFIG.format(rows=PROMPTS, base_url=judge.base_url).replace("  engine: {max_num_seqs: 4}\n", ""))
-        assert "max_num_seqs" not in config.read_text()
+        # 5. The command again, in this process with the session's engine and the whole split: only the missing rows
+        # are generated, and the run completes.
+        config.write_text(_session_engine(CONFIG.format(rows=PROMPTS, base_url=judge.base_url)))
         result = run_cli("--run-evaluation", "--config", config)
         assert result.exit_code == 0, result.output[-3000:]
 

@@ -12,10 +12,15 @@ SMALL = {
 }
 
 
-def small_config(**judge):
+# The judge check and reference similarity cost a run seconds (the check's verdicts, the embedder): off where no
+# assertion reads them. `first_run` keeps both, and its test reads them.
+UNREAD_CHECKS_OFF = {"judge_check": {"rows": 0}, "similarity": {"enabled": False}}
+
+
+def small_config(*, checks=False, **judge):
     data = json.loads(json.dumps(SMALL))
     data["judge"].update(judge)
-    return EvaluationConfig.model_validate(data)
+    return EvaluationConfig.model_validate(data if checks else {**data, **UNREAD_CHECKS_OFF})
 
 
 def step_status(run, step):
