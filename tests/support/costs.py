@@ -42,7 +42,7 @@ class EngineCensus:
 
     def __init__(self, ledger: Path, interval: float = 0.5):
         self.ledger, self.interval = ledger, interval
-        self.engines: dict[int, list] = {}  # engine core pid -> [starter, first seen, last seen]
+        self.engines: dict[int, list] = {}  # engine core pid -> [starter, first seen, last seen, parent pid]
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="engine-census", daemon=True)
 
@@ -65,7 +65,8 @@ class EngineCensus:
                     self.engines[pid][2] = now
                 else:
                     stat = _read(f"/proc/{pid}/stat").rsplit(")", 1)[-1].split()
-                    self.engines[pid] = [_starter(int(stat[1])) if len(stat) > 1 else "another process", now, now]
+                    parent = int(stat[1]) if len(stat) > 1 else 0
+                    self.engines[pid] = [_starter(parent) if parent else "another process", now, now, parent]
             self._stop.wait(self.interval)
 
     def lines(self) -> list[str]:
@@ -75,9 +76,13 @@ class EngineCensus:
             where = "this process" if build["pid"] == os.getpid() else "a CLI subprocess"
             by_whom[f"{where}, {'in process' if build['in_process'] else 'its own processes'}"].append(build["seconds"])
         seen: dict[str, list[float]] = defaultdict(list)
-        for starter, first, last in self.engines.values():
-            if starter not in ("this process", "a CLI subprocess"):  # those are the pool's, in the ledger
-                seen[starter].append(last - first)
+        pool_builders = {build["pid"] for build in builds}
+        for starter, first, last, parent in self.engines.values():
+            if parent in pool_builders:  # the pool's engines are in the ledger
+                continue
+            if starter == "a CLI subprocess":  # an engine the ledger does not know: a CLI of an earlier version
+                starter = "a CLI subprocess, not in the ledger"
+            seen[starter].append(last - first)
         total = sum(map(len, by_whom.values())) + sum(map(len, seen.values()))
         parts = [f"{whom} {len(s)} ({sum(s):.0f} s to start)" for whom, s in sorted(by_whom.items())]
         parts += [f"{starter} {len(s)} ({sum(s):.0f} s alive)" for starter, s in sorted(seen.items())]

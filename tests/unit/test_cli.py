@@ -242,15 +242,16 @@ def test_a_kv_cache_larger_than_this_machines_memory_stops_before_any_work(run_c
     assert "Initiating a new run" not in result.stdout + result.stderr and "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("started_with, ends_with", [(None, "terminated"), ("SIG_IGN", "still running")])
+@pytest.mark.parametrize("started_with, ends_with", [("SIG_DFL", "terminated"), ("SIG_IGN", "still running")])
 def test_a_hang_up_stops_the_cli_as_sigterm_does_unless_it_was_started_under_nohup(repo_root, started_with, ends_with):
     """SIGHUP (a closed terminal) reaches the CLI's SIGTERM handling, where the real run's SIGTERM is tested end to
-    end (`tests/integration/test_resume.py`); a process started to ignore it (nohup) goes on."""
+    end (`tests/integration/test_resume.py`); a process started to ignore it (nohup) goes on. The probe sets what it
+    was started with itself: the suite itself may run under nohup, whose ignored SIGHUP every child inherits."""
     probe = (
         "import signal, sys\n"
         "from tools.execution import handle_hang_up_as_terminate\n"
-        + (f"signal.signal(signal.SIGHUP, signal.{started_with})\n" if started_with else "")
-        + "signal.signal(signal.SIGTERM, lambda *_: (print('terminated', flush=True), sys.exit(0)))\n"
+        f"signal.signal(signal.SIGHUP, signal.{started_with})\n"
+        "signal.signal(signal.SIGTERM, lambda *_: (print('terminated', flush=True), sys.exit(0)))\n"
         "handle_hang_up_as_terminate()\n"
         "signal.raise_signal(signal.SIGHUP)\n"
         "print('still running', flush=True)\n"
