@@ -88,9 +88,17 @@ bench-judge: install
 bench-ray: install
 	$(PY) benchmarks/ray_engine.py
 
+# One job per module: none of the code's modules over this many lines (docs/architecture.md).
+MAX_MODULE_LINES := 300
+
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports --no-logo
+	@over=$$(find llm_engineering steps pipelines tools -name '*.py' -exec wc -l {} + | \
+		awk '$$2 != "total" && $$1 > $(MAX_MODULE_LINES) {print "  " $$2 ": " $$1 " lines"}'); \
+	if [ -n "$$over" ]; then \
+		echo "Modules over $(MAX_MODULE_LINES) lines: split each at its seams (docs/architecture.md):"; echo "$$over"; exit 1; \
+	else echo "Module sizes: none over $(MAX_MODULE_LINES) lines"; fi
 
 clean:
 	rm -rf $(VENV) outputs .pytest_cache

@@ -61,8 +61,9 @@ def generate(prompts: int, max_tokens: int, checkpoint_dir: Path) -> dict[str, A
     started = time.perf_counter()
     try:
         with open_engine(model.path, engine, pool) as generation_engine:
-            answers, stats = answer_test_split(generation_engine, split, "smollm2-135m", sampling, PromptConfig(),
-                                               engine.max_model_len, checkpoint)
+            answers, stats = answer_test_split(generation_engine, split, "smollm2-135m", sampling=sampling,
+                                               prompt=PromptConfig(), max_model_len=engine.max_model_len,
+                                               checkpoint=checkpoint)
     finally:
         pool.release()
     return {"rows": len(answers), "resumed": stats.resumed, "generated": stats.generated,

@@ -63,10 +63,10 @@ def main(judge_model: str, rows: int, backends: tuple[str, ...], only_as_asked: 
 
     from llm_engineering.evaluation.config import JudgeConfig
     from llm_engineering.evaluation.engine_config import EngineConfig
-    from llm_engineering.evaluation.judging.rubric import verdict_schema
+    from llm_engineering.evaluation.judging.verdict import verdict_schema
     from llm_engineering.evaluation.judging.score_probs import TOP_LOGPROBS
     from llm_engineering.evaluation.models import resolve_model
-    from llm_engineering.infrastructure import vllm_engine
+    from llm_engineering.infrastructure import vllm_engine, vllm_setup
     from llm_engineering.infrastructure.judge_choice import resolve_auto_judge
     from llm_engineering.infrastructure.vllm_engine import EnginePool
     from llm_engineering.settings import get_settings
@@ -82,10 +82,10 @@ def main(judge_model: str, rows: int, backends: tuple[str, ...], only_as_asked: 
     variants |= {f"top {k} logprobs": dict(logprobs=k, schema=True) for k in top_logprobs}
     pipeline_kwargs = vllm_engine.engine_kwargs
     first_texts = None
-    for backend in backends or [vllm_engine.STRUCTURED_OUTPUTS["backend"]]:
+    for backend in backends or [vllm_setup.STRUCTURED_OUTPUTS["backend"]]:
         # The pipeline's engine arguments with another grammar backend (same whitespace rule).
         vllm_engine.engine_kwargs = lambda *args, backend=backend: {
-            **pipeline_kwargs(*args), "structured_outputs_config": {**vllm_engine.STRUCTURED_OUTPUTS, "backend": backend}}
+            **pipeline_kwargs(*args), "structured_outputs_config": {**vllm_setup.STRUCTURED_OUTPUTS, "backend": backend}}
         pool = EnginePool()
         try:
             llm = pool.get(resolve_model(config.model, get_settings().MODEL_CACHE_DIR).path, EngineConfig())

@@ -38,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from llm_engineering.evaluation import columns as col  # noqa: E402
+from tests.support.loopback import JSONHandler  # noqa: E402  (the stand-ins' handler base)
 
 FAULTS = {  # fault -> share of requests that get it (the rest are answered with a valid verdict)
     "429": 0.05, "500": 0.03, "503": 0.03, "reset": 0.03, "slow": 0.02, "bad_json": 0.02, "off_scale": 0.02,
@@ -77,29 +78,14 @@ class FaultLog:
 
 
 def fault_handler(log: FaultLog) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def _send(self, status: int, body: dict[str, Any], headers: Optional[dict[str, str]] = None) -> None:
-            payload = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            for key, value in (headers or {}).items():
-                self.send_header(key, value)
-            self.end_headers()
-            self.wfile.write(payload)
-
+    class Handler(JSONHandler):
         def do_POST(self) -> None:  # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            body = self.read_json()
             fault = log.next_fault(body["messages"][-1]["content"])
             if fault == "429":
-                return self._send(429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {"Retry-After": "0.05"})
+                return self.send_json(429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {"Retry-After": "0.05"})
             if fault in ("500", "503"):
-                return self._send(int(fault), {"error": {"message": "unavailable", "type": "server_error"}})
+                return self.send_json(int(fault), {"error": {"message": "unavailable", "type": "server_error"}})
             if fault == "reset":  # the headers and half a body, then the connection is gone
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
@@ -117,7 +103,7 @@ def fault_handler(log: FaultLog) -> type[BaseHTTPRequestHandler]:
                 content = content[: len(content) // 2]
             elif fault == "off_scale":
                 content = json.dumps({**VERDICT, "accuracy": {"analysis": "Off.", "score": 7}})
-            return self._send(200, {
+            return self.send_json(200, {
                 "id": "chatcmpl-soak", "object": "chat.completion", "created": 0, "model": body["model"],
                 "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}],
                 "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},

@@ -42,13 +42,13 @@ def library_run(rows: int) -> None:
     pool = EnginePool()
     try:
         with open_engine(model.path, config.engine, pool) as engine:
-            generations, stats = answer_test_split(engine, split, config.models[0], config.sampling, config.prompt,
-                                                  config.engine.max_model_len)
+            generations, stats = answer_test_split(engine, split, config.models[0], sampling=config.sampling,
+                                                  prompt=config.prompt, max_model_len=config.engine.max_model_len)
         with open_judge([config.judge.model_copy(update={"cache": False})], config.engine, settings, pool) as judge:
             evaluations = score_answers(generations, judge)
     finally:
         pool.release()  # the engine runs in its own process: end it before this one exits
-    print(build_summary([evaluations], [stats]).models[0].model_dump_json())
+    print(build_summary([evaluations], stats=[stats]).models[0].model_dump_json())
 
 
 def _timed(command: list[str], env: dict[str, str]) -> float:

@@ -1,10 +1,9 @@
 """A run config file: the evaluation's components composed under `parameters`, plus ZenML's own options.
 
-A run config is a ZenML-style YAML file: the evaluation itself lives under `parameters`
-(validated here with `extra="forbid"`, because ZenML silently ignores unknown keys), and
-ZenML's own keys (`settings`, `steps`, `enable_cache`, `run_name`...) are passed through to it.
-This module sits above `evaluation` and `infrastructure`: it composes the component configs
-with where the generation steps run on the ZenML stack.
+A run config is a ZenML-style YAML file: the evaluation itself lives under `parameters` (validated here with
+`extra="forbid"`, because ZenML silently ignores unknown keys), and ZenML's own keys (`settings`, `steps`,
+`enable_cache`, `run_name`...) are passed through to it. This module sits above `evaluation` and `infrastructure`:
+it composes the component configs with where the generation steps run on the ZenML stack.
 """
 
 from __future__ import annotations
@@ -263,6 +262,7 @@ def with_judges_chosen(config: EvaluationConfig, **machine: Any) -> tuple[Evalua
 
 def apply_overrides(
     config: EvaluationConfig,
+    *,
     models: Optional[list[str]] = None,
     dataset: Optional[str] = None,
     limit: Optional[int] = None,

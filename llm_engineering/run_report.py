@@ -20,7 +20,7 @@ from llm_engineering.evaluation.report import comparison_text as compared
 from llm_engineering.evaluation.report.comparison import RunComparison, compare_runs
 from llm_engineering.evaluation.report.gates import failed_gates, failed_rate_failures, parse_gate
 from llm_engineering.evaluation.report.html import render_html
-from llm_engineering.evaluation.report.summary import EvaluationSummary
+from llm_engineering.evaluation.stored.summary import EvaluationSummary
 from llm_engineering.evaluation.report.text import table_header, table_rows, trust_lines
 from llm_engineering.infrastructure.zenml_runs import evaluations_of, run_results
 

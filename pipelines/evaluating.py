@@ -6,7 +6,7 @@ from zenml import pipeline
 from zenml.client import Client
 
 from llm_engineering.run_config import EvaluationConfig
-from llm_engineering.evaluation.generation.answers import GenerationStats
+from llm_engineering.evaluation.stored.generation import GenerationStats
 from llm_engineering.settings import get_settings
 from steps.evaluating import (
     check_labels,

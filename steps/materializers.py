@@ -21,7 +21,7 @@ from zenml.materializers.pydantic_materializer import PydanticMaterializer
 
 from llm_engineering.evaluation.disk import naming_a_full_disk
 from llm_engineering.evaluation.report.html import render_html
-from llm_engineering.evaluation.report.summary import EvaluationSummary
+from llm_engineering.evaluation.stored.summary import EvaluationSummary
 
 _PREVIEW_ROWS = 20
 _PREVIEW_CHARS = 300

@@ -131,8 +131,8 @@ def _execute(request: Request, run_log: Any = None) -> None:
 
     try:
         run_config = load_run_config(request.config_path)
-        config = apply_overrides(run_config.evaluation, list(request.models), request.dataset, request.limit,
-                                 request.dummy, fresh=request.no_cache, rubric=request.rubric,
+        config = apply_overrides(run_config.evaluation, models=list(request.models), dataset=request.dataset,
+                                 limit=request.limit, dummy=request.dummy, fresh=request.no_cache, rubric=request.rubric,
                                  labels=request.labels, samples=request.samples)
         if request.mode not in ("publish", "snapshot"):  # a snapshot runs elsewhere: its steps choose there
             config, choices = with_judges_chosen(config)
@@ -162,19 +162,11 @@ def _execute(request: Request, run_log: Any = None) -> None:
     except RuntimeError as error:
         if "Pipeline run has failed" not in str(error):
             raise
-        raise click.ClickException(
-            f"{failed_steps_message()}\nEvery finished step is stored and cached, and every generated answer is saved: "
-            f"fix the cause and run the same command again (it resumes), or `python tools/run.py rescore` to "
-            f"judge the stored generations again."
-        ) from None
+        raise click.ClickException(f"{failed_steps_message()}\n{_KEPT_AFTER_A_FAILED_RUN}") from None
     except OperationalError as error:
         if "database is locked" not in str(error):
             raise
-        raise click.ClickException(
-            f"The ZenML store is locked by another process (a dashboard server or another run writing to it) and "
-            f"stayed locked past ZenML's 60 s wait: run the same command again once it is free (it resumes; every "
-            f"finished step and every generated answer is kept). Store: {_store_url()}"
-        ) from None
+        raise click.ClickException(_locked_store_message()) from None
     except KeyboardInterrupt:
         click.echo(
             "\nInterrupted. Every answer generated so far is saved: run the same command again to generate "
@@ -183,6 +175,17 @@ def _execute(request: Request, run_log: Any = None) -> None:
         sys.exit(130)
     summary, comparison = report_run(run.id, earlier.id if earlier is not None else None)
     check_gates(summary, request.fail_under, comparison if request.fail_on_regression else None, request.max_failed_rate)
+
+
+_KEPT_AFTER_A_FAILED_RUN = (
+    "Every finished step is stored and cached, and every generated answer is saved: fix the cause and run the same "
+    "command again (it resumes), or `python tools/run.py rescore` to judge the stored generations again.")
+
+
+def _locked_store_message() -> str:
+    return (f"The ZenML store is locked by another process (a dashboard server or another run writing to it) and "
+            f"stayed locked past ZenML's 60 s wait: run the same command again once it is free (it resumes; every "
+            f"finished step and every generated answer is kept). Store: {_store_url()}")
 
 
 def _store_url() -> str:

@@ -7,7 +7,7 @@ import random
 from typing import Optional, Sequence
 
 import numpy as np
-from pydantic import BaseModel, Field
+from llm_engineering.evaluation.stored.figures import Rate
 
 Z_95 = 1.959964
 BOOTSTRAP_SAMPLES = 2000
@@ -115,22 +115,6 @@ def rows_for_change(scores: Sequence[float], change: float, power: float = 0.8, 
     """Paired rows a change of `change` in the mean needs to be detected with `power`, runs uncorrelated per row
     (as `detectable_change`)."""
     return rows_needed([value * math.sqrt(2) for value in scores], change, power, alpha)
-
-
-class Rate(BaseModel):
-    """`count` of `total`, as a rate with its 95% Wilson interval (None when `total` is 0)."""
-
-    count: int
-    total: int
-    rate: Optional[float]
-    ci: Optional[list[float]] = Field(None, description="95% Wilson score interval")
-
-    def describe(self) -> str:
-        """`12/20 (60%, 95% CI 39-78%)`."""
-        if self.rate is None:
-            return f"{self.count}/{self.total} (n/a)"
-        interval = f", 95% CI {self.ci[0]:.0%}-{self.ci[1]:.0%}" if self.ci else ""
-        return f"{self.count}/{self.total} ({self.rate:.0%}{interval})"
 
 
 def wilson_interval(count: int, total: int, z: float = Z_95) -> Optional[list[float]]:

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence, TypeVar
 
 import numpy as np
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.rates import BOOTSTRAP_SAMPLES, bootstrap_ci, mean
+
+Number = TypeVar("Number", int, float)
 
 _CELLS_PER_CHUNK = 4_000_000  # drawn values at once in the two-level bootstrap: bounds memory at ~64 MB
 
@@ -104,8 +106,9 @@ def row_spread(groups: dict[str, list[float]]) -> Optional[float]:
     return mean([float(np.std(v, ddof=1)) for v in many]) if many else None
 
 
-def majority(values: Sequence[int]) -> int:
-    """The most frequent score; a tie goes to the lowest of the tied (a verdict never rounds up)."""
+def majority(values: Sequence[Number]) -> Number:
+    """The most frequent score; a tie goes to the lowest of the tied (a verdict never rounds up). The one home of
+    this rule: a row's samples, a jury's verdicts, the labels' majority baseline."""
     counts = Counter(values)
     top = max(counts.values())
     return min(v for v, c in counts.items() if c == top)

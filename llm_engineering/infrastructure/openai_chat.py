@@ -15,8 +15,9 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from llm_engineering.evaluation.config import JudgeConfig
+from llm_engineering.evaluation.judging.judge_id import JudgeId
 from llm_engineering.evaluation.judging.transport import JudgeReply, ReplySchema
-from llm_engineering.evaluation.judging.rubric import verdict_schema
+from llm_engineering.evaluation.judging.verdict import verdict_schema
 from llm_engineering.evaluation.judging.score_probs import TOP_LOGPROBS, compact
 
 logger = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ class ChatRequests:
 
     def __init__(self, config: JudgeConfig):
         self.config = config
-        self.judge_id = f"openai:{config.model}" + (f"@{config.base_url}" if config.base_url else "")
+        self.judge_id = str(JudgeId("openai", config.model, config.base_url))
         self._format = "json_schema" if config.response_format == "auto" else config.response_format
         self._lock = threading.Lock()
         # Why replies carry no logprobs: turned off, or refused by the endpoint (then asked no more).

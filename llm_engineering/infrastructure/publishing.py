@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, Optional
 from datasets import Dataset
 from filelock import FileLock
 from huggingface_hub import DatasetCard, DatasetCardData
-from pydantic import BaseModel
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.disk import naming_a_full_disk
+from llm_engineering.evaluation.judging.judge_id import model_names
 from llm_engineering.evaluation.report.trust_text import (
     SIMILARITY_METRIC,
     pairwise_finding,
@@ -30,21 +30,10 @@ from llm_engineering.evaluation.report.trust_text import (
 )
 
 if TYPE_CHECKING:  # read only: publishing needs no judge code loaded
-    from llm_engineering.evaluation.trust.judge_check import TrustChecks
-    from llm_engineering.evaluation.judging.pairwise import PairwiseReport
+    from llm_engineering.evaluation.stored.trust import TrustChecks
+    from llm_engineering.evaluation.stored.pairwise import PairwiseReport
 
 logger = logging.getLogger(__name__)
-
-
-class PublishReceipt(BaseModel):
-    """Where one model's results went; `hub_error` says why a Hub push did not happen."""
-
-    repo: str
-    stage: str
-    rows: int
-    local_path: str
-    hub_url: Optional[str] = None
-    hub_error: Optional[str] = None
 
 
 def repo_name(workspace: str, model_name: str) -> str:
@@ -90,9 +79,7 @@ def card_info(results: Dataset, extra: dict[str, Any]) -> dict[str, Any]:
         ) + f"; {scores.scored} scored, {scores.failed} failed"
         from llm_engineering.evaluation.report.summary import self_preference_warnings
 
-        # Judge ids are `backend:model[@url]`, a jury's `jury: id + id`.
-        judges = [j.split(":", 1)[-1].split("@")[0] for j in info["judge"].removeprefix("jury: ").split(" + ")]
-        info["warning"] = " ".join(self_preference_warnings(judges, [scores.model_id], None)) or None
+        info["warning"] = " ".join(self_preference_warnings(model_names(info["judge"]), [scores.model_id], None)) or None
         if scores.similarity_mean is not None:
             info["reference similarity"] = (f"{scores.similarity_mean} (95% CI {scores.similarity_ci}; "
                                             f"{SIMILARITY_METRIC}, {scores.similarity_rows} rows)")

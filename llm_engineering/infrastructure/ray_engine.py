@@ -32,7 +32,7 @@ from llm_engineering.infrastructure import cluster_reaper
 from llm_engineering.infrastructure.cluster_reaper import CLUSTER_MARK
 from llm_engineering.infrastructure.cpu_sampler import FAST_TOP_P
 from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT, ENGINE_CORE_CHILDREN
-from llm_engineering.infrastructure.vllm_engine import engine_kwargs
+from llm_engineering.infrastructure.vllm_setup import engine_kwargs
 from llm_engineering.infrastructure.cpu_tuning import preloaded_libraries
 
 logger = logging.getLogger(__name__)

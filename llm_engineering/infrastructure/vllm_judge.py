@@ -7,15 +7,16 @@ from typing import Any, Optional
 
 from llm_engineering.evaluation.config import JudgeConfig
 from llm_engineering.evaluation.engine_config import EngineConfig
+from llm_engineering.evaluation.judging.judge_id import JudgeId
 from llm_engineering.evaluation.judging.transport import JudgeReply, OnReply, ReplySchema
-from llm_engineering.evaluation.judging.rubric import verdict_schema
+from llm_engineering.evaluation.judging.verdict import verdict_schema
 from llm_engineering.evaluation.judging.score_probs import TOP_LOGPROBS, TokenChoices, compact
 from llm_engineering.infrastructure.vllm_engine import EnginePool
 
 
 class VLLMJudge:
     def __init__(self, model_path: str, config: JudgeConfig, engine: EngineConfig, pool: EnginePool):
-        self.judge_id = f"vllm:{config.model}"
+        self.judge_id = str(JudgeId("vllm", config.model))
         self._model_path, self._config, self._engine, self._pool = model_path, config, engine, pool
 
     def _schema(self, reply_schema: Optional[ReplySchema]) -> dict[str, Any]:

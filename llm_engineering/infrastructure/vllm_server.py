@@ -21,7 +21,7 @@ import httpx
 from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT
 from llm_engineering.infrastructure.cpu_tuning import cpu_environment
-from llm_engineering.infrastructure.vllm_engine import STRUCTURED_OUTPUTS
+from llm_engineering.infrastructure.vllm_setup import STRUCTURED_OUTPUTS
 
 
 class ServerError(RuntimeError):
@@ -57,7 +57,7 @@ def vllm_server(
     command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model_path,
                "--host", "127.0.0.1", "--port", str(port), "--served-model-name", served_name,
                "--max-model-len", "2048",
-               # Compact JSON verdicts, with the in-process judge's grammar (`vllm_engine.STRUCTURED_OUTPUTS`).
+               # Compact JSON verdicts, with the in-process judge's grammar (`vllm_setup.STRUCTURED_OUTPUTS`).
                "--structured-outputs-config", json.dumps(STRUCTURED_OUTPUTS)]
     if cpu:
         command += ["--dtype", "float32", "--enforce-eager"]

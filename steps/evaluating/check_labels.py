@@ -6,7 +6,7 @@ from zenml import log_metadata, step
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeConfig
 from llm_engineering.evaluation.engine_config import EngineConfig
-from llm_engineering.evaluation.trust.label_agreement import LabelAgreement
+from llm_engineering.evaluation.stored.labels import LabelAgreement
 from llm_engineering.evaluation.trust.label_check import judge_labels
 from llm_engineering.evaluation.trust.labels import Labels
 from llm_engineering.infrastructure.judge_backends import open_judge

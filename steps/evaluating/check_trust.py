@@ -7,7 +7,7 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeCheckConfig, JudgeConfig, SimilarityConfig
 from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.evaluation.trust.card import run_judge_check
-from llm_engineering.evaluation.trust.judge_check import TrustChecks
+from llm_engineering.evaluation.stored.trust import TrustChecks
 from llm_engineering.evaluation.samples import first_samples
 from llm_engineering.evaluation.trust.similarity import check_similarity, get_embedder
 from llm_engineering.infrastructure.judge_backends import open_judge

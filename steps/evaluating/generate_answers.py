@@ -5,7 +5,8 @@ from datasets import Dataset
 from zenml import get_step_context, log_metadata, step
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.generation.answers import GenerationStats, answer_test_split
+from llm_engineering.evaluation.generation.answers import answer_test_split
+from llm_engineering.evaluation.stored.generation import GenerationStats
 from llm_engineering.evaluation.generation.checkpoint import AnswerCheckpoint
 from llm_engineering.evaluation.config import PromptConfig, SamplingConfig
 from llm_engineering.evaluation.engine_config import EngineConfig
@@ -48,8 +49,8 @@ def generate_answers(
     # The in-process engine stays in the pool after this step, unless freed: the next steps reuse it when they match.
     with open_engine(resolved.path, engine, ENGINE_POOL, resolved.adapter) as generation_engine:
         generations, stats = answer_test_split(
-            generation_engine, test_split, model, sampling, prompt, engine.max_model_len, checkpoint, fresh=not resume
-        )
+            generation_engine, test_split, model, sampling=sampling, prompt=prompt, max_model_len=engine.max_model_len,
+            checkpoint=checkpoint, fresh=not resume)
     if get_step_context().step_run.config.extra.get(FREE_ENGINE):  # stopping it (~6 s) is this step's cost
         logger.info("%s: stopping its engine (the run's next in-process engine loads other weights)", model)
         ENGINE_POOL.release()

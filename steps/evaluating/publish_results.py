@@ -8,9 +8,10 @@ from zenml import get_step_context, log_metadata, step
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import DatasetConfig, PublishConfig, SamplingConfig
 from llm_engineering.evaluation.models import short_name
-from llm_engineering.evaluation.judging.pairwise import PairwiseReport
-from llm_engineering.infrastructure.publishing import PublishReceipt, card_info, publish_local, repo_name, trust_info
-from llm_engineering.evaluation.trust.judge_check import TrustChecks
+from llm_engineering.evaluation.stored.pairwise import PairwiseReport
+from llm_engineering.infrastructure.publishing import card_info, publish_local, repo_name, trust_info
+from llm_engineering.evaluation.stored.publishing import PublishReceipt
+from llm_engineering.evaluation.stored.trust import TrustChecks
 from llm_engineering.infrastructure.hub import PublishError, hub_workspace, push_results
 from llm_engineering.settings import get_settings
 

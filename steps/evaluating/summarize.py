@@ -5,13 +5,14 @@ from zenml import get_step_context, log_metadata, step
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeConfig, JuryConfig
-from llm_engineering.evaluation.generation.answers import GenerationStats
-from llm_engineering.evaluation.trust.label_agreement import LabelAgreement
-from llm_engineering.evaluation.judging.pairwise import PairwiseReport
+from llm_engineering.evaluation.stored.generation import GenerationStats
+from llm_engineering.evaluation.stored.labels import LabelAgreement
+from llm_engineering.evaluation.stored.pairwise import PairwiseReport
 from llm_engineering.evaluation.prices import judge_prices
 from llm_engineering.evaluation.report.text import trust_lines
-from llm_engineering.evaluation.report.summary import EvaluationSummary, build_summary
-from llm_engineering.evaluation.trust.judge_check import TrustChecks
+from llm_engineering.evaluation.report.summary import build_summary
+from llm_engineering.evaluation.stored.summary import EvaluationSummary
+from llm_engineering.evaluation.stored.trust import TrustChecks
 from steps.materializers import EvaluationSummaryMaterializer
 
 
@@ -30,9 +31,11 @@ def summarize(
     (the artifact renders as an HTML report)."""
     # A jury's cost is known when its judges share one price (one model, or one price set).
     prices = {judge_prices(judge) for judge in judges}
-    summary = build_summary(evaluations, generation_stats, prices.pop() if len(prices) == 1 else None, checks, pairwise,
-                            judges[0].resolved_rubric(), [judge.model for judge in judges], (jury or JuryConfig()).aggregate,
-                            labels, run=get_step_context().pipeline_run.name, pass_score=pass_score)
+    summary = build_summary(
+        evaluations, stats=generation_stats, prices=prices.pop() if len(prices) == 1 else None, checks=checks,
+        pairwise=pairwise, rubric=judges[0].resolved_rubric(), judge_models=[judge.model for judge in judges],
+        jury_aggregate=(jury or JuryConfig()).aggregate, labels=labels, run=get_step_context().pipeline_run.name,
+        pass_score=pass_score)
     log_metadata(
         metadata={
             "ranking": summary.ranking,

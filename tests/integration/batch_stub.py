@@ -24,7 +24,7 @@ from typing import Any, Optional
 
 from tests.integration.openai_stub import VERDICT, reply_for
 
-from tests.support.loopback import LoopbackServer
+from tests.support.loopback import JSONHandler, OpenAIStandIn
 
 
 @dataclass
@@ -230,19 +230,9 @@ def _batch_object(state: StubState, batch: StubBatch, status: Optional[str] = No
 
 
 def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: Any) -> None:  # keep test output clean
-            pass
-
+    class Handler(JSONHandler):
         def _send(self, status: int, body: Any, content_type: str = "application/json") -> None:
-            payload = body if isinstance(body, bytes) else json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+            self.send_json(status, body, content_type=content_type)
 
         def _not_found(self) -> None:
             self._send(404, {"error": {"message": f"no such object: {self.path}", "type": "invalid_request_error"}})
@@ -309,13 +299,8 @@ def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-class BatchStub(LoopbackServer):
+class BatchStub(OpenAIStandIn):
     """Context manager: `with BatchStub() as stub: stub.base_url, stub.state ...`."""
 
     def __init__(self) -> None:
-        self.state = StubState()
-        super().__init__(_handler(self.state))
-
-    @property
-    def base_url(self) -> str:
-        return self.url + "/v1"
+        super().__init__(StubState(), _handler)

@@ -16,7 +16,7 @@ import time
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from tests.support.loopback import LoopbackServer
+from tests.support.loopback import JSONHandler, OpenAIStandIn
 
 VERDICT = {"accuracy": {"analysis": "Correct and complete.", "score": 3},
            "style": {"analysis": "Plain and clear.", "score": 2}}
@@ -47,24 +47,9 @@ class StubState:
 
 
 def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: Any) -> None:  # keep test output clean
-            pass
-
-        def _send(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-            payload = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            for key, value in (headers or {}).items():
-                self.send_header(key, value)
-            self.end_headers()
-            self.wfile.write(payload)
-
+    class Handler(JSONHandler):
         def do_POST(self) -> None:  # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            body = self.read_json()
             action = state.next_action()
             with state.lock:
                 state.requests.append({"time": time.monotonic(), "action": action, "body": body})
@@ -78,20 +63,20 @@ def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
                 self.connection.shutdown(2)
                 return
             if isinstance(action, tuple) and action[0] == "429":
-                self._send(429, {"error": {"message": "rate limited", "type": "rate_limit"}},
+                self.send_json(429, {"error": {"message": "rate limited", "type": "rate_limit"}},
                            {"Retry-After": str(action[1])})
                 return
             if action == "500":
-                self._send(500, {"error": {"message": "server exploded", "type": "server_error"}})
+                self.send_json(500, {"error": {"message": "server exploded", "type": "server_error"}})
                 return
             fmt = (body.get("response_format") or {}).get("type")
             if action == "reject_schema" and fmt == "json_schema":
-                self._send(400, {"error": {"message": "response_format json_schema is not supported",
+                self.send_json(400, {"error": {"message": "response_format json_schema is not supported",
                                            "type": "invalid_request_error"}})
                 return
             prompt = body["messages"][-1]["content"]
             verdict = next((v for text, v in state.verdict_when if text in prompt), VERDICT)
-            self._send(200, {
+            self.send_json(200, {
                 "id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": body["model"],
                 "choices": [{"index": 0, "finish_reason": "stop", "message": {
                     "role": "assistant", "content": json.dumps(reply_for(prompt, verdict))}}],
@@ -101,13 +86,8 @@ def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-class OpenAIStub(LoopbackServer):
-    """Context manager: `with OpenAIStub() as stub: stub.base_url ...`."""
+class OpenAIStub(OpenAIStandIn):
+    """Context manager: `with OpenAIStub() as stub: stub.base_url, stub.state ...`."""
 
     def __init__(self) -> None:
-        self.state = StubState()
-        super().__init__(_handler(self.state))
-
-    @property
-    def base_url(self) -> str:
-        return self.url + "/v1"
+        super().__init__(StubState(), _handler)

@@ -35,8 +35,8 @@ def test_a_split_longer_than_one_step_is_answered_with_seeded_sampling():
     model = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR)
     engine = EngineConfig()
     with open_engine(model.path, engine, ENGINE_POOL) as generation_engine:
-        answers, stats = answer_test_split(generation_engine, split, "smollm2-135m", sampling, PromptConfig(),
-                                           engine.max_model_len)
+        answers, stats = answer_test_split(generation_engine, split, "smollm2-135m", sampling=sampling,
+                                           prompt=PromptConfig(), max_model_len=engine.max_model_len)
 
     assert sum(answers[col.PROMPT_TOKENS]) > 4 * 2048  # the prompts did not fit one step
     assert answers[col.ID] == split[col.ID] and stats.generated == ROWS

@@ -5,7 +5,6 @@ OpenAI-compatible stub judges them with verdicts known per row, so the agreement
 from pathlib import Path
 
 import pytest
-import yaml
 
 from llm_engineering.evaluation.config import DatasetConfig
 from llm_engineering.evaluation.generation.dataset import read_test_split
@@ -13,6 +12,7 @@ from llm_engineering.evaluation.trust.labels import load_labels
 from tests.integration.openai_stub import VERDICT, OpenAIStub
 from tests.support.browser import download_all, report_page
 from tests.support.cli_output import json_report
+from tests.support.configs import stub_judged
 
 ROWS = 6
 LOW = {"accuracy": {"analysis": "Wrong.", "score": 1}, "style": VERDICT["style"]}  # the judge's verdict on two rows
@@ -22,22 +22,13 @@ LOW = {"accuracy": {"analysis": "Wrong.", "score": 1}, "style": VERDICT["style"]
 PERSON = {1: [1, 3], 3: [3, 3, 3, 2]}
 
 
-def _config(path, base_url):
-    path.write_text(yaml.safe_dump({"parameters": {
-        "dataset": {"limit": ROWS}, "sampling": {"max_tokens": 16},
-        "judge": {"backend": "openai", "model": "stub-judge", "base_url": base_url, "cache": False, "max_concurrency": 1},
-        "judge_check": {"rows": 0}, "similarity": {"enabled": False}, "pairwise": {"enabled": False},
-    }}))
-    return path
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_rows_labelled_in_the_report_give_rescore_the_agreement_they_make_certain(run_cli, tmp_path):
     low_rows = [row["instruction"] for row in list(read_test_split(DatasetConfig(limit=ROWS)))[:2]]
     with OpenAIStub() as judge:
         judge.state.verdict_when = [(instruction, LOW) for instruction in low_rows]
-        config = _config(tmp_path / "run.yaml", judge.base_url)
+        config = stub_judged(tmp_path / "run.yaml", judge.base_url, rows=ROWS, max_tokens=16)
         result = run_cli("evaluate", "--config", config)
         assert result.exit_code == 0, result.output[-3000:]
         run = json_report(result.stdout)["run"]

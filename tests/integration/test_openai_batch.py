@@ -266,7 +266,7 @@ def test_in_a_rescoring_run_each_batch_is_recorded_as_step_metadata(stub):
     from zenml import save_artifact
     from zenml.client import Client
 
-    from llm_engineering.evaluation.generation.answers import GenerationStats
+    from llm_engineering.evaluation.stored.generation import GenerationStats
     from llm_engineering.run_config import EvaluationConfig
     from pipelines.evaluating import rescoring
     from steps.materializers import DatasetMaterializer

@@ -111,8 +111,9 @@ def test_a_prompt_longer_than_max_model_len_is_skipped_and_the_rest_answered(fir
         "answer": ["Retrieval-augmented generation.", "A summary.", "Low-rank adaptation."],
     })), config.prompt)
     checkpoint = AnswerCheckpoint(tmp_path, "smollm2-135m", model.path, config.sampling, config.engine)
-    generations, stats = answer_test_split(VLLMEngine(ENGINE_POOL.get(model.path, config.engine)), split, "smollm2-135m",
-                                          config.sampling, config.prompt, config.engine.max_model_len, checkpoint)
+    generations, stats = answer_test_split(
+        VLLMEngine(ENGINE_POOL.get(model.path, config.engine)), split, "smollm2-135m", sampling=config.sampling,
+        prompt=config.prompt, max_model_len=config.engine.max_model_len, checkpoint=checkpoint)
     assert generations[col.ID] == ["short", "huge", "short-too"]
     assert generations[col.FINISH_REASON][1] == col.PROMPT_TOO_LONG and generations[col.ANSWER][1] == ""
     assert generations[col.PROMPT_TOKENS][1] >= config.engine.max_model_len

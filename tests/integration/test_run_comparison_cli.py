@@ -5,13 +5,13 @@ name (so ZenML re-runs the scoring). Each step reads the runs the test made, by 
 from pathlib import Path
 
 import pytest
-import yaml
 
 from llm_engineering.evaluation.report.gates import GATE_FAILED_EXIT_CODE
 from llm_engineering.evaluation.generation.dataset import read_test_split
 from llm_engineering.evaluation.config import DatasetConfig
 from tests.integration.openai_stub import VERDICT, OpenAIStub
 from tests.support.cli_output import json_report
+from tests.support.configs import stub_judged
 
 ROWS = 6
 WORSE = 4  # rows whose accuracy drops from 3 to 1 in the second run
@@ -22,15 +22,6 @@ def _html_report(stdout):
     return Path(line.split(":", 1)[1].strip()).read_text()
 
 
-def _config(path, base_url, judge_model):
-    path.write_text(yaml.safe_dump({"parameters": {
-        "dataset": {"limit": ROWS}, "sampling": {"max_tokens": 16},
-        "judge": {"backend": "openai", "model": judge_model, "base_url": base_url, "cache": False, "max_concurrency": 1},
-        "judge_check": {"rows": 0}, "similarity": {"enabled": False}, "pairwise": {"enabled": False},
-    }}))
-    return path
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_compare_to_an_earlier_run_finds_the_rows_that_got_worse_and_the_gates_exit_with_their_code(run_cli, tmp_path):
@@ -38,7 +29,7 @@ def test_compare_to_an_earlier_run_finds_the_rows_that_got_worse_and_the_gates_e
     worse = {row["id"]: row["instruction"] for row in list(split)[:WORSE]}
     with OpenAIStub() as judge:
         # 1. The first run: every answer accuracy 3, style 2. A threshold it clears passes (exit 0).
-        first_config = _config(tmp_path / "first.yaml", judge.base_url, "stub-judge")
+        first_config = stub_judged(tmp_path / "first.yaml", judge.base_url, rows=ROWS, max_tokens=16)
         result = run_cli("evaluate", "--config", first_config, "--fail-under", "accuracy=2.5")
         assert result.exit_code == 0, result.output[-3000:]
         assert "Gates passed: accuracy=2.5" in result.stdout
@@ -48,7 +39,8 @@ def test_compare_to_an_earlier_run_finds_the_rows_that_got_worse_and_the_gates_e
         # by name, accuracy regressed on those rows and only there; exit 3 with one line per regressed metric.
         low = {"accuracy": {"analysis": "Wrong.", "score": 1}, "style": VERDICT["style"]}
         judge.state.verdict_when = [(instruction, low) for instruction in worse.values()]
-        second_config = _config(tmp_path / "second.yaml", judge.base_url, "stub-judge-strict")
+        second_config = stub_judged(tmp_path / "second.yaml", judge.base_url, rows=ROWS, max_tokens=16,
+                                    judge_model="stub-judge-strict")
         result = run_cli("evaluate", "--config", second_config, "--compare-to", first, "--fail-on-regression")
         assert result.exit_code == GATE_FAILED_EXIT_CODE, result.output[-3000:]
         (gate_line,) = [line for line in result.stderr.splitlines() if line.startswith("GATE FAILED")]

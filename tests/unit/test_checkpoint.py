@@ -130,7 +130,8 @@ def _generate_in_another_process(directory, rows, release, waiting, results):
     split = Dataset.from_dict({"id": [str(i) for i in range(rows)], "instruction": [f"q{i}" for i in range(rows)],
                                "reference": ["r"] * rows, "prompt": [f"prompt {i}" for i in range(rows)]})
     engine = _HeldEngine(release)
-    _, stats = answer_test_split(engine, split, "org/model", SamplingConfig(), PromptConfig(), 2048, _checkpoint(directory))
+    _, stats = answer_test_split(engine, split, "org/model", sampling=SamplingConfig(), prompt=PromptConfig(),
+                                 max_model_len=2048, checkpoint=_checkpoint(directory))
     results.put((stats.resumed, stats.generated, engine.asked, messages))
 
 
@@ -193,8 +194,8 @@ def test_a_fresh_run_empties_the_checkpoint_only_once_the_run_generating_into_it
     outcome = {}
 
     def fresh_run():
-        outcome["stats"] = answer_test_split(engine, split, "org/model", SamplingConfig(), PromptConfig(), 2048,
-                                             _checkpoint(tmp_path), fresh=True)[1]
+        outcome["stats"] = answer_test_split(engine, split, "org/model", sampling=SamplingConfig(), prompt=PromptConfig(),
+                                             max_model_len=2048, checkpoint=_checkpoint(tmp_path), fresh=True)[1]
 
     with caplog.at_level("WARNING"):
         with _checkpoint(tmp_path).exclusive():  # another run generating into this checkpoint
@@ -243,8 +244,8 @@ def _answer(engine, rows, checkpoint, **sampling):
     from llm_engineering.evaluation.config import PromptConfig
     from llm_engineering.evaluation.generation.answers import answer_test_split
 
-    return answer_test_split(engine, _split(rows), "org/model", SamplingConfig(**sampling), PromptConfig(), 2048,
-                             checkpoint)
+    return answer_test_split(engine, _split(rows), "org/model", sampling=SamplingConfig(**sampling), prompt=PromptConfig(),
+                             max_model_len=2048, checkpoint=checkpoint)
 
 
 def test_samples_give_each_prompt_n_answers_side_by_side_each_with_its_own_seed(tmp_path):

@@ -9,9 +9,11 @@ import pytest
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.trust.judge_check import JudgeCheckPair, judge_check_from_pairs
+from llm_engineering.evaluation.trust.judge_check import judge_check_from_pairs
+from llm_engineering.evaluation.stored.trust import JudgeCheckPair
 from llm_engineering.evaluation.judging.transport import JudgeReply
-from llm_engineering.evaluation.judging.pairwise import PairwiseRow, tally
+from llm_engineering.evaluation.judging.pairwise import tally
+from llm_engineering.evaluation.stored.pairwise import PairwiseRow
 from llm_engineering.evaluation.report.text import trust_lines
 from llm_engineering.evaluation.judging.rubric import load_rubric
 from llm_engineering.evaluation.judging.score_probs import compact, score_distribution

@@ -3,7 +3,7 @@
 import pytest
 
 from llm_engineering.evaluation.config import JudgeConfig
-from llm_engineering.evaluation.rates import Rate
+from llm_engineering.evaluation.stored.figures import Rate
 from llm_engineering.evaluation.report.trust_text import judge_headline
 from llm_engineering.infrastructure.judge_choice import resolve_auto_judge
 from llm_engineering.run_config import EvaluationConfig, parse_evaluation, with_judges_chosen
@@ -39,7 +39,7 @@ def test_auto_names_no_endpoint_model():
 
 
 def _check(rate_count, tiers=(), no_signal=False):
-    from llm_engineering.evaluation.trust.judge_check import JudgeCheck
+    from llm_engineering.evaluation.stored.trust import JudgeCheck
 
     def rate(count, total=20):
         return Rate(count=count, total=total, rate=count / total, ci=[0.5, 0.9])

@@ -60,7 +60,7 @@ POINT = '{"id": 1, "answer": "a", "criterion": "accuracy", "score": 2}\n'
 
 
 @pytest.mark.parametrize("name, text, line, fix", [
-    ("labels.txt", "id,answer\n", None, "use .jsonl or .csv"),
+    ("labels.txt", "id,answer\n", None, "labels are read from .jsonl or .csv files"),
     ("labels.jsonl", "", None, "has no labels"),
     ("labels.csv", "id,answer,criterion,score\n", None, "has no labels"),
     ("labels.jsonl", POINT + '{"id": 2, "answer": "b", "score": 1}\n', 2, "missing ['criterion']"),

@@ -61,7 +61,7 @@ def test_bad_engine_settings_name_the_key_and_the_fix(tmp_path, engine, message)
 
 
 def test_cpu_replicas_get_cpu_bundles_and_their_own_threads(monkeypatch):
-    monkeypatch.setattr("llm_engineering.infrastructure.vllm_engine.native_bf16_flags", lambda: [])  # an AVX2-only CPU
+    monkeypatch.setattr("llm_engineering.infrastructure.vllm_setup.native_bf16_flags", lambda: [])  # an AVX2-only CPU
     engine = EngineConfig(backend="ray", ray=RayConfig(replicas=2, cpus_per_replica=1, batch_size=4))
     config = processor_config("/models/m", engine, engine.ray)
     assert config["placement_group_config"] == {"bundle_per_worker": {"CPU": 1}}
@@ -184,34 +184,34 @@ def test_another_model_frees_the_held_engine_before_its_own_is_built(monkeypatch
 
 
 def test_the_engine_variables_reach_only_the_engine_processes_started_inside_the_block(monkeypatch):
-    from llm_engineering.infrastructure import vllm_engine
+    from llm_engineering.infrastructure import vllm_setup
     from llm_engineering.infrastructure.cpu_sampler import FAST_TOP_P
     from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT
 
-    monkeypatch.setattr(vllm_engine, "preloaded_libraries", lambda existing: f"{existing}:libtcmalloc_minimal.so.4")
+    monkeypatch.setattr(vllm_setup, "preloaded_libraries", lambda existing: f"{existing}:libtcmalloc_minimal.so.4")
     monkeypatch.setenv("LD_PRELOAD", "/opt/libx.so")
     monkeypatch.delenv(DIE_WITH_PARENT, raising=False)
     monkeypatch.delenv(FAST_TOP_P, raising=False)
-    with vllm_engine._engine_process_environment(EngineConfig(in_process=False), on_cpu=True):
+    with vllm_setup.engine_process_environment(EngineConfig(in_process=False), on_cpu=True):
         assert os.environ["LD_PRELOAD"] == "/opt/libx.so:libtcmalloc_minimal.so.4"
         assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in os.environ  # vLLM's engine processes
         assert os.environ[DIE_WITH_PARENT] == str(os.getpid())
         assert os.environ[FAST_TOP_P] == "1"
     # Taken back: a Ray cluster or a server started later inherits none of them.
     assert os.environ["LD_PRELOAD"] == "/opt/libx.so" and DIE_WITH_PARENT not in os.environ and FAST_TOP_P not in os.environ
-    with vllm_engine._engine_process_environment(EngineConfig(in_process=False, cpu_preload=False, cpu_fast_top_p=False),
+    with vllm_setup.engine_process_environment(EngineConfig(in_process=False, cpu_preload=False, cpu_fast_top_p=False),
                                                  on_cpu=True):
         assert os.environ["LD_PRELOAD"] == "/opt/libx.so" and os.environ[FAST_TOP_P] == "0"
     # Each engine its own KV cache size, none left behind to pass for an exported value; an exported one wins.
     monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
     for space in (3, 5):
-        with vllm_engine._engine_process_environment(EngineConfig(cpu_kvcache_space_gib=space), on_cpu=True):
+        with vllm_setup.engine_process_environment(EngineConfig(cpu_kvcache_space_gib=space), on_cpu=True):
             assert os.environ["VLLM_CPU_KVCACHE_SPACE"] == str(space)
     assert "VLLM_CPU_KVCACHE_SPACE" not in os.environ
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "7")
-    with vllm_engine._engine_process_environment(EngineConfig(cpu_kvcache_space_gib=3), on_cpu=True):
+    with vllm_setup.engine_process_environment(EngineConfig(cpu_kvcache_space_gib=3), on_cpu=True):
         assert os.environ["VLLM_CPU_KVCACHE_SPACE"] == "7"
-    with vllm_engine._engine_process_environment(EngineConfig(), on_cpu=False):  # GPU: vLLM's own sampler
+    with vllm_setup.engine_process_environment(EngineConfig(), on_cpu=False):  # GPU: vLLM's own sampler
         assert FAST_TOP_P not in os.environ
     # Built from another thread, whose end would kill the engine: no parent-death tie.
     seen = []
@@ -222,10 +222,10 @@ def test_the_engine_variables_reach_only_the_engine_processes_started_inside_the
 
 
 def _tie_inside():
-    from llm_engineering.infrastructure import vllm_engine
+    from llm_engineering.infrastructure import vllm_setup
     from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT
 
-    with vllm_engine._engine_process_environment(EngineConfig(), on_cpu=False):
+    with vllm_setup.engine_process_environment(EngineConfig(), on_cpu=False):
         return os.environ.get(DIE_WITH_PARENT)
 
 
@@ -235,21 +235,21 @@ def test_on_cpu_the_engine_runs_in_this_process_and_leaves_vllms_variables_unfro
     so the next engine gets its own settings."""
     import vllm.envs
 
-    from llm_engineering.infrastructure import vllm_engine
+    from llm_engineering.infrastructure import vllm_setup
 
-    monkeypatch.setattr(vllm_engine, "preloaded_libraries", lambda existing: f"{existing}:libtcmalloc_minimal.so.4")
+    monkeypatch.setattr(vllm_setup, "preloaded_libraries", lambda existing: f"{existing}:libtcmalloc_minimal.so.4")
     monkeypatch.delenv("LD_PRELOAD", raising=False)
     monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
-    with vllm_engine._engine_process_environment(EngineConfig(cpu_kvcache_space_gib=3), on_cpu=True):
+    with vllm_setup.engine_process_environment(EngineConfig(cpu_kvcache_space_gib=3), on_cpu=True):
         assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0" and "LD_PRELOAD" not in os.environ
         os.environ["LD_PRELOAD"] = "/torch/lib/libgomp.so.1"  # what vLLM's CPU platform writes as it configures one
         vllm.envs.enable_envs_cache()  # what the engine core does once it is up
         assert vllm.envs.VLLM_CPU_KVCACHE_SPACE == 3
     # None of it is left for a program started later (a CLI whose engine preloads Intel OpenMP fails beside libgomp).
     assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in os.environ and "LD_PRELOAD" not in os.environ
-    with vllm_engine._engine_process_environment(EngineConfig(cpu_kvcache_space_gib=5), on_cpu=True):
+    with vllm_setup.engine_process_environment(EngineConfig(cpu_kvcache_space_gib=5), on_cpu=True):
         assert vllm.envs.VLLM_CPU_KVCACHE_SPACE == 5  # not the first engine's 3
-    with vllm_engine._engine_process_environment(EngineConfig(), on_cpu=False):
+    with vllm_setup.engine_process_environment(EngineConfig(), on_cpu=False):
         assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in os.environ
-    with vllm_engine._engine_process_environment(EngineConfig(in_process=True), on_cpu=False):
+    with vllm_setup.engine_process_environment(EngineConfig(in_process=True), on_cpu=False):
         assert os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"

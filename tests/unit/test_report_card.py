@@ -107,7 +107,7 @@ def test_without_an_embedder_the_same_topic_tier_is_left_out():
 
 
 def _summary_with(check):
-    from llm_engineering.evaluation.trust.judge_check import TrustChecks
+    from llm_engineering.evaluation.stored.trust import TrustChecks
 
     answers = split().add_column(col.MODEL_ID, ["m"] * 4).add_column(col.ANSWER, ["a"] * 4)
     return build_summary([answers.add_column(col.JUDGE_MODEL, ["j"] * 4).add_column(col.JUDGE_ERROR, [None] * 4)

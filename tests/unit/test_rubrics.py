@@ -6,15 +6,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from llm_engineering.evaluation.config_base import ConfigError
-from llm_engineering.evaluation.judging.rubric import (
-    RubricError,
-    first_score_schema,
-    judge_messages,
-    load_rubric,
-    parse_verdict,
-    shipped_rubrics,
-    verdict_schema,
-)
+from llm_engineering.evaluation.judging.rubric import RubricError, judge_messages, load_rubric, shipped_rubrics
+from llm_engineering.evaluation.judging.verdict import first_score_schema, parse_verdict, verdict_schema
 from llm_engineering.run_config import parse_evaluation
 
 CUSTOM = {

@@ -5,7 +5,7 @@ import pytest
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.generation.answers import GenerationStats
+from llm_engineering.evaluation.stored.generation import GenerationStats
 from llm_engineering.evaluation.report.html import render_html
 from llm_engineering.evaluation.report.text import table_header, table_rows
 from llm_engineering.evaluation.judging.rubric import load_rubric
@@ -48,7 +48,7 @@ def test_a_run_whose_answers_all_came_from_the_checkpoint_shows_no_throughput_ra
     resumed = evaluations("resumed", [[3, 1, None], [2, 1, None]])
     stats = [GenerationStats(model_id="resumed", rows=2, skipped=0, prompt_tokens=5, completion_tokens=20, seconds=0.01,
                              tokens_per_second=0.0, prompts_per_second=0.0, resumed=2, generated=0)]
-    summary = build_summary([resumed], stats)
+    summary = build_summary([resumed], stats=stats)
     assert summary.models[0].tokens_per_second is None
     assert table_rows(summary)[0][table_header(summary).index("output tok/s")] == "n/a"
 
@@ -58,7 +58,7 @@ def test_summary_ranks_models_and_attaches_throughput():
     strong = evaluations("strong", [[3, 1, None], [2, 1, None]], finish="length")
     stats = [GenerationStats(model_id="strong", rows=2, skipped=0, prompt_tokens=5, completion_tokens=20,
                              seconds=2.0, tokens_per_second=10.0, prompts_per_second=1.0)]
-    summary = build_summary([weak, strong], stats)
+    summary = build_summary([weak, strong], stats=stats)
     assert summary.ranking == ["strong", "weak"]
     by_id = {s.model_id: s for s in summary.models}
     assert by_id["strong"].tokens_per_second == 10.0 and by_id["weak"].tokens_per_second is None
@@ -144,7 +144,7 @@ def test_batch_judges_are_priced_at_half_the_list_price_unless_the_config_says_o
     assert judge_prices(JudgeConfig(backend="openai-batch", model="not-a-known-model")) is None
 
 def test_a_summary_stored_before_rubrics_loads_with_its_scores_as_criteria():
-    from llm_engineering.evaluation.report.summary import ModelScores
+    from llm_engineering.evaluation.stored.summary import ModelScores
 
     stored = {"model_id": "m", "rows": 2, "scored": 2, "failed": 0, "failure_rate": 0.0, "accuracy_mean": 2.5,
               "style_mean": 1.5, "accuracy_ci": [2.0, 3.0], "style_ci": None, "accuracy_counts": {"1": 0, "2": 1, "3": 1},

@@ -10,9 +10,11 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config_base import ConfigError
 from llm_engineering.run_config import EvaluationConfig, parse_evaluation
 from llm_engineering.evaluation.models import resolve_model, short_name, split_variant
-from llm_engineering.evaluation.judging.pairwise import PairwiseReport, PairwiseRow, tally
+from llm_engineering.evaluation.judging.pairwise import tally
+from llm_engineering.evaluation.stored.pairwise import PairwiseReport, PairwiseRow
 from llm_engineering.infrastructure.publishing import repo_name, trust_info
-from llm_engineering.evaluation.trust.judge_check import JudgeCheckPair, TrustChecks, judge_check_from_pairs
+from llm_engineering.evaluation.trust.judge_check import judge_check_from_pairs
+from llm_engineering.evaluation.stored.trust import JudgeCheckPair, TrustChecks
 from llm_engineering.evaluation.trust.similarity import add_reference_similarity, cosine_similarities
 from llm_engineering.evaluation.report.html import render_html
 from llm_engineering.evaluation.report.text import table_rows, trust_lines

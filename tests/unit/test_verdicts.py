@@ -7,7 +7,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from llm_engineering.evaluation.judging.pairwise import pairwise_schema
-from llm_engineering.evaluation.judging.rubric import judge_messages, load_rubric, parse_verdict, verdict_schema
+from llm_engineering.evaluation.judging.rubric import judge_messages, load_rubric
+from llm_engineering.evaluation.judging.verdict import parse_verdict, verdict_schema
 
 HANDBOOK = load_rubric("handbook")
 CASES = json.loads((Path(__file__).parent / "cases" / "verdicts.json").read_text())

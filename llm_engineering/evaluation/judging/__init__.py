@@ -1,6 +1,8 @@
 """Judging: an LLM judge's verdicts on answers.
 
 - `rubric`: the criteria, scales and prompts a judge scores with (shipped rubrics in ../data/rubrics).
+- `verdict`: a rubric's verdict model, its JSON schema (constraining generation) and the parser of replies.
+- `judge_id`: a judge's identity on verdicts and artifacts (`backend:model[@url]`, a jury's), built and read.
 - `transport`: asking a judge backend a batch of conversations, with the cache and limits.
 - `cache`: verdicts keyed by judge, rubric and prompt, so a rescore asks only what changed.
 - `score_probs`: expected scores from the judge's probabilities over the score tokens.

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import math
-from collections import Counter
 from typing import Literal, Optional, Sequence
 
 import krippendorff
 import numpy as np
 from datasets import Dataset
-from pydantic import BaseModel, Field
 from scipy.stats import spearmanr
 from sklearn.linear_model import LogisticRegression
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.rates import Rate, rate
+from llm_engineering.evaluation.rates import rate
+from llm_engineering.evaluation.samples import majority
 from llm_engineering.evaluation.judging.rubric import Rubric
+from llm_engineering.evaluation.stored.figures import JuryAgreement, LengthCorrelation, Rate
 
 Scores = list[list[Optional[float]]]  # scores[j][i]: judge j's score for row i, None where it gave none
 
@@ -46,9 +46,7 @@ def jury_aggregate(scores: Scores, method: Literal["mean", "majority"]) -> list[
         elif method == "mean":
             verdicts.append(round(sum(values) / len(values), 4))
         else:
-            counts = Counter(values)
-            top = max(counts.values())
-            verdicts.append(round(float(min(v for v, n in counts.items() if n == top)), 4))
+            verdicts.append(round(float(majority(values)), 4))
     return verdicts
 
 
@@ -91,14 +89,6 @@ def alpha_with_ci(scores: Scores, level: str = "ordinal", values: Optional[Seque
         return alpha, None
     low, high = np.percentile(alphas, [2.5, 97.5])
     return alpha, [round(float(low), 4), round(float(high), 4)]
-
-
-class LengthCorrelation(BaseModel):
-    """Spearman correlation of scores with answer lengths (None where a side is constant)."""
-
-    rows: int
-    spearman: Optional[float]
-    p_value: Optional[float]
 
 
 def length_correlation(scores: list[Optional[float]], lengths: list[int]) -> Optional[LengthCorrelation]:
@@ -151,16 +141,6 @@ def length_controlled_win_rate(points: list[Optional[float]], length_a: list[int
     model = LogisticRegression(C=np.inf, tol=1e-10)
     model.fit(features, labels, sample_weight=weights)
     return round(float(1 / (1 + np.exp(-model.intercept_[0]))), 4)
-
-
-class JuryAgreement(BaseModel):
-    """How far a jury's judges agree on one criterion: Krippendorff's alpha (ordinal) over every
-    judged row of every model, with a 95% bootstrap interval over rows."""
-
-    criterion: str
-    alpha: Optional[float]
-    ci: Optional[list[float]] = None
-    rows: int = Field(description="rows scored by at least two judges")
 
 
 def jury_agreement(evaluations: list[Dataset], rubric: Rubric, judges: int) -> list[JuryAgreement]:

@@ -19,8 +19,9 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judging.agreement import jury_aggregate
 from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.transport import JudgeReply, ReplySchema, ask_judge
-from llm_engineering.evaluation.judging.rubric import (ParsedVerdict, Rubric, first_score_schema, judge_messages, parse_verdict,
-                                                       verdict_checker)
+from llm_engineering.evaluation.judging.rubric import Rubric, judge_messages
+from llm_engineering.evaluation.judging.verdict import ParsedVerdict, first_score_schema, parse_verdict, verdict_checker
+from llm_engineering.evaluation.judging.judge_id import jury_id
 from llm_engineering.evaluation.judging.score_probs import ScoreDistribution, score_distribution
 
 logger = logging.getLogger(__name__)
@@ -98,7 +99,7 @@ def _jury_row(
     """One row from several judges: the aggregate score, each judge's, and the mean expected score
     (only where every judge that answered has one)."""
     answered = [(judge, r) for judge, r in zip(judge_ids, readings) if r.verdict.criteria]
-    row: dict[str, Any] = {col.JUDGE_MODEL: "jury: " + " + ".join(judge_ids)}
+    row: dict[str, Any] = {col.JUDGE_MODEL: jury_id(judge_ids)}
     for name in rubric.names:
         scores = [r.verdict.criteria[name].score if r.verdict.criteria and name in r.verdict.criteria else None
                   for r in readings]

@@ -19,7 +19,7 @@ from typing import Optional
 
 from pydantic import BaseModel
 
-from llm_engineering.evaluation.report.summary import EvaluationSummary
+from llm_engineering.evaluation.stored.summary import EvaluationSummary
 
 GATE_FAILED_EXIT_CODE = 3  # 0: passed, 1: the run failed, 2: bad command line, 3: the run passed but a gate failed
 _GATE = re.compile(r"^\s*([a-z][a-z0-9_]*)\s*=\s*([-+]?\d+(?:\.\d+)?)\s*$")

@@ -30,7 +30,7 @@ from llm_engineering.evaluation.report.text import (
     table_header,
     table_rows,
 )
-from llm_engineering.evaluation.report.summary import EvaluationSummary
+from llm_engineering.evaluation.stored.summary import EvaluationSummary
 from llm_engineering.evaluation.report.trust_text import (
     JUDGE_CHECK_METHOD,
     LABELS_METHOD,

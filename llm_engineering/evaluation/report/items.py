@@ -11,42 +11,13 @@ from __future__ import annotations
 from typing import Optional
 
 from datasets import Dataset
-from pydantic import BaseModel, Field
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.samples import sample_of
+from llm_engineering.evaluation.stored.summary import AnswerView, ItemView
 
 ITEM_LIMIT = 2000
 TEXT_LIMIT = 4000
-
-
-class AnswerView(BaseModel):
-    """One model's answer to one item, with the judge's verdict (None: not scored)."""
-
-    model_id: str
-    sample: int = 0
-    answer: str
-    scores: dict[str, Optional[int]]
-    expected: dict[str, Optional[float]] = Field(default_factory=dict)
-    analyses: dict[str, str] = Field(default_factory=dict)
-    similarity: Optional[float] = None
-    error: Optional[str] = Field(None, description="why the row has no valid verdict")
-    finish_reason: Optional[str] = None
-
-    @property
-    def failed(self) -> bool:
-        return self.error is not None or any(score is None for score in self.scores.values())
-
-
-class ItemView(BaseModel):
-    id: str
-    instruction: str
-    reference: str
-    answers: list[AnswerView]
-
-    def worst(self) -> float:
-        """The lowest total score over the item's answers; a failed answer is the worst of all (-1)."""
-        return min((-1.0 if a.failed else float(sum(a.scores.values())) for a in self.answers), default=-1.0)
 
 
 def _cut(text: Optional[str]) -> str:

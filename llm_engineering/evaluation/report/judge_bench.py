@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 
 from llm_engineering.evaluation.trust.judge_bench import FAILED, WAY_NAMES, JudgeBenchReport
-from llm_engineering.evaluation.rates import Rate
+from llm_engineering.evaluation.stored.figures import Rate
 
 BENCH_HEADER = ["way", "agreement with people (95% CI)", "pairs right in both orders", "shown first chosen", "ties",
                 "failed"]

@@ -10,8 +10,8 @@ import html
 import json
 from importlib import resources
 
-from llm_engineering.evaluation.report.items import ItemView
-from llm_engineering.evaluation.report.summary import EvaluationSummary
+from llm_engineering.evaluation.stored.summary import ItemView
+from llm_engineering.evaluation.stored.summary import EvaluationSummary
 
 STYLE = (
     "#rows tr:focus{outline:none}#rows tr.current>td{background:#fffbe6}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from typing import Any, Optional
 
-from llm_engineering.evaluation.report.summary import EvaluationSummary
+from llm_engineering.evaluation.stored.summary import EvaluationSummary
 from llm_engineering.evaluation.report.trust_text import judge_check_title
 
 

@@ -1,8 +1,8 @@
-"""The `evaluation_summary` artifact: judge scores aggregated per model, models compared, and the
+"""The `evaluation_summary` artifact built: judge scores aggregated per model, models compared, and the
 run's trust checks attached.
 
-ZenML stores these models' import path with each artifact: keep them here. The report that shows
-a summary is apart: `report_text` (table, trust lines), `report_plots`, `report_html`.
+Its types are stored ones (`evaluation.stored.summary`). The report that shows a summary is apart: `text`
+(table, trust lines), `plots`, `html`.
 """
 
 from __future__ import annotations
@@ -12,14 +12,13 @@ from collections import Counter
 from typing import Any, Optional
 
 from datasets import Dataset
-from pydantic import BaseModel, Field, model_validator
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.judging.agreement import JuryAgreement, LengthCorrelation, jury_agreement, length_correlation
-from llm_engineering.evaluation.generation.answers import GenerationStats
-from llm_engineering.evaluation.report.items import ItemView, item_views
-from llm_engineering.evaluation.trust.label_agreement import LabelAgreement
-from llm_engineering.evaluation.judging.pairwise import PairwiseComparison, PairwiseReport
+from llm_engineering.evaluation.judging.agreement import jury_agreement, length_correlation
+from llm_engineering.evaluation.stored.generation import GenerationStats
+from llm_engineering.evaluation.report.items import item_views
+from llm_engineering.evaluation.stored.labels import LabelAgreement
+from llm_engineering.evaluation.stored.pairwise import PairwiseReport
 from llm_engineering.evaluation.rates import bootstrap_ci, detectable_change, mean, rows_for_change
 from llm_engineering.evaluation.samples import (
     between_sample_share,
@@ -31,144 +30,19 @@ from llm_engineering.evaluation.samples import (
     two_level_ci,
     verdict_means,
 )
-from llm_engineering.evaluation.trust.judge_check import JudgeCheck, TrustChecks
+from llm_engineering.evaluation.stored.trust import TrustChecks
 from llm_engineering.evaluation.judging.rubric import Rubric
-from llm_engineering.evaluation.trust.similarity import SimilarityCheck
 from llm_engineering.evaluation.report.trust_text import REFERENCE_GUIDED_CHECK, judge_headline, self_preference_warnings
-
-
-class JudgeUsage(BaseModel):
-    """Judge requests of this scoring: new calls, cache hits, tokens and estimated cost."""
-
-    calls: int
-    cached: int
-    prompt_tokens: int
-    completion_tokens: int
-    estimated_cost_usd: Optional[float] = None
-    seconds: Optional[float] = Field(None, description="the judge's wall time for the new calls (None: scored before "
-                                     "it was recorded)")
-    seconds_per_verdict: Optional[float] = Field(None, description="seconds over new calls: what one more verdict costs")
-
-
-class JudgeScores(BaseModel):
-    """One jury member's figures on one criterion."""
-
-    judge: str
-    scored: int
-    mean: Optional[float]
-    expected_mean: Optional[float] = None
-
-
-class Reduced(BaseModel):
-    """A reducer's figure: the mean over rows of each row's reduced scores, with its 95% interval over rows."""
-
-    value: Optional[float]
-    ci: Optional[list[float]] = None
-
-
-class CriterionScores(BaseModel):
-    """One criterion's figures for one model: the integer mean, the probability-weighted (expected) mean
-    where the judge gave logprobs, and how the score follows answer length."""
-
-    name: str
-    mean: Optional[float]
-    ci: Optional[list[float]] = Field(None, description="95% bootstrap interval of the mean")
-    counts: dict[str, int] = Field(description="score -> rows, over scored rows")
-    expected_mean: Optional[float] = None
-    expected_ci: Optional[list[float]] = None
-    expected_rows: int = Field(0, description="scored rows with an expected score")
-    expected_problem: Optional[str] = Field(None, description="why scored rows lack an expected score")
-    judges: list[JudgeScores] = Field(default_factory=list, description="with a jury: each judge's figures")
-    length: Optional[LengthCorrelation] = Field(
-        None, description="Spearman correlation of the score (expected where every row has one) with answer length")
-    detectable: Optional[float] = Field(
-        None, description="the smallest change of the integer mean a paired comparison of these rows detects (80% "
-                          "power, 5%), runs uncorrelated per row: an upper bound")
-    rows_for_tenth: Optional[int] = Field(None, description="paired rows a change of 0.1 would need, likewise")
-    # With several answers per prompt (sampling.n): `mean` is the mean over rows of each row's mean and `ci` the
-    # two-level bootstrap's (rows, then samples within a row); the figures below say how far samples differ.
-    rows_ci: Optional[list[float]] = Field(None, description="with samples: the interval over rows of row means, "
-                                           "without drawing samples within a row (for comparison with `ci`)")
-    sample_share: Optional[float] = Field(None, description="with samples: the share of the score's variance between "
-                                          "a row's samples (1 - intraclass correlation)")
-    row_spread: Optional[float] = Field(None, description="with samples: the mean standard deviation of a row's scores")
-    pass_score: Optional[float] = Field(None, description="with samples: the score at or above which an answer passes")
-    reducers: dict[str, Reduced] = Field(default_factory=dict, description="with samples: mean, max, majority, "
-                                         "pass@1 and pass@k of a row's scores, averaged over rows")
-
-
-class ModelScores(BaseModel):
-    """One model's scores. Means are over scored rows; failed rows are counted, never dropped."""
-
-    model_id: str
-    rows: int = Field(description="answers: the test split's rows times `samples`")
-    samples: int = Field(1, description="answers per prompt (sampling.n)")
-    scored: int
-    failed: int
-    failure_rate: float
-    criteria: list[CriterionScores]
-    mean_completion_tokens: float
-    truncated: int = Field(description="answers cut by max_tokens (finish reason 'length')")
-    tokens_per_second: Optional[float] = None
-    generation_seconds: Optional[float] = None
-    judge_usage: JudgeUsage
-    similarity_mean: Optional[float] = Field(None, description="mean cosine similarity of answer and reference")
-    similarity_ci: Optional[list[float]] = None
-    similarity_rows: int = 0
-
-    @model_validator(mode="before")
-    @classmethod
-    def _read_handbook_fields(cls, data: Any) -> Any:
-        # Summaries stored before rubrics had accuracy_* and style_* fields: read them as criteria.
-        if isinstance(data, dict) and "criteria" not in data and "accuracy_mean" in data:
-            data = dict(data)
-            data["criteria"] = [
-                {"name": name, "mean": data.pop(f"{name}_mean", None), "ci": data.pop(f"{name}_ci", None),
-                 "counts": data.pop(f"{name}_counts", {})} for name in ("accuracy", "style")
-            ]
-        return data
-
-    def criterion(self, name: str) -> CriterionScores:
-        return next(c for c in self.criteria if c.name == name)
-
-
-class ModelComparison(BaseModel):
-    """Mean score of `model_a` minus `model_b`, paired on the rows both have scored."""
-
-    model_a: str
-    model_b: str
-    criterion: str
-    paired_rows: int
-    difference: Optional[float]
-    ci: Optional[list[float]] = Field(None, description="95% bootstrap interval of the difference")
-
-
-class EvaluationSummary(BaseModel):
-    """The `evaluation_summary` artifact: per-model scores, comparisons and the ranking."""
-
-    judge_model: str
-    run: str = Field("", description="the pipeline run that made it (a run whose summarize step was cached reports "
-                                      "under its own name: `run_report`); the report's labels name it")
-    headline: str = Field("", description="the first line: whether the judge's scores mean anything")
-    rubric: str = "handbook"
-    criteria: list[str] = Field(default_factory=lambda: ["accuracy", "style"])
-    scales: dict[str, dict[int, str]] = Field(default_factory=dict, description="each criterion's levels and meanings")
-    models: list[ModelScores]
-    comparisons: list[ModelComparison] = Field(default_factory=list)
-    ranking: list[str] = Field(description="model ids, best mean of the first criterion (then the next...) first")
-    created_at: str
-    judge_check: Optional[JudgeCheck] = Field(None, description="can the judge tell right answers from wrong?")
-    similarity_check: Optional[SimilarityCheck] = None
-    pairwise: list[PairwiseComparison] = Field(default_factory=list)
-    jury: list[str] = Field(default_factory=list, description="the jury's judges, when several judges scored")
-    jury_aggregate: Optional[str] = None
-    agreement: list[JuryAgreement] = Field(default_factory=list)
-    labels: Optional[LabelAgreement] = Field(None, description="the first judge's agreement with human labels (--labels)")
-    warnings: list[str] = Field(default_factory=list, description="biases the reader must know (self-preference)")
-    notes: list[str] = Field(default_factory=list, description="checks that were skipped, and why")
-    items: list[ItemView] = Field(default_factory=list, description="the rows a person reads (the report's row browser)")
-    items_total: int = Field(0, description="test items in the run (more than `items` when only the worst are kept)")
-
+from llm_engineering.evaluation.judging.judge_id import members
+from llm_engineering.evaluation.stored.summary import (
+    CriterionScores,
+    EvaluationSummary,
+    JudgeScores,
+    JudgeUsage,
+    ModelComparison,
+    ModelScores,
+    Reduced,
+)
 
 
 def judge_usage(rows: list[dict], prices: Optional[tuple[float, float]] = None) -> JudgeUsage:
@@ -293,6 +167,7 @@ def compare_models(a: Dataset, b: Dataset, criterion: str) -> ModelComparison:
 
 def build_summary(
     evaluations: list[Dataset],
+    *,
     stats: Optional[list[GenerationStats]] = None,
     prices: Optional[tuple[float, float]] = None,
     checks: Optional[TrustChecks] = None,
@@ -311,7 +186,7 @@ def build_summary(
 
     rubric = rubric or load_rubric("handbook")
     judge_ids = sorted({j for dataset in evaluations for j in set(dataset[col.JUDGE_MODEL])})
-    jury = [] if len(judge_models or []) < 2 else judge_ids[0].removeprefix("jury: ").split(" + ")
+    jury = [] if len(judge_models or []) < 2 else members(judge_ids[0])
     by_model = {s.model_id: s for s in stats or []}
     scores = []
     for dataset in evaluations:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from llm_engineering.evaluation.rates import fmt, rate_with_ci
-from llm_engineering.evaluation.report.summary import CriterionScores, EvaluationSummary
+from llm_engineering.evaluation.stored.summary import CriterionScores, EvaluationSummary
 from llm_engineering.evaluation.trust.rules import RULE_NAMES
 from llm_engineering.evaluation.report.trust_text import (
     LABEL_RATERS,

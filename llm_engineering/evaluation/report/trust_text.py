@@ -10,15 +10,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
+from llm_engineering.evaluation.judging.judge_id import JudgeId
 from llm_engineering.evaluation.rates import fmt, rate_with_ci
 
 if TYPE_CHECKING:  # only read attributes of these: the cards need no judge code loaded
-    from llm_engineering.evaluation.trust.judge_check import JudgeCheck
-    from llm_engineering.evaluation.trust.label_agreement import LabelAgreement, PreferenceAgreement
-    from llm_engineering.evaluation.trust.labels import PointwiseAgreement
-    from llm_engineering.evaluation.trust.preference_agreement import PairwiseAgreement
-    from llm_engineering.evaluation.judging.pairwise import PairwiseComparison
-    from llm_engineering.evaluation.trust.similarity import SimilarityCheck
+    from llm_engineering.evaluation.stored.trust import JudgeCheck
+    from llm_engineering.evaluation.stored.labels import LabelAgreement, PreferenceAgreement
+    from llm_engineering.evaluation.stored.labels import PointwiseAgreement
+    from llm_engineering.evaluation.stored.labels import PairwiseAgreement
+    from llm_engineering.evaluation.stored.pairwise import PairwiseComparison
+    from llm_engineering.evaluation.stored.trust import SimilarityCheck
 
 
 SCORES_METHOD = ("Means are over scored rows, with 95% bootstrap intervals; rows whose verdict failed are counted "
@@ -64,7 +65,9 @@ GET_A_JUDGE = ("for a judge with signal, set judge.model: qwen2.5-coder-1.5b (wh
 
 
 def _judge_name(judge_model: str) -> str:
-    return judge_model.removeprefix("vllm:")
+    """An in-process judge by its model's name; any other by its whole id (where it is served matters)."""
+    judge = JudgeId.parse(judge_model)
+    return judge.model if judge.backend == "vllm" else judge_model
 
 
 def judge_without_signal(judge_model: str) -> bool:

@@ -17,12 +17,14 @@ from datasets import Dataset
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeCheckConfig
 from llm_engineering.evaluation.judging.judge import Judge
-from llm_engineering.evaluation.judging.rubric import first_score_schema, judge_messages, verdict_checker
+from llm_engineering.evaluation.judging.rubric import judge_messages
+from llm_engineering.evaluation.judging.verdict import first_score_schema, verdict_checker
 from llm_engineering.evaluation.judging.scoring import read_reply
 from llm_engineering.evaluation.judging.transport import ReplySchema, ask_judge
 from llm_engineering.evaluation.rates import sample_rows
 from llm_engineering.evaluation.trust import tiers as check_tiers
-from llm_engineering.evaluation.trust.judge_check import JudgeCheck, JudgeCheckPair, judge_check_from_pairs
+from llm_engineering.evaluation.trust.judge_check import judge_check_from_pairs
+from llm_engineering.evaluation.stored.trust import JudgeCheck, JudgeCheckPair
 from llm_engineering.evaluation.trust.rewording import reworded_references
 from llm_engineering.evaluation.trust.rules import RULES
 

@@ -7,12 +7,12 @@ One pair a line: `instruction`, `output_1`, `output_2`, `label` (1: output_1 is 
 
 from __future__ import annotations
 
-import csv
-import json
 from pathlib import Path
 from typing import Any, Literal, Optional
 
 from pydantic import BaseModel
+
+from llm_engineering.evaluation.records import read_records
 
 REQUIRED = ("instruction", "output_1", "output_2", "label")
 OPTIONAL = ("id", "reference")
@@ -32,37 +32,6 @@ class HumanPair(BaseModel):
     label: Literal[0, 1, 2]
     reference: Optional[str] = None
     line: int = 0
-
-
-def _records(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    suffix = path.suffix.lower()
-    if suffix == ".jsonl":
-        records = []
-        for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not text.strip():
-                continue
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as error:
-                raise PairsError(f"{path}, line {number}: not valid JSON ({error.msg}, char {error.pos}); write "
-                                 f"{FORMAT}, as one JSON object") from None
-            if not isinstance(record, dict):
-                raise PairsError(f"{path}, line {number}: a pair is a JSON object, got {type(record).__name__}; write "
-                                 f"{FORMAT}")
-            records.append((number, record))
-        return records
-    if suffix == ".csv":
-        with path.open(encoding="utf-8-sig", newline="") as handle:  # a spreadsheet's byte-order mark
-            reader = csv.DictReader(handle)
-            records, start = [], 2
-            for record in reader:  # an answer may span lines: a record is named by the line it starts on
-                if None in record or None in record.values():
-                    raise PairsError(f"{path}, line {start}: {'more' if None in record else 'fewer'} fields than the "
-                                     f"header's {len(reader.fieldnames or [])}; quote answers that hold commas")
-                records.append((start, dict(record)))
-                start = reader.line_num + 1
-        return records
-    raise PairsError(f"{path}: pairs are read from .jsonl or .csv files, not {suffix or 'a file without a suffix'!r}")
 
 
 def _label(value: Any) -> Optional[int]:
@@ -96,7 +65,8 @@ def load_pairs(path: Path, limit: Optional[int] = None) -> list[HumanPair]:
         raise PairsError(f"{path}: no such file; give a .jsonl or .csv file with {FORMAT}")
     pairs: list[HumanPair] = []
     first_line: dict[str, int] = {}
-    for number, record in _records(path):
+    _, records = read_records(path, error=PairsError, what="a pair", fix=f"write {FORMAT}, as one JSON object")
+    for number, record in records:
         problem = _problem(record)
         if problem:
             raise PairsError(f"{path}, line {number}: {problem}")

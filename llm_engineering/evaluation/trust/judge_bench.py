@@ -30,7 +30,8 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.trust.human_pairs import HumanPair
 from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.pairwise import ask_both_orders, ask_preferences, both_orders_preference
-from llm_engineering.evaluation.rates import Rate, rate
+from llm_engineering.evaluation.rates import rate
+from llm_engineering.evaluation.stored.figures import Rate
 from llm_engineering.evaluation.judging.scoring import score_answers
 
 WAYS = ("pairwise", "preference", "preference_averaged", "pointwise_expected", "pointwise_integer", "pointwise_rating")

@@ -10,116 +10,12 @@ with; where the judge gave logprobs, integer ties broken by expected scores are 
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional
+from typing import Optional
 
-from pydantic import BaseModel, Field
 
-from llm_engineering.evaluation.rates import Rate, bootstrap_ci, mean, rate
+from llm_engineering.evaluation.rates import bootstrap_ci, mean, rate
 from llm_engineering.evaluation.trust.rules import RULE_NAMES, RULES
-from llm_engineering.evaluation.trust.similarity import SimilarityCheck
-
-class JudgeCheckPair(BaseModel):
-    """One checked row: the score (first criterion) the judge gave its right answer and a worse answer."""
-
-    id: str
-    mismatched_id: str
-    reference_accuracy: Optional[int] = Field(description="the right answer's first-criterion score")
-    mismatched_accuracy: Optional[int] = Field(description="the worse answer's first-criterion score")
-    reference_expected: Optional[float] = None
-    mismatched_expected: Optional[float] = None
-    error: Optional[str] = None
-    right_is_copy: bool = Field(False, description="the right answer is the reference itself where the judge sees the "
-                                "reference (its rewording failed or lost a fact)")
-    right_answer: Optional[str] = Field(None, description="the right answer judged, where it is not the reference "
-                                        "(a rewording)")
-    worse_answer: Optional[str] = Field(None, description="the worse answer judged")
-    rules: dict[str, int] = Field(default_factory=dict, description="each judge-free rule's order of the two "
-                                  "answers: 1 the right one above, 0 a tie, -1 the worse one above")
-
-    @property
-    def expected_order(self) -> Optional[int]:
-        """+1 the right answer higher, -1 lower, 0 tie: by integer score, ties broken by expected score."""
-        if self.reference_accuracy is None or self.mismatched_accuracy is None:
-            return None
-        if self.reference_accuracy != self.mismatched_accuracy:
-            return 1 if self.reference_accuracy > self.mismatched_accuracy else -1
-        if self.reference_expected is None or self.mismatched_expected is None:
-            return None
-        difference = self.reference_expected - self.mismatched_expected
-        return (difference > 0) - (difference < 0)
-
-
-class JudgeCheck(BaseModel):
-    """Figures of the judge check. Rates are over every checked pair; a pair with a failed
-    verdict counts as failed, never as a tie or dropped."""
-
-    judge_model: str
-    criterion: str = "accuracy"
-    tier: str = Field("mismatch", description="the report card tier these figures are of")
-    pairs: int
-    reference_higher: Rate = Field(description="discrimination: the right answer scored above the worse one")
-    ties: Rate
-    reversals: Rate = Field(description="the worse answer scored above the right one")
-    failed: Rate
-    reference_accuracy_mean: Optional[float] = Field(description="the right answers' mean first-criterion score")
-    mismatched_accuracy_mean: Optional[float] = Field(description="the worse answers' mean first-criterion score")
-    reference_accuracy_ci: Optional[list[float]] = None
-    mismatched_accuracy_ci: Optional[list[float]] = None
-    threshold: float
-    no_signal: bool = Field(description="integer discrimination below the threshold")
-    reference_higher_expected: Optional[Rate] = Field(
-        None, description="discrimination with integer ties broken by expected scores (None without logprobs)")
-    expected_problem: Optional[str] = Field(None, description="why there is no tie-broken figure")
-    lowest_level: Optional[Rate] = Field(None, description="worse answers scored at the scale's lowest level")
-    scale: Optional[list[int]] = Field(None, description="the first criterion's lowest and highest level")
-    baselines: dict[str, Rate] = Field(default_factory=dict, description="per judge-free rule (`trust.rules`): the "
-                                       "pairs it orders the right answer above the worse one (a tie is no pass)")
-    margin_over_rules: Optional[float] = Field(None, description="integer discrimination minus the best rule's rate")
-    right_answers: Literal["reference", "reworded"] = Field(
-        "reference", description="the right answers: the references, or (for a judge that sees the reference, which a "
-        "copy would prove nothing about) the references reworded by the judge")
-    right_copies: int = Field(0, description="pairs whose right answer is the reference itself, its rewording having "
-                              "failed or lost a fact")
-    verdict: str = Field(description="the finding in plain words")
-    details: list[JudgeCheckPair] = Field(default_factory=list)
-    tiers: list["JudgeCheck"] = Field(default_factory=list, description="the report card's harder tiers")
-    judge_calls: Optional[int] = Field(None, description="verdicts the check asked for (all tiers), cached ones included")
-    judge_tokens: Optional[int] = Field(None, description="prompt + completion tokens of the calls not served by the cache")
-    judge_seconds_per_verdict: Optional[float] = Field(None, description="the judge's wall time over the calls not "
-                                                       "served by the cache")
-
-    @property
-    def best_rule(self) -> Optional[str]:
-        """The judge-free rule that passes this tier most often."""
-        scored = {name: r.rate for name, r in self.baselines.items() if r.rate is not None}
-        return max(scored, key=lambda name: scored[name]) if scored else None
-
-    def metadata(self) -> dict[str, Any]:
-        """The figures as ZenML metadata (logged by the check step and by the summary)."""
-        def figures(t: JudgeCheck) -> dict[str, Any]:
-            return {"discrimination_rate": t.reference_higher.rate, "discrimination_ci": t.reference_higher.ci,
-                    "discrimination_rate_expected": t.reference_higher_expected.rate if t.reference_higher_expected
-                    else None, "pairs": t.pairs, "no_signal": t.no_signal,
-                    "lowest_level_rate": t.lowest_level.rate if t.lowest_level else None,
-                    "baselines": {name: r.rate for name, r in t.baselines.items()}, "margin_over_rules": t.margin_over_rules}
-
-        return {
-            "judge": self.judge_model, "verdict": self.verdict, **figures(self),
-            "tie_rate": self.ties.rate, "reversal_rate": self.reversals.rate, "failed_rate": self.failed.rate,
-            "threshold": self.threshold, "criterion": self.criterion, "right_answers": self.right_answers,
-            "tiers": {t.tier: figures(t) for t in self.tiers},
-            "judge_calls": self.judge_calls, "judge_tokens": self.judge_tokens,
-            "judge_seconds_per_verdict": self.judge_seconds_per_verdict,
-        }
-
-
-class TrustChecks(BaseModel):
-    """The `trust_checks` artifact: how far the run's scores can be trusted."""
-
-    judge: Optional[JudgeCheck] = None
-    similarity: Optional[SimilarityCheck] = None
-    notes: list[str] = Field(default_factory=list, description="checks that were skipped, and why")
-
+from llm_engineering.evaluation.stored.trust import JudgeCheck, JudgeCheckPair
 
 WORSE_ANSWER = {
     "mismatch": "an answer to another question",

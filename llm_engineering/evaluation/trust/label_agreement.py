@@ -10,29 +10,22 @@ human one, beside the majority preference and the longer answer (`preference_agr
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence, Union
+from typing import Optional, Sequence
 
-from pydantic import BaseModel, Field
 
 from llm_engineering.evaluation.trust.labels import (
-    Kind,
     Labels,
     LabelsError,
-    PointwiseAgreement,
     agreement,
     length_baseline,
     majority_baseline,
     valid_against_baseline,
 )
-from llm_engineering.evaluation.trust.preference_agreement import (
-    PairwiseAgreement,
-    longer_preferred,
-    majority_preference,
-    pairwise_agreement,
-)
+from llm_engineering.evaluation.trust.preference_agreement import longer_preferred, majority_preference, pairwise_agreement
 from llm_engineering.evaluation.judging.pairwise import orders_disagree, points_for_first_model
-from llm_engineering.evaluation.rates import BOOTSTRAP_SAMPLES, Rate, rate, rate_with_ci
+from llm_engineering.evaluation.rates import BOOTSTRAP_SAMPLES, rate, rate_with_ci
 from llm_engineering.evaluation.judging.rubric import Rubric
+from llm_engineering.evaluation.stored.labels import CriterionAgreement, LabelAgreement, LabelledVerdict, PreferenceAgreement
 
 
 def label_verdict(figure: str, value: Optional[float], ci: Optional[list[float]], baselines: dict[str, Optional[float]],
@@ -46,90 +39,6 @@ def label_verdict(figure: str, value: Optional[float], ci: Optional[list[float]]
     both, each = ("both ", "each") if len(baselines) > 1 else ("", "it")
     return (f"not shown valid on these labels: {judge} does not beat {both}{rules} (the lower bound of its 95% "
             f"interval must lie above {each}).")
-
-
-class LabelledVerdict(BaseModel):
-    """One label beside the judge's verdict on the same answer (or pair)."""
-
-    id: str
-    criterion: Optional[str] = Field(None, description="pointwise labels only")
-    human: Union[int, str] = Field(description="the human's score, or preference A, B or tie")
-    judge: Union[int, str, None] = Field(description="the judge's score or combined preference; None: no verdict")
-    expected: Optional[float] = Field(None, description="the judge's expected score (pointwise, with logprobs)")
-    error: Optional[str] = None
-
-
-class CriterionAgreement(BaseModel):
-    """Pointwise labels of one criterion: the judge's agreement with them, and the baselines'."""
-
-    criterion: str
-    scale: list[int]
-    rows: int
-    judge: PointwiseAgreement = Field(description="the judge's integer scores")
-    judge_expected: Optional[PointwiseAgreement] = Field(
-        None, description="the judge's expected scores rounded to the nearest level (None: see expected_problem)")
-    expected_problem: Optional[str] = None
-    majority: PointwiseAgreement = Field(description="the most common human score, given to every answer")
-    length: PointwiseAgreement = Field(description="the length-only rule: longer answers score higher")
-    valid: bool = Field(description="the lower bound of the judge's exact agreement beats the length-only rule's")
-    verdict: str
-
-
-class PreferenceAgreement(BaseModel):
-    """Pairwise labels: the judge's preferences against the human ones, and the baselines'."""
-
-    rows: int
-    judge: PairwiseAgreement = Field(description="each pair judged in both orders; orders that disagree make a tie")
-    order_disagreement: Rate = Field(description="pairs judged in both orders whose two verdicts disagreed")
-    majority: PairwiseAgreement = Field(description="the most common human preference, for every pair")
-    length: PairwiseAgreement = Field(description="the longer answer preferred (a tie when both are as long)")
-    valid: bool = Field(description="the lower bound of the judge's agreement beats both baselines' agreement")
-    verdict: str
-
-
-class LabelAgreement(BaseModel):
-    """The `label_agreement` artifact: the first judge against the human labels of `--labels`."""
-
-    kind: Kind
-    judge_model: str
-    rubric: str
-    rows: int = Field(description="labels in the file")
-    criteria: list[CriterionAgreement] = Field(default_factory=list, description="pointwise: one per criterion")
-    pairwise: Optional[PreferenceAgreement] = None
-    judge_calls: Optional[int] = Field(None, description="verdicts asked for, cached ones included")
-    judge_tokens: Optional[int] = Field(None, description="prompt + completion tokens of the calls not served by the cache")
-    details: list[LabelledVerdict] = Field(default_factory=list)
-
-    @property
-    def valid(self) -> bool:
-        """Valid on every criterion (pointwise) or on the preferences (pairwise)."""
-        parts = [c.valid for c in self.criteria] + ([self.pairwise.valid] if self.pairwise else [])
-        return bool(parts) and all(parts)
-
-    def metadata(self) -> dict[str, Any]:
-        """The figures as ZenML metadata (logged by the labels step and by the summary)."""
-        def figures(a: PointwiseAgreement) -> dict[str, Any]:
-            return {"exact": a.exact, "exact_ci": a.exact_ci, "within_one": a.within_one, "spearman": a.spearman,
-                    "kappa": a.kappa, "kappa_ci": a.kappa_ci, "failed": a.failed}
-
-        data: dict[str, Any] = {"judge": self.judge_model, "rubric": self.rubric, "kind": self.kind, "rows": self.rows,
-                                "valid": self.valid, "judge_calls": self.judge_calls, "judge_tokens": self.judge_tokens}
-        if self.criteria:
-            data["criteria"] = {}
-        for c in self.criteria:
-            data["criteria"][c.criterion] = {"valid": c.valid, "verdict": c.verdict, "rows": c.rows, "judge": figures(c.judge),
-                                 "judge_expected": figures(c.judge_expected) if c.judge_expected else c.expected_problem,
-                                 "majority": figures(c.majority), "length": figures(c.length)}
-        if self.pairwise:
-            p = self.pairwise
-            data["pairwise"] = {"valid": p.valid, "verdict": p.verdict, "agreement": p.judge.agreement.rate,
-                                "agreement_ci": p.judge.agreement.ci, "failed": p.judge.failed,
-                                "order_disagreement": p.order_disagreement.rate,
-                                "majority": p.majority.agreement.rate, "length": p.length.agreement.rate,
-                                "agreement_decisive": {name: a.agreement_decisive.rate if a.agreement_decisive else None
-                                                       for name, a in (("judge", p.judge), ("majority", p.majority),
-                                                                       ("length", p.length))}}
-        return data
 
 
 def _where(labels: Labels, index: int) -> str:

@@ -16,7 +16,8 @@ from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judging.judge import Judge
-from llm_engineering.evaluation.trust.label_agreement import LabelAgreement, check_labels_fit, pairwise_report, pointwise_report
+from llm_engineering.evaluation.trust.label_agreement import check_labels_fit, pairwise_report, pointwise_report
+from llm_engineering.evaluation.stored.labels import LabelAgreement
 from llm_engineering.evaluation.trust.labels import Labels, LabelsError
 from llm_engineering.evaluation.judging.pairwise import ask_both_orders
 from llm_engineering.evaluation.judging.scoring import score_answers

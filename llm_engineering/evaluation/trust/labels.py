@@ -3,11 +3,8 @@ no judge (pairwise labels' are `preference_agreement`'s)."""
 
 from __future__ import annotations
 
-import csv
-import json
 import re
 import warnings
-from collections import Counter
 from pathlib import Path
 from typing import Any, Literal, Optional, Sequence, Union
 
@@ -18,8 +15,10 @@ from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import cohen_kappa_score
 
 from llm_engineering.evaluation.rates import BOOTSTRAP_SAMPLES, bootstrap_ci
+from llm_engineering.evaluation.records import read_records
+from llm_engineering.evaluation.samples import majority
+from llm_engineering.evaluation.stored.labels import Kind, PointwiseAgreement
 
-Kind = Literal["pointwise", "pairwise"]
 COLUMNS: dict[str, tuple[str, ...]] = {
     "pointwise": ("id", "answer", "criterion", "score"),
     "pairwise": ("id", "answer_a", "answer_b", "preferred"),
@@ -104,47 +103,13 @@ def _kind(columns: Sequence[str], where: str) -> Kind:
                       f"{_needs()}")
 
 
-def _records(path: Path) -> tuple[Optional[Kind], list[tuple[int, dict[str, Any]]]]:
-    """(the csv header's kind, or None for jsonl; (line, record) pairs)."""
-    suffix = path.suffix.lower()
-    if suffix == ".jsonl":
-        records = []
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise LabelsError(f"{path}, line {number}: not valid JSON ({error.msg}); write one JSON object a line") from None
-            if not isinstance(record, dict):
-                raise LabelsError(f"{path}, line {number}: a label is a JSON object, got {type(record).__name__}")
-            records.append((number, record))
-        return None, records
-    if suffix == ".csv":
-        # utf-8-sig: a spreadsheet's export may start with a byte-order mark, which would rename the first column.
-        with path.open(encoding="utf-8-sig", newline="") as handle:
-            reader = csv.DictReader(handle)
-            if reader.fieldnames is None:
-                return None, []
-            kind = _kind(reader.fieldnames, f"{path}, line 1 (the header)")
-            records = []
-            start = reader.line_num + 1
-            for record in reader:  # an answer may span lines: a record is named by the line it starts on
-                if None in record or None in record.values():
-                    raise LabelsError(f"{path}, line {start}: {'more' if None in record else 'fewer'} fields than the "
-                                      f"header's {len(reader.fieldnames)}; quote text that holds commas or quotes")
-                records.append((start, record))
-                start = reader.line_num + 1
-        return kind, records
-    raise LabelsError(f"{path}: unknown labels file type {path.suffix!r}; use .jsonl or .csv")
-
-
 def load_labels(path: Path) -> Labels:
     """Human labels from a jsonl or csv file; the columns tell pointwise from pairwise (see `COLUMNS`)."""
     path = Path(path)
     if not path.is_file():
         raise LabelsError(f"{path}: no such labels file; give the path of a .jsonl or .csv file ({_needs()})")
-    header_kind, records = _records(path)
+    header, records = read_records(path, error=LabelsError, what="a label", fix="write one JSON object a line")
+    header_kind = _kind(header, f"{path}, line 1 (the header)") if header is not None else None
     if not records:
         raise LabelsError(f"{path}: the file has no labels; {_needs()}")
     kind, first = header_kind, records[0][0]
@@ -182,20 +147,6 @@ def _one_value(path: Path, records: list[tuple[int, dict[str, Any]]], rows: list
         raise LabelsError(f"{path}, line {other}: {name} {second!r}, but line {line} names {name} {first!r}; keep the "
                           f"labels of one {name} in a file")
     return next(iter(values), None)
-
-
-class PointwiseAgreement(BaseModel):
-    """A judge's scores against human scores on one criterion; intervals are 95% bootstraps over rows."""
-
-    rows: int = Field(description="labelled rows, with or without a judge verdict")
-    failed: int = Field(description="rows without a verdict: disagreements in exact and within_one, not in spearman, kappa")
-    exact: Optional[float] = Field(description="share of rows where the judge gave the human's score")
-    exact_ci: Optional[list[float]] = None
-    within_one: Optional[float] = Field(description="share of rows where the judge was at most one point off")
-    within_one_ci: Optional[list[float]] = None
-    spearman: Optional[float] = Field(description="rank correlation; None when a side is constant")
-    kappa: Optional[float] = Field(description="quadratic-weighted Cohen's kappa; None when undefined")
-    kappa_ci: Optional[list[float]] = None
 
 
 def _check_scale(scores: Sequence[Optional[int]], values: Sequence[int], who: str) -> None:
@@ -262,9 +213,7 @@ def majority_baseline(human: list[int]) -> list[int]:
     """The most common human score for every row; a tie goes to the lower score."""
     if not human:
         return []
-    counts = Counter(human)
-    top = max(counts.values())
-    return [min(score for score, n in counts.items() if n == top)] * len(human)
+    return [majority(human)] * len(human)
 
 
 def length_baseline(lengths: list[int], human: list[int], values: Sequence[int]) -> list[int]:

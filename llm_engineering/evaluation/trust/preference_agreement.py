@@ -10,22 +10,11 @@ from __future__ import annotations
 from collections import Counter
 from typing import Optional
 
-from pydantic import BaseModel, Field
 
-from llm_engineering.evaluation.rates import Rate, rate
+from llm_engineering.evaluation.rates import rate
+from llm_engineering.evaluation.stored.labels import PairwiseAgreement
 
 PREFERENCES = ("A", "B", "tie")
-
-
-class PairwiseAgreement(BaseModel):
-    """A rater's preferences against human ones; a row without a verdict counts as a disagreement."""
-
-    rows: int
-    failed: int = Field(description="rows without a judge verdict")
-    agreement: Rate = Field(description="rows where the judge preferred what the human did (A, B or tie)")
-    agreement_decisive: Optional[Rate] = Field(
-        None, description="rows the human preferred A or B where the judge preferred the same (its tie a miss); "
-        "None in reports stored before it was measured")
 
 
 def pairwise_agreement(judge: list[Optional[str]], human: list[str]) -> PairwiseAgreement:

@@ -15,10 +15,10 @@ from typing import Any, Optional
 
 import numpy as np
 from datasets import Dataset, Value
-from pydantic import BaseModel, Field
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.rates import Rate, derangement, rate
+from llm_engineering.evaluation.rates import derangement, rate
+from llm_engineering.evaluation.stored.trust import SimilarityCheck
 
 logger = logging.getLogger(__name__)
 
@@ -99,17 +99,6 @@ def add_reference_similarity(dataset: Dataset, embedder: Any) -> Dataset:
     if col.REFERENCE_SIMILARITY in dataset.column_names:
         dataset = dataset.remove_columns(col.REFERENCE_SIMILARITY)
     return dataset.add_column(col.REFERENCE_SIMILARITY, values, feature=Value("float32"))
-
-
-class SimilarityCheck(BaseModel):
-    """Does the metric know which reference belongs to which instruction? For every row, the
-    instruction's similarity to its own reference against a mismatched row's (fixed derangement)."""
-
-    embedding_model: str
-    rows: int
-    reference_higher: Rate = Field(description="rows whose own reference is the more similar one")
-    reference_mean: Optional[float]
-    mismatched_mean: Optional[float]
 
 
 def check_similarity(dataset: Dataset, embedder: Any, seed: int = 0) -> SimilarityCheck:
