@@ -86,6 +86,9 @@ class _WithStoredNames(importlib.abc.Loader):
         self.loader.exec_module(module)
         _stored_names_too(module, self.target)
 
+    def __getattr__(self, name: str) -> Any:  # the rest of the loader's interface (get_source for tracebacks, ...)
+        return getattr(self.loader, name)
+
 
 class _OldHomes(importlib.abc.MetaPathFinder):
     def find_spec(self, name: str, path: Optional[Sequence[str]], target: Any = None) -> Any:
