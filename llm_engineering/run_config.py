@@ -25,7 +25,7 @@ from llm_engineering.evaluation.config import (
     SamplingConfig,
     SimilarityConfig,
 )
-from llm_engineering.evaluation.config_base import ConfigError
+from llm_engineering.evaluation.config_base import ConfigError, validation_problems
 from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.evaluation.trust.labels import Labels, load_labels
 from llm_engineering.infrastructure.zenml_stack import GenerationStepConfig
@@ -59,8 +59,7 @@ def _check_variant(model: str) -> None:
     try:
         SamplingConfig.model_validate(overrides)
     except ValidationError as error:
-        problems = "; ".join(f"{e['loc'][0]}: {e['msg']}" for e in error.errors())
-        raise ValueError(f"model {model!r} has invalid sampling settings ({problems})") from None
+        raise ValueError(f"model {model!r} has invalid sampling settings ({validation_problems(error)})") from None
 
 
 class EvaluationConfig(BaseModel):

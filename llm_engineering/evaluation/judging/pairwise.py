@@ -29,7 +29,8 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judging.agreement import length_controlled_win_rate, longer_answer_wins
 from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.score_probs import value_distribution
-from llm_engineering.evaluation.judging.transport import JudgeReply, ReplySchema, ask_judge, reply_json_schema
+from llm_engineering.evaluation.config_base import validation_problems
+from llm_engineering.evaluation.judging.transport import JudgeReply, ReplySchema, ask_judge, reply_json_schema, unfenced
 from llm_engineering.evaluation.rates import bootstrap_ci, rate
 from llm_engineering.evaluation.samples import sample_of
 from llm_engineering.evaluation.judging.rubric import REFERENCE_LINE, Rubric
@@ -72,16 +73,12 @@ def pairwise_schema(max_analysis_chars: int) -> ReplySchema:
 
 def parse_pairwise(raw: str) -> tuple[Optional[Winner], Optional[str]]:
     """(winner, None) for a valid reply, else (None, the problem)."""
-    text = raw.strip()
-    if text.startswith("```"):
-        text = text.strip("`").removeprefix("json").strip()
     try:
-        return PairwiseVerdict.model_validate(json.loads(text)).winner, None
+        return PairwiseVerdict.model_validate(json.loads(unfenced(raw))).winner, None
     except json.JSONDecodeError as error:
         return None, f"invalid JSON ({error.msg} at char {error.pos})"
     except ValidationError as error:
-        return None, "invalid verdict (" + "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'reply'}: {e['msg']}" for e in error.errors()) + ")"
+        return None, f"invalid verdict ({validation_problems(error, 'reply')})"
 
 
 def _comparison_messages(

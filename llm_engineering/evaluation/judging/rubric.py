@@ -18,6 +18,8 @@ from typing import Any, Optional
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from llm_engineering.evaluation.config_base import validation_problems
+
 
 DEFAULT_RUBRIC = "task-accuracy"
 PLACEHOLDERS = {
@@ -140,9 +142,7 @@ def _validate(data: Any, where: str) -> Rubric:
     try:
         return Rubric.model_validate(data)
     except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'rubric'}: {e['msg'].removeprefix('Value error, ')}"
-                             for e in error.errors())
-        raise RubricError(f"{where}: {problems}") from None
+        raise RubricError(f"{where}: {validation_problems(error, 'rubric')}") from None
 
 
 @lru_cache(maxsize=None)

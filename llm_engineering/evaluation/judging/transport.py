@@ -19,6 +19,13 @@ from llm_engineering.evaluation.judging.score_probs import TokenChoices
 logger = logging.getLogger(__name__)
 
 
+def unfenced(raw: str) -> str:
+    """A reply's text without surrounding space and a Markdown code fence (```json ... ```) some judges put around
+    their JSON."""
+    text = raw.strip()
+    return text.strip("`").removeprefix("json").strip() if text.startswith("```") else text
+
+
 @dataclass(frozen=True)
 class JudgeReply:
     """One raw reply, or the transport error that prevented it (after every retry)."""

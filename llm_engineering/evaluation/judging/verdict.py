@@ -12,7 +12,8 @@ from typing import Annotated, Any, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, create_model
 
 from llm_engineering.evaluation.judging.rubric import Rubric
-from llm_engineering.evaluation.judging.transport import reply_json_schema
+from llm_engineering.evaluation.config_base import validation_problems
+from llm_engineering.evaluation.judging.transport import reply_json_schema, unfenced
 
 
 @lru_cache(maxsize=64)
@@ -82,11 +83,8 @@ def parse_verdict(rubric: Rubric, raw: str, first_score_only: bool = False) -> P
     criterion (a score-first rubric's with analysis ""); a whole verdict, as an endpoint without JSON schemas
     returns, serves too.
     """
-    text = raw.strip()
-    if text.startswith("```"):
-        text = text.strip("`").removeprefix("json").strip()
     try:
-        payload = json.loads(text)
+        payload = json.loads(unfenced(raw))
     except json.JSONDecodeError as error:
         return ParsedVerdict(None, f"invalid JSON ({error.msg} at char {error.pos})")
     models = [first_score_model(rubric), verdict_model(rubric)] if first_score_only else [verdict_model(rubric)]
@@ -102,8 +100,7 @@ def parse_verdict(rubric: Rubric, raw: str, first_score_only: bool = False) -> P
             for name in model.model_fields
         }, None)
     # The reply's problems against what it was asked for (the first model).
-    problems = "; ".join(f"{'.'.join(map(str, item['loc'])) or 'reply'}: {item['msg']}" for item in errors[0].errors())
-    return ParsedVerdict(None, f"invalid verdict ({problems})")
+    return ParsedVerdict(None, f"invalid verdict ({validation_problems(errors[0], 'reply')})")
 
 
 def verdict_checker(rubric: Rubric, first_score_only: bool = False):

@@ -14,6 +14,7 @@ from scipy.stats import spearmanr
 from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import cohen_kappa_score
 
+from llm_engineering.evaluation.config_base import validation_problems
 from llm_engineering.evaluation.rates import BOOTSTRAP_SAMPLES, bootstrap_ci
 from llm_engineering.evaluation.records import read_records
 from llm_engineering.evaluation.samples import majority
@@ -125,9 +126,7 @@ def load_labels(path: Path) -> Labels:
         try:
             row = model.model_validate(record)
         except ValidationError as error:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}"
-                                 for e in error.errors())
-            raise LabelsError(f"{where}: {problems}") from None
+            raise LabelsError(f"{where}: {validation_problems(error)}") from None
         key_names = COLUMNS[kind][:3]  # (id, answer, criterion) or (id, answer_a, answer_b)
         key = tuple(getattr(row, name) for name in key_names)
         if key in seen:
