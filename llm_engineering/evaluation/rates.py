@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import random
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 from llm_engineering.evaluation.stored.figures import Rate
@@ -43,6 +43,18 @@ def bootstrap_ci(values: Sequence[float], samples: int = BOOTSTRAP_SAMPLES, seed
     if len(values) < 2:
         return None
     low, high = np.percentile(_bootstrap_means(values, samples, seed), [2.5, 97.5])
+    return [round(float(low), 4), round(float(high), 4)]
+
+
+def bootstrap_rows_ci(rows: int, statistic: Callable[[np.ndarray], Optional[float]], samples: int = BOOTSTRAP_SAMPLES,
+                      seed: int = 0) -> Optional[list[float]]:
+    """95% percentile-bootstrap interval of a statistic over `rows` rows: `statistic(indices)` of rows drawn with
+    replacement; draws where it is undefined (None) are skipped, and with fewer than two left there is no interval."""
+    rng = np.random.default_rng(seed)
+    values = [value for value in (statistic(rng.integers(0, rows, size=rows)) for _ in range(samples)) if value is not None]
+    if len(values) < 2:
+        return None
+    low, high = np.percentile(values, [2.5, 97.5])
     return [round(float(low), 4), round(float(high), 4)]
 
 

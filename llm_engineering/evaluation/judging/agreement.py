@@ -12,7 +12,7 @@ from scipy.stats import spearmanr
 from sklearn.linear_model import LogisticRegression
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.rates import rate
+from llm_engineering.evaluation.rates import bootstrap_rows_ci, rate
 from llm_engineering.evaluation.samples import majority
 from llm_engineering.evaluation.judging.rubric import Rubric
 from llm_engineering.evaluation.stored.figures import JuryAgreement, LengthCorrelation, Rate
@@ -77,18 +77,9 @@ def alpha_with_ci(scores: Scores, level: str = "ordinal", values: Optional[Seque
     alpha = krippendorff_alpha(scores, level, values)
     if alpha is None:
         return None, None
-    rng = np.random.default_rng(seed)
-    n = len(scores[0])
-    alphas = []
-    for _ in range(samples):
-        rows = rng.integers(0, n, size=n)
-        resampled = krippendorff_alpha([[judge[i] for i in rows] for judge in scores], level, values)
-        if resampled is not None:
-            alphas.append(resampled)
-    if len(alphas) < 2:
-        return alpha, None
-    low, high = np.percentile(alphas, [2.5, 97.5])
-    return alpha, [round(float(low), 4), round(float(high), 4)]
+    return alpha, bootstrap_rows_ci(
+        len(scores[0]), lambda rows: krippendorff_alpha([[judge[i] for i in rows] for judge in scores], level, values),
+        samples, seed)
 
 
 def length_correlation(scores: list[Optional[float]], lengths: list[int]) -> Optional[LengthCorrelation]:

@@ -15,7 +15,7 @@ from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import cohen_kappa_score
 
 from llm_engineering.evaluation.config_base import validation_problems
-from llm_engineering.evaluation.rates import BOOTSTRAP_SAMPLES, bootstrap_ci
+from llm_engineering.evaluation.rates import BOOTSTRAP_SAMPLES, bootstrap_ci, bootstrap_rows_ci
 from llm_engineering.evaluation.records import read_records
 from llm_engineering.evaluation.samples import majority
 from llm_engineering.evaluation.stored.labels import Kind, PointwiseAgreement
@@ -166,18 +166,8 @@ def _kappa(human: Sequence[int], judge: Sequence[int], values: Sequence[int]) ->
 
 def _kappa_ci(human: list[int], judge: list[int], values: Sequence[int], samples: int, seed: int) -> Optional[list[float]]:
     """Percentile bootstrap over rows; resamples with an undefined kappa are skipped."""
-    rng = np.random.default_rng(seed)
-    n = len(human)
-    kappas = []
-    for _ in range(samples):
-        rows = rng.integers(0, n, size=n)
-        kappa = _kappa([human[i] for i in rows], [judge[i] for i in rows], values)
-        if kappa is not None:
-            kappas.append(kappa)
-    if len(kappas) < 2:
-        return None
-    low, high = np.percentile(kappas, [2.5, 97.5])
-    return [round(float(low), 4), round(float(high), 4)]
+    return bootstrap_rows_ci(len(human), lambda rows: _kappa([human[i] for i in rows], [judge[i] for i in rows], values),
+                             samples, seed)
 
 
 def _share(hits: list[float]) -> Optional[float]:
