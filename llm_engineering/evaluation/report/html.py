@@ -46,7 +46,8 @@ from llm_engineering.evaluation.report.trust_text import (
 )
 
 
-def _html_table(header: list[str], rows: list[list[str]]) -> str:
+def html_table(header: list[str], rows: list[list[str]]) -> str:
+    """A plain table, every cell escaped (the report's tables and judge-bench's page)."""
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
@@ -75,7 +76,7 @@ def _labels_html(summary: EvaluationSummary) -> str:
         verdicts.append(_verdict(report.pairwise.valid, report.pairwise.verdict))
     header, method = (PAIRWISE_LABELS_HEADER, PAIRWISE_LABELS_METHOD) if report.pairwise else (LABELS_HEADER, LABELS_METHOD)
     return (f"<h3>{_text(labels_title(report))}</h3>" + "".join(verdicts)
-            + _html_table(header, label_rows(summary)) + f"<p>{_text(method)}</p>")
+            + html_table(header, label_rows(summary)) + f"<p>{_text(method)}</p>")
 
 
 def _trust_html(summary: EvaluationSummary) -> str:
@@ -83,12 +84,12 @@ def _trust_html(summary: EvaluationSummary) -> str:
     parts += [f"<p>{_text(line)}</p>" for line in expected_lines(summary)]
     if summary.agreement:
         parts.append(f"<h3>Jury ({_text(' + '.join(summary.jury))}; aggregate: {summary.jury_aggregate})</h3>"
-                     + _html_table(JURY_HEADER, jury_rows(summary)))
+                     + html_table(JURY_HEADER, jury_rows(summary)))
     judge_check = summary.judge_check
     if judge_check:
         style = "background:#fdd;border:2px solid #c00" if judge_check.no_signal else "background:#efe;border:1px solid #393"
         parts.append(f"<h3>Judge check</h3><p style='{style};padding:8px'>{html.escape(judge_check.verdict)}</p>"
-                     + _html_table(JUDGE_CHECK_HEADER, judge_check_rows(summary))
+                     + html_table(JUDGE_CHECK_HEADER, judge_check_rows(summary))
                      + f"<p>{_text(JUDGE_CHECK_METHOD)}</p>")
     parts.append(_labels_html(summary))
     check = summary.similarity_check
@@ -99,9 +100,9 @@ def _trust_html(summary: EvaluationSummary) -> str:
                      f"{_text(similarity_check_finding(check))}.</p>")
     if summary.pairwise:
         parts.append(f"<h3>Pairwise comparison ({_text(PAIRWISE_METHOD)})</h3>"
-                     + _html_table(PAIRWISE_HEADER, pairwise_rows(summary))
+                     + html_table(PAIRWISE_HEADER, pairwise_rows(summary))
                      + f"<p>{_text(WIN_RATE_DEFINITION)}</p>")
-    parts.append("<h3>Length bias</h3>" + _html_table(LENGTH_HEADER, length_rows(summary))
+    parts.append("<h3>Length bias</h3>" + html_table(LENGTH_HEADER, length_rows(summary))
                  + "<p>A strong positive correlation means longer answers score higher whatever they say.</p>")
     parts += [f"<p>{html.escape(note_text(note))}</p>" for note in summary.notes]
     plot = trust_png(summary)
@@ -114,18 +115,18 @@ def _samples_html(summary: EvaluationSummary) -> str:
     rows = sample_rows(summary)
     if not rows:
         return ""
-    return ("<h3>Several answers per prompt</h3>" + _html_table(SAMPLES_HEADER, rows)
+    return ("<h3>Several answers per prompt</h3>" + html_table(SAMPLES_HEADER, rows)
             + f"<p>{_text(SAMPLES_METHOD)}</p>")
 
 
 def _run_comparison_html(comparison: Optional[RunComparison]) -> str:
     if comparison is None:
         return ""
-    changed = (_html_table(compared.ROWS_HEADER, compared.changed_rows(comparison)) if comparison.changed_rows
+    changed = (html_table(compared.ROWS_HEADER, compared.changed_rows(comparison)) if comparison.changed_rows
                else "<p>No row's scores changed.</p>")
     return (f"<h3>{_text(compared.title(comparison))}</h3>"
             + "".join(f"<p>{_text(line)}</p>" for line in compared.notes(comparison))
-            + _html_table(compared.METRICS_HEADER, compared.metric_rows(comparison))
+            + html_table(compared.METRICS_HEADER, compared.metric_rows(comparison))
             + f"<p>{_text(compared.METHOD)}</p><h4>Rows whose scores changed most</h4>" + changed)
 
 
@@ -140,7 +141,7 @@ def render_html(summary: EvaluationSummary, comparison: Optional[RunComparison] 
     earlier run), trust checks, plots and the row browser."""
     comparisons = (
         "<h3>Model comparisons (paired on rows both scored)</h3>"
-        + _html_table(COMPARISON_HEADER, comparison_rows(summary))
+        + html_table(COMPARISON_HEADER, comparison_rows(summary))
         if summary.comparisons else ""
     )
     return (
@@ -151,7 +152,7 @@ def render_html(summary: EvaluationSummary, comparison: Optional[RunComparison] 
         + (_headline_html(summary.headline) if summary.headline else "")
         + f"<p>Judge: {html.escape(summary.judge_model)} &middot; rubric: "
         f"{html.escape(summary.rubric)} &middot; {html.escape(summary.created_at)}</p>"
-        + _html_table(table_header(summary), table_rows(summary))
+        + html_table(table_header(summary), table_rows(summary))
         + f"<p>{_text(SCORES_METHOD)}</p>"
         + comparisons
         + _samples_html(summary)

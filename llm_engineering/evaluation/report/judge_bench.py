@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 
+from llm_engineering.evaluation.report.html import html_table
 from llm_engineering.evaluation.trust.judge_bench import FAILED, WAY_NAMES, JudgeBenchReport
 from llm_engineering.evaluation.stored.figures import Rate
 
@@ -45,11 +46,6 @@ _SHOWN = {1: "1", 2: "2", 0: "tie", FAILED: "failed"}
 
 def render_bench_html(report: JudgeBenchReport) -> str:
     """The page: the figures per way, the method, and every pair's decisions."""
-    def table(header: list[str], rows: list[list[str]]) -> str:
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-        return f"<table><tr>{head}</tr>{body}</table>"
-
     ways = list(report.ways)
     details = [[d.id, _SHOWN[d.label]] + [" / ".join(_SHOWN[c] for c in d.decisions[w]) for w in ways]
                + ["; ".join(d.problems)] for d in report.details]
@@ -58,9 +54,9 @@ def render_bench_html(report: JudgeBenchReport) -> str:
         "<style>body{font-family:sans-serif}table{border-collapse:collapse}"
         "td,th{border:1px solid #ccc;padding:4px 8px}</style></head><body>"
         f"<h2>{html.escape(bench_title(report))}</h2>"
-        + table(BENCH_HEADER, bench_rows(report))
+        + html_table(BENCH_HEADER, bench_rows(report))
         + f"<p>{html.escape(BENCH_METHOD)}</p><p>{html.escape(bench_cost_line(report))}</p>"
         + "<h3>Every pair (the output chosen: per order of showing, or once)</h3>"
-        + table(["id", "people"] + [WAY_NAMES[w] for w in ways] + ["problems"], details)
+        + html_table(["id", "people"] + [WAY_NAMES[w] for w in ways] + ["problems"], details)
         + "</body></html>"
     )
