@@ -80,13 +80,13 @@ test-fast: install
 	$(PY) -m pytest -m "not slow"
 
 bench: install
-	$(PY) benchmarks/generation.py
+	$(PY) -m benchmarks.performance.generation
 
 bench-judge: install
-	$(PY) benchmarks/judge_concurrency.py
+	$(PY) -m benchmarks.performance.judge_concurrency
 
 bench-ray: install
-	$(PY) benchmarks/ray_engine.py
+	$(PY) -m benchmarks.performance.ray_engine
 
 # One job per module: none of the code's modules over this many lines (docs/architecture.md).
 MAX_MODULE_LINES := 300

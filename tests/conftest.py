@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.hub_stub import HubStub
+from tests.support.hub_stub import HubStub
 from tests.support.costs import EngineCensus, pipeline_run_lines
 
 # Set before anything imports ZenML or reads settings: no test reaches the internet, and every
@@ -36,7 +36,7 @@ os.environ.update({
 })
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-# The Hub is a stub (tests/integration/hub_stub.py), serving on its own loopback port for the whole
+# The Hub is a stub (tests/support/hub_stub.py), serving on its own loopback port for the whole
 # session (huggingface_hub reads HF_ENDPOINT once, at import): the port stays ours, and a stray Hub
 # call gets the stub's answer at once instead of reaching out. The `hub` fixture empties it per test.
 _HUB = HubStub(_SESSION_DIR / "hub-stub").__enter__()

@@ -11,8 +11,8 @@ import yaml
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.infrastructure.zenml_runs import step_output
-from tests.integration.hub_stub import TOKEN
-from tests.integration.openai_stub import OpenAIStub
+from tests.support.hub_stub import TOKEN
+from tests.support.openai_stub import OpenAIStub
 from tests.support.cli_output import json_report
 
 ROWS = 2

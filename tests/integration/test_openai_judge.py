@@ -11,7 +11,7 @@ from llm_engineering.evaluation.config import JudgeConfig
 from llm_engineering.evaluation.judging.scoring import score_answers
 from llm_engineering.evaluation.judging.cache import JudgeCache
 from llm_engineering.infrastructure.openai_judge import OpenAIJudge
-from tests.integration.openai_stub import OpenAIStub
+from tests.support.openai_stub import OpenAIStub
 from llm_engineering.evaluation.judging.rubric import load_rubric
 from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.config import JudgeCheckConfig

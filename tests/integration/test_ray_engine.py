@@ -29,7 +29,7 @@ from llm_engineering.infrastructure.cpu_tuning import resolved_dtype
 from llm_engineering.infrastructure.zenml_runs import step_output
 from llm_engineering.run_config import load_run_config
 from llm_engineering.settings import get_settings
-from tests.integration.openai_stub import OpenAIStub
+from tests.support.openai_stub import OpenAIStub
 from tests.support.cli_output import json_report
 
 pytestmark = [pytest.mark.slow, pytest.mark.own_engine]

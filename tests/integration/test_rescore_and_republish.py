@@ -44,7 +44,7 @@ def test_failed_hub_push_loses_nothing_and_publish_only_pushes_later(first_run, 
     from llm_engineering.infrastructure.zenml_runs import results_to_publish
     from llm_engineering.settings import get_settings
     from pipelines.evaluating import publishing
-    from tests.integration.hub_stub import TOKEN, USER
+    from tests.support.hub_stub import TOKEN, USER
 
     monkeypatch.setenv("HUGGINGFACE_ACCESS_TOKEN", TOKEN)
     get_settings.cache_clear()

@@ -153,7 +153,7 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
     from zenml.client import Client
 
     from llm_engineering.infrastructure.zenml_runs import step_output
-    from tests.integration.openai_stub import OpenAIStub
+    from tests.support.openai_stub import OpenAIStub
 
     with OpenAIStub() as judge:
         config = tmp_path / "run.yaml"

@@ -9,7 +9,7 @@ import pytest
 from llm_engineering.evaluation.report.gates import GATE_FAILED_EXIT_CODE
 from llm_engineering.evaluation.generation.dataset import read_test_split
 from llm_engineering.evaluation.config import DatasetConfig
-from tests.integration.openai_stub import VERDICT, OpenAIStub
+from tests.support.openai_stub import VERDICT, OpenAIStub
 from tests.support.cli_output import json_report
 from tests.support.configs import stub_judged
 

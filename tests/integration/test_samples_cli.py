@@ -7,7 +7,7 @@ import yaml
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.infrastructure.zenml_runs import step_output
-from tests.integration.openai_stub import OpenAIStub
+from tests.support.openai_stub import OpenAIStub
 from tests.support.cli_output import json_report
 
 PROMPTS = 3

@@ -42,7 +42,7 @@ def test_steps_read_exported_settings_and_no_secret_value_is_stored_anywhere(rep
     from llm_engineering.settings import get_settings
     from pipelines.evaluating import publishing
     from steps.materializers import DatasetMaterializer
-    from tests.integration.hub_stub import TOKEN, USER
+    from tests.support.hub_stub import TOKEN, USER
 
     first = _export(repo_root, HUGGINGFACE_ACCESS_TOKEN=TOKEN)
     assert first.returncode == 0, first.stderr[-2000:]

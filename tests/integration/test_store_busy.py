@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from tests.integration.openai_stub import OpenAIStub
+from tests.support.openai_stub import OpenAIStub
 from tests.support.cli_output import json_report
 
 HELD_S = 8  # longer than SQLite's default wait (5 s), after which a write fails with `database is locked`

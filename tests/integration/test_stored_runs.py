@@ -20,7 +20,7 @@ from llm_engineering.evaluation.generation.dataset import read_test_split
 from llm_engineering.evaluation.config import DatasetConfig
 from llm_engineering.evaluation.stored.generation import GenerationStats
 from llm_engineering.evaluation.stored.summary import EvaluationSummary
-from tests.integration.openai_stub import VERDICT, OpenAIStub
+from tests.support.openai_stub import VERDICT, OpenAIStub
 from tests.support.cli_output import json_report
 from tests.support.configs import stub_judged
 

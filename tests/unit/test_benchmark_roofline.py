@@ -1,5 +1,5 @@
 """The roofline that `make bench` divides vLLM's throughput by: the model's FLOPs per token, and the ceiling kept
-from its two measurements."""
+from its two measurements (`tests/support/roofline.py`, the arithmetic the benchmarks import)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ from pathlib import Path
 
 from safetensors import safe_open
 
-from benchmarks.generation import best_ceiling
-from benchmarks.roofline import flops_per_token
 from llm_engineering.evaluation.models import resolve_model
 from llm_engineering.settings import get_settings
+from tests.support.roofline import best_ceiling, flops_per_token
 
 
 def _checkpoint_shapes(folder: Path) -> dict[str, list[int]]:

@@ -8,7 +8,7 @@ run's answers:
 
 and the share of the variance that lies between a prompt's answers, the per-row spread and the reducers.
 
-    .venv/bin/python benchmarks/samples.py [--samples 4] [--judge auto] [--limit N]
+    .venv/bin/python -m benchmarks.judge_studies.samples [--samples 4] [--judge auto] [--limit N]
         # writes benchmarks/results/samples_k<K>_<judge>.json
 """
 
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import platform
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,8 +23,7 @@ from pathlib import Path
 import click
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmarks import RESULTS
 
 
 def _cpu_flags() -> list[str]:
@@ -76,9 +74,9 @@ def main(samples: int, limit: int | None, judge: str) -> None:
                          "rows and samples (two-level)": two_level_ci(list(groups.values()))}
             figures.append({"criterion": name, "scores": kind, "mean_first": mean(first), "mean": mean(means),
                             "intervals": intervals, "widths": {k: _width(v) for k, v in intervals.items()}})
-    result_file = ROOT / "benchmarks" / "results" / f"samples_k{samples}_{judge}.json"
+    result_file = RESULTS / f"samples_k{samples}_{judge}.json"
     output = {
-        "command": f".venv/bin/python benchmarks/samples.py --samples {samples} --judge {judge}"
+        "command": f".venv/bin/python -m benchmarks.judge_studies.samples --samples {samples} --judge {judge}"
                    + (f" --limit {limit}" if limit else ""),
         "machine": {"cpu_flags": _cpu_flags(), "processor": platform.processor() or platform.machine()},
         "run": report["run"], "judge": report["judge_model"], "answers": len(rows), "scored": len(valid),

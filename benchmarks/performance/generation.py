@@ -1,6 +1,6 @@
 """Side-by-side generation benchmark on our own workload: HF transformers vs vLLM.
 
-    .venv/bin/python benchmarks/generation.py [--prompts 64] [--max-tokens 128]   (or `make bench`)
+    .venv/bin/python -m benchmarks.performance.generation [--prompts 64] [--max-tokens 128]   (or `make bench`)
 
 Same prompts (the embedded split's Alpaca prompts, topped up with synthetic prompts of varied
 length), same sampling settings, one run, every engine in the dtype `engine.dtype: auto` picks on
@@ -28,9 +28,9 @@ from typing import Any
 
 import click
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-RESULTS = ROOT / "benchmarks" / "results"
+from benchmarks import RESULTS, ROOT
+from tests.support.roofline import best_ceiling
+
 ENGINES = ["hf_sequential", "hf_static", "hf_continuous", "vllm"]
 LABELS = {
     "hf_sequential": "HF transformers generate, one prompt at a time",
@@ -169,7 +169,7 @@ def _peak_rss_mb(process: subprocess.Popen) -> tuple[float, threading.Thread]:
 
 def _run(command: list[str], name: str) -> tuple[dict | None, float]:
     """Run one measurement in its own process: its RESULT line, and the peak RSS of its process tree (MB)."""
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                                env={**os.environ, "VLLM_LOGGING_LEVEL": "ERROR"})
     peak, poller = _peak_rss_mb(process)
     stdout, _ = process.communicate()
@@ -179,18 +179,6 @@ def _run(command: list[str], name: str) -> tuple[dict | None, float]:
         print(f"{name}: failed (exit {process.returncode})", file=sys.stderr)
         return None, peak[0]
     return json.loads(line[7:]), peak[0]
-
-
-def best_ceiling(measurements: list[dict | None]) -> dict | None:
-    """The roofline measured before and after the engines, each ceiling the higher of the two (whatever else
-    runs on a shared CPU can only lower a measurement); both measurements kept under `measurements`."""
-    done = [m for m in measurements if m]
-    if not done:
-        return None
-    gflops = {d: max(m["matmul_gflops"][d] for m in done) for d in done[0]["matmul_gflops"]}
-    kernels = {d: max(done, key=lambda m: m["matmul_gflops"][d])["matmul_kernel"][d] for d in gflops}
-    return {**done[0], "matmul_gflops": gflops, "matmul_kernel": kernels,
-            "bandwidth_gb_s": max(m["bandwidth_gb_s"] for m in done), "measurements": done}
 
 
 def fraction_of_roofline(result: dict, roofline: dict, dtype: str) -> float | None:
@@ -252,14 +240,14 @@ def main(count: int, max_tokens: int, sequential_subset: int, batch_size: int, e
     print(f"dtype {dtype}: {why}", file=sys.stderr)
     engines = [e for e in ENGINES if e != "hf_continuous" or hasattr(GenerationMixin, "generate_batch")]
     runs = [(name, name, dtype) for name in engines] + [(f"vllm_{d}", "vllm", d) for d in others]
-    roofline_command = [sys.executable, str(Path(__file__).parent / "roofline.py"), "--batch", str(count),
+    roofline_command = [sys.executable, "-m", "benchmarks.performance.roofline", "--batch", str(count),
                         *[a for d in (dtype, *others) for a in ("--dtype", d)]]
     ceilings = [_run(roofline_command, "roofline")[0]]
     results: dict[str, dict] = {}
     for name, engine_name, engine_dtype_ in runs:
-        result, peak = _run([sys.executable, __file__, "--engine", engine_name, "--dtype", engine_dtype_, "--prompts",
-                             str(count), "--max-tokens", str(max_tokens), "--sequential-subset", str(sequential_subset),
-                             "--batch-size", str(batch_size)], name)
+        result, peak = _run([sys.executable, "-m", "benchmarks.performance.generation", "--engine", engine_name,
+                             "--dtype", engine_dtype_, "--prompts", str(count), "--max-tokens", str(max_tokens),
+                             "--sequential-subset", str(sequential_subset), "--batch-size", str(batch_size)], name)
         if result is None:
             continue
         results[name] = {**result, "dtype": engine_dtype_, "peak_rss_mb": round(peak)}

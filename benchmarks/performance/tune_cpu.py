@@ -1,6 +1,6 @@
 """Measure vLLM CPU engine settings on the generation workload, one variant per process.
 
-    .venv/bin/python benchmarks/tune_cpu.py [NAME ...]   (only variants whose name contains NAME)
+    .venv/bin/python -m benchmarks.performance.tune_cpu [NAME ...]   (only variants whose name contains NAME)
 
 Each variant changes one setting from the pipeline's defaults; the table goes into
 benchmarks/README.md. Writes benchmarks/results/tune_cpu.json.
@@ -13,9 +13,11 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+import click
+
+from benchmarks import RESULTS, ROOT
+
 VARIANTS = {
     "defaults (fp32, eager, all cores, prefix caching and chunked prefill as vLLM decides)": {},
     "one core (VLLM_CPU_OMP_THREADS_BIND=0)": {"cpu_threads": "0"},
@@ -33,14 +35,17 @@ def selected(names: list[str]) -> dict[str, dict]:
     return {k: v for k, v in VARIANTS.items() if not names or k == first or any(n in k for n in names)}
 
 
-def main() -> None:
+@click.command()
+@click.argument("names", nargs=-1)
+def main(names: tuple[str, ...]) -> None:
+    """Run every variant, or only those whose name contains one of NAMES (the defaults row always runs)."""
     rows = []
-    for name, overrides in selected(sys.argv[1:]).items():
+    for name, overrides in selected(list(names)).items():
         started = time.perf_counter()
         out = subprocess.run(
-            [sys.executable, str(ROOT / "benchmarks" / "generation.py"), "--engine", "vllm",
+            [sys.executable, "-m", "benchmarks.performance.generation", "--engine", "vllm",
              "--engine-config", json.dumps(overrides)],
-            capture_output=True, text=True, env={**os.environ, "VLLM_LOGGING_LEVEL": "ERROR"},
+            cwd=ROOT, capture_output=True, text=True, env={**os.environ, "VLLM_LOGGING_LEVEL": "ERROR"},
         )
         line = next((text for text in out.stdout.splitlines() if text.startswith("RESULT ")), None)
         if line is None:
@@ -52,9 +57,9 @@ def main() -> None:
     print("| variant | output tok/s | time to first result (s) | process wall incl. engine start (s) |\n|---|---|---|---|")
     for r in rows:
         print(f"| {r['variant']} | {r['output_tok_per_s']} | {r['time_to_first_result_s']} | {r['process_wall_s']} |")
-    (ROOT / "benchmarks" / "results").mkdir(parents=True, exist_ok=True)
-    suffix = "" if len(sys.argv) == 1 else "_" + "_".join(a.replace(" ", "-") for a in sys.argv[1:])
-    (ROOT / "benchmarks" / "results" / f"tune_cpu{suffix}.json").write_text(json.dumps(rows, indent=2))
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    suffix = "".join("_" + a.replace(" ", "-") for a in names)
+    (RESULTS / f"tune_cpu{suffix}.json").write_text(json.dumps(rows, indent=2))
 
 
 if __name__ == "__main__":

@@ -6,13 +6,13 @@ answer it scores.
 - `reference`: the judge's own answer to the instruction.
 
 It writes a copy of a pairs file (JSONL or CSV in, JSONL out) whose `reference` column holds what the judge wrote
-(greedy, once per distinct instruction), to be scored with the matching rubric of benchmarks/rubrics/ (the
+(greedy, once per distinct instruction), to be scored with the matching rubric of benchmarks/judge_studies/rubrics/ (the
 instruction-following rubric with the written text in its prompt):
 
-    .venv/bin/python benchmarks/judge_self_written.py --pairs ../shared/judge-labels/llmbar-natural.jsonl \
+    .venv/bin/python -m benchmarks.judge_studies.judge_self_written --pairs ../shared/judge-labels/llmbar-natural.jsonl \
         --write metrics --out outputs/llmbar-metrics.jsonl
     python tools/run.py judge-bench --pairs outputs/llmbar-metrics.jsonl --judge qwen2.5-coder-1.5b \
-        --rubric benchmarks/rubrics/instruction-following-metrics.yaml
+        --rubric benchmarks/judge_studies/rubrics/instruction-following-metrics.yaml
 
 Only judge-bench's pointwise ways read the rubric's text as meant (its pairwise prompts show the column as a
 reference answer).
@@ -21,13 +21,10 @@ reference answer).
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
 import click
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 METRICS_SYSTEM = (
     "You are a helpful assistant in evaluating the quality of the outputs for a given instruction. Please propose at "

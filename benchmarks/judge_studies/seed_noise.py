@@ -6,7 +6,7 @@ check off; runs 1-10 each `--compare-to` run 0. Every difference between them is
 alarm. Reported per comparison: the metrics whose 95% interval lies below zero (the gate before the correction)
 and those that pass Holm's correction (the gate now).
 
-    .venv/bin/python benchmarks/seed_noise.py [--judge auto] [--runs 11] [--limit N]
+    .venv/bin/python -m benchmarks.judge_studies.seed_noise [--judge auto] [--runs 11] [--limit N]
         # writes benchmarks/results/seed_noise_<judge>.json
 """
 
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import platform
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,8 +21,7 @@ from pathlib import Path
 import click
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmarks import RESULTS
 
 
 def _cpu_flags() -> list[str]:
@@ -79,7 +77,7 @@ def main(runs: int, limit: int | None, judge: str) -> None:
         "fired_without_correction": fired, "fired_with_holm": fired_holm,
         "seconds": round(time.perf_counter() - started, 1),
     }
-    out = ROOT / "benchmarks" / "results" / f"seed_noise_{judge}.json"
+    out = RESULTS / f"seed_noise_{judge}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"--fail-on-regression fired in {fired} of {len(comparisons)} comparisons without correction, "
           f"{fired_holm} with Holm's ({result['seconds']:.0f} s); {out}")

@@ -1,9 +1,10 @@
 """The machine's ceilings for a decoder model: matmul rate at the model's decode shapes, memory bandwidth.
 
-    .venv/bin/python benchmarks/roofline.py [--batch 64]      (also run by benchmarks/generation.py)
+    .venv/bin/python -m benchmarks.performance.roofline [--batch 64]      (also run by `benchmarks.performance.generation`)
 
 A generation run's compute-bound time is its FLOPs (2 x the linear layers' parameters per token, prompt
-and output tokens alike; attention's own FLOPs are small at these lengths and left out) over the matmul
+and output tokens alike; attention's own FLOPs are small at these lengths and left out: `tests/support/roofline.py`,
+the arithmetic a unit test checks) over the matmul
 rate measured here at the model's shapes, with as many rows as sequences decode at once, by the fastest
 kernel at hand (torch's linear, and the oneDNN kernel vLLM's CPU build uses, which is faster: measuring
 torch's alone put vLLM above "its" ceiling in fp32). The shapes are the ones vLLM runs (q, k and v in one
@@ -17,29 +18,13 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Callable
 
 import click
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-
-def linear_shapes(config: dict) -> list[tuple[int, int]]:
-    """(in, out) of every matmul a token passes through as vLLM runs a Llama-style model (q, k, v fused; gate
-    and up fused), the output head included."""
-    d, inter = config["hidden_size"], config["intermediate_size"]
-    heads, kv_heads = config["num_attention_heads"], config["num_key_value_heads"]
-    head_dim = config.get("head_dim") or d // heads
-    layer = [(d, (heads + 2 * kv_heads) * head_dim), (heads * head_dim, d), (d, 2 * inter), (inter, d)]
-    return layer * config["num_hidden_layers"] + [(d, config["vocab_size"])]
-
-
-def flops_per_token(config: dict) -> int:
-    return sum(2 * i * o for i, o in linear_shapes(config))
+from tests.support.roofline import flops_per_token, linear_shapes
 
 
 def _kernels() -> dict[str, Callable]:

@@ -2,18 +2,14 @@
 for each reference answer and for its first third, as the judge check asks them) with vLLM's prefix cache on and
 off, and the cost of one decode step at several batch sizes (free text, no grammar, no logprobs).
 
-    .venv/bin/python benchmarks/judge_prefill.py [--judge auto] [--batch 1 --batch 8 --batch 48]
+    .venv/bin/python -m benchmarks.performance.judge_prefill [--judge auto] [--batch 1 --batch 8 --batch 48]
 """
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 
 import click
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def check_like_conversations(rubric) -> list[list[dict[str, str]]]:

@@ -2,7 +2,7 @@
 worse answers at the lowest level, right and worse answers' means, the judge-free rules) and a model's answers
 scored (mean, levels), with the seconds of each.
 
-    .venv/bin/python benchmarks/rubric_choice.py --answers outputs/hub/local/smollm2-135m-results \
+    .venv/bin/python -m benchmarks.judge_studies.rubric_choice --answers outputs/hub/local/smollm2-135m-results \
         --rubric handbook-score-first --rubric task-accuracy [--judge qwen2.5-coder-1.5b] [--rows 20] [--out FILE]
 
 `--answers`: a published results folder (or a data file) with instruction, reference and answer columns: a run's

@@ -22,7 +22,7 @@ from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Optional
 
-from tests.integration.openai_stub import VERDICT, reply_for
+from tests.support.openai_stub import VERDICT, reply_for
 
 from tests.support.loopback import JSONHandler, OpenAIStandIn
 

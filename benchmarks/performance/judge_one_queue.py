@@ -7,18 +7,15 @@ both in one `chat` call.
 The check's prompts here are check-like (each reference, and its first third, scored alone: 96 prompts) rather than
 the check's own tiers; the verdicts are a published results file's answers (what `evaluate_answers` judged).
 
-    .venv/bin/python benchmarks/judge_one_queue.py --answers outputs/hub/local/<model>-results/data/<file>.parquet
+    .venv/bin/python -m benchmarks.performance.judge_one_queue --answers outputs/hub/local/<model>-results/data/<file>.parquet
 """
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
 import click
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 @click.command()
@@ -28,8 +25,8 @@ def main(answers_path: Path, judge_model: str) -> None:
     from vllm import SamplingParams
     from vllm.sampling_params import StructuredOutputsParams
 
-    from benchmarks.judge_decode import judged_conversations
-    from benchmarks.judge_prefill import check_like_conversations
+    from benchmarks.performance.judge_decode import judged_conversations
+    from benchmarks.performance.judge_prefill import check_like_conversations
     from llm_engineering.evaluation.config import JudgeConfig
     from llm_engineering.evaluation.engine_config import EngineConfig
     from llm_engineering.evaluation.judging.verdict import first_score_schema, verdict_schema

@@ -1,6 +1,6 @@
 """ZenML's overhead: the CLI pipeline end to end vs the same work through the library alone.
 
-    .venv/bin/python benchmarks/pipeline_overhead.py [--rows 40]
+    .venv/bin/python -m benchmarks.performance.pipeline_overhead [--rows 40]
 
 Both paths run in a fresh process each (imports, engine start, generation, judging, summary),
 with step caching and the judge cache off, on the same rows and settings.
@@ -18,8 +18,7 @@ from pathlib import Path
 
 import click
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmarks import ROOT
 
 
 def library_run(rows: int) -> None:
@@ -68,7 +67,8 @@ def main(rows: int, library: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "run.yaml"
         config.write_text("parameters:\n  judge: {cache: false}\n")
-        library_s = _timed([sys.executable, __file__, "--library", "--rows", str(rows)], env)
+        library = [sys.executable, "-m", "benchmarks.performance.pipeline_overhead", "--library", "--rows", str(rows)]
+        library_s = _timed(library, env)
         zenml_s = _timed([sys.executable, "tools/run.py", "--run-evaluation", "--config", str(config),
                           "--limit", str(rows), "--no-cache"], env)
     result = {"rows": rows, "library_s": round(library_s, 1), "zenml_pipeline_s": round(zenml_s, 1),

@@ -1,7 +1,7 @@
 """Engine start, side by side: vLLM's engine core (and on CPU its worker) in processes of their own, as vLLM does by
 default, against both in this process (`engine.in_process`).
 
-    .venv/bin/python benchmarks/engine_start.py [--model smollm2-135m --model qwen2.5-coder-1.5b] [--rounds 2]
+    .venv/bin/python -m benchmarks.performance.engine_start [--model smollm2-135m --model qwen2.5-coder-1.5b] [--rounds 2]
 
 Each start in a fresh interpreter, the two ways interleaved (round by round, so a neighbour's load falls on both);
 each one: the interpreter's imports, the `EnginePool.get` build (what the pipeline's steps pay), a short generation
@@ -22,9 +22,8 @@ from pathlib import Path
 
 import click
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-RESULTS = ROOT / "benchmarks" / "results"
+from benchmarks import RESULTS, ROOT
+
 WAYS = {"processes": False, "in_process": True}
 
 
@@ -33,7 +32,7 @@ def _one_start(model: str, in_process: bool) -> dict:
     started = time.perf_counter()
     import vllm  # noqa: F401
 
-    from benchmarks.generation import workload
+    from benchmarks.performance.generation import workload
     from llm_engineering.evaluation.config import SamplingConfig
     from llm_engineering.evaluation.engine_config import EngineConfig
     from llm_engineering.evaluation.models import resolve_model
@@ -76,8 +75,9 @@ def main(models: tuple[str, ...], rounds: int, child: str | None) -> None:
         for round_ in range(rounds):
             for way in (WAYS if round_ % 2 == 0 else reversed(list(WAYS))):
                 began = time.perf_counter()
-                done = subprocess.run([sys.executable, __file__, "--child", f"{model}:{way}"], cwd=ROOT,
-                                      capture_output=True, text=True, env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
+                command = [sys.executable, "-m", "benchmarks.performance.engine_start", "--child", f"{model}:{way}"]
+                done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
+                                      env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
                 line = next((ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")), None)
                 if done.returncode != 0 or line is None:
                     raise SystemExit(f"{model} {way} failed:\n{done.stderr[-3000:]}")

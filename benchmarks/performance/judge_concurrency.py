@@ -1,6 +1,6 @@
 """Judge throughput against a real `vllm serve`: concurrency 1 vs the default, in one run.
 
-    .venv/bin/python benchmarks/judge_concurrency.py [--rows 24]
+    .venv/bin/python -m benchmarks.performance.judge_concurrency [--rows 24]
 
 Prints a markdown table and, last, one JSON line with the ratio. A benchmark, not a test.
 """
@@ -8,24 +8,21 @@ Prints a markdown table and, last, one JSON line with the ratio. A benchmark, no
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import click
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from llm_engineering.evaluation import columns as col  # noqa: E402
-from llm_engineering.evaluation.config import DatasetConfig, JudgeConfig  # noqa: E402
-from llm_engineering.evaluation.generation.dataset import read_test_split  # noqa: E402
-from llm_engineering.evaluation.judging.scoring import score_answers  # noqa: E402
-from llm_engineering.evaluation.models import resolve_model  # noqa: E402
-from llm_engineering.infrastructure.openai_judge import OpenAIJudge  # noqa: E402
-from llm_engineering.infrastructure.vllm_server import vllm_server  # noqa: E402
-from llm_engineering.settings import get_settings  # noqa: E402
-from llm_engineering.evaluation.judging.judge import Judge  # noqa: E402
+from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.config import DatasetConfig, JudgeConfig
+from llm_engineering.evaluation.generation.dataset import read_test_split
+from llm_engineering.evaluation.judging.scoring import score_answers
+from llm_engineering.evaluation.models import resolve_model
+from llm_engineering.infrastructure.openai_judge import OpenAIJudge
+from llm_engineering.infrastructure.vllm_server import vllm_server
+from llm_engineering.settings import get_settings
+from llm_engineering.evaluation.judging.judge import Judge
 
 
 @click.command()

@@ -1,7 +1,7 @@
 """Judges side by side on the embedded split: the report card (every tier, integer and expected scores)
 and the wall time of a run's judge stages (scoring the split's answers, then the check).
 
-    .venv/bin/python benchmarks/judge_report_card.py [--judge smollm2-135m --judge qwen2.5-coder-1.5b]
+    .venv/bin/python -m benchmarks.judge_studies.judge_report_card [--judge smollm2-135m --judge qwen2.5-coder-1.5b]
         [--rubric handbook] [--dtype auto|bfloat16] [--rows 20] [--label-rows 10] [--max-analysis-chars 400]
         [--compare-whole-verdicts]
 
@@ -15,18 +15,13 @@ the two baselines. Prints markdown tables and one JSON line per judge.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
 import click
+
+from llm_engineering.evaluation.config import JudgeCheckConfig, JudgeConfig  # light: pydantic only
 from llm_engineering.evaluation.judging.judge import Judge
-from llm_engineering.evaluation.config import JudgeCheckConfig
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from llm_engineering.evaluation.config import JudgeConfig  # noqa: E402  (light: pydantic only)
 
 JUDGE_DEFAULTS = JudgeConfig().model_dump()
 HARDER_TIERS = ["same_topic", "truncated", "corrupted"]  # beside the mismatch tier, which every check runs

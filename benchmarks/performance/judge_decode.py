@@ -10,7 +10,7 @@ The engine starts once per grammar backend (`--backend`, several: guidance, the 
 default), before any figure; with several, the verdicts each backend wrote are compared with the first's. Output
 tokens per second is the figure to compare.
 
-    .venv/bin/python benchmarks/judge_decode.py [--judge auto] [--rows 48] [--backend guidance --backend xgrammar]
+    .venv/bin/python -m benchmarks.performance.judge_decode [--judge auto] [--rows 48] [--backend guidance --backend xgrammar]
         [--only-as-asked] [--answers PARQUET] [--top-logprobs 10 --top-logprobs 1]
 
 `--answers`: judge a published results file's answers (`outputs/hub/local/<model>-results/data/*.parquet`, what
@@ -21,14 +21,11 @@ logprobs instead of its 20, after it.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Optional
 
 import click
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def judged_conversations(rubric, answers_path: Optional[Path], rows: Optional[int] = None) -> list[list[dict[str, str]]]:

@@ -1,6 +1,6 @@
 """The `ray` generation engine against the in-process one, on the same rows, on this machine.
 
-    .venv/bin/python benchmarks/ray_engine.py [--prompts 64] [--max-tokens 128]   (or `make bench-ray`)
+    .venv/bin/python -m benchmarks.performance.ray_engine [--prompts 64] [--max-tokens 128]   (or `make bench-ray`)
 
 Three runs, each in its own process: in-process vLLM (all cores), Ray Data LLM with one replica
 of every core, and with two replicas splitting the cores. Greedy decoding, so the answers can be
@@ -22,14 +22,12 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import click
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-RESULTS = ROOT / "benchmarks" / "results"
+from benchmarks import RESULTS, ROOT
+
 CORES = os.cpu_count() or 1
 KV_CACHE_GIB = 1  # per engine: room for the workload; three engines of 2 GiB crowd a 24 GiB shared machine
 RUNS = {
@@ -40,7 +38,7 @@ RUNS = {
 
 
 def _rows(count: int) -> list[tuple[str, str]]:
-    from benchmarks.generation import workload
+    from benchmarks.performance.generation import workload
 
     return [(str(i), prompt) for i, prompt in enumerate(workload(count))]
 
@@ -120,10 +118,11 @@ def main(count: int, max_tokens: int, batch_size: int, concurrent_batches: int, 
         return
     results: dict[str, dict] = {}
     for name in RUNS:
-        command = [sys.executable, __file__, "--run", name, "--prompts", str(count), "--max-tokens", str(max_tokens),
-                   "--batch-size", str(batch_size), "--concurrent-batches", str(concurrent_batches)]
+        command = [sys.executable, "-m", "benchmarks.performance.ray_engine", "--run", name, "--prompts", str(count),
+                   "--max-tokens", str(max_tokens), "--batch-size", str(batch_size),
+                   "--concurrent-batches", str(concurrent_batches)]
         load = os.getloadavg()[0]
-        process = subprocess.run(command, capture_output=True, text=True, timeout=1800,
+        process = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1800,
                                  env={**os.environ, "VLLM_LOGGING_LEVEL": "ERROR"})
         line = next((text for text in process.stdout.splitlines() if text.startswith("RESULT ")), None)
         if process.returncode or line is None:

@@ -1,6 +1,6 @@
 """Scale: a test split of 1k, 10k, 100k rows through everything but the models.
 
-    .venv/bin/python benchmarks/scale.py [--sizes 1000,10000,100000] [--row-bytes 300]
+    .venv/bin/python -m benchmarks.soak.scale [--sizes 1000,10000,100000] [--row-bytes 300]
 
 Each size runs in a fresh process (so its peak memory is its own): read a JSONL file and validate it,
 format the prompts, add stand-in answers (generating 100k answers is not possible here; the columns are
@@ -22,8 +22,7 @@ from pathlib import Path
 
 import click
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from benchmarks import RESULTS, ROOT
 
 
 def one_size(rows: int, row_bytes: int) -> dict:
@@ -86,11 +85,11 @@ def main(sizes: str, row_bytes: int, one: int | None) -> None:
         return
     results = []
     for rows in (int(s) for s in sizes.split(",")):
-        out = subprocess.run([sys.executable, __file__, "--one", str(rows), "--row-bytes", str(row_bytes)],
-                             capture_output=True, text=True, check=True).stdout
+        out = subprocess.run([sys.executable, "-m", "benchmarks.soak.scale", "--one", str(rows), "--row-bytes",
+                              str(row_bytes)], cwd=ROOT, capture_output=True, text=True, check=True).stdout
         results.append(json.loads(out.strip().splitlines()[-1]))
         print(json.dumps(results[-1]))
-    target = ROOT / "benchmarks" / "results" / "scale.json"
+    target = RESULTS / "scale.json"
     target.write_text(json.dumps(results, indent=2) + "\n")
     print(f"written: {target}")
 

@@ -6,19 +6,16 @@ expected-score difference over the rubric's range, (e1 - e2) / (top - 1), and th
 2 P(output 1 better) - 1, both in [-1, 1]; the pair goes to output 1 when their sum is above zero. With two
 reports (the same pairs, say two rubrics), the first report's pointwise way and the second's.
 
-    .venv/bin/python benchmarks/judge_bench_combined.py REPORT.json [OTHER_REPORT.json] --top 5 [--other-top 3]
+    .venv/bin/python -m benchmarks.judge_studies.judge_bench_combined REPORT.json [OTHER_REPORT.json] --top 5 [--other-top 3]
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Optional
 
 import click
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def _pointwise(pair: dict, top: int) -> Optional[float]:
