@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from llm_engineering.evaluation.config import JudgeConfig, PublishConfig
+from llm_engineering.evaluation.config import ENDPOINT_BACKENDS, JudgeConfig, PublishConfig
 from llm_engineering.evaluation.config_base import ConfigError
 from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.evaluation.trust.label_agreement import check_labels_fit
@@ -22,12 +22,12 @@ from llm_engineering.run_config import EvaluationConfig
 
 def check_judge_settings(judge: JudgeConfig, settings: Any) -> None:
     """Stop before any work when the judge cannot be reached as configured."""
-    if judge.backend in ("openai", "openai-batch") and judge.base_url is None and settings.OPENAI_API_KEY is None:
+    if judge.backend in ENDPOINT_BACKENDS and judge.endpoint.base_url is None and settings.OPENAI_API_KEY is None:
         endpoint = ("your OpenAI-compatible endpoint (e.g. a `vllm serve`)" if judge.backend == "openai"
                     else "an endpoint that serves the Batch API (/files and /batches)")
         raise ConfigError(
-            f"judge.backend is '{judge.backend}' with no base_url, which means api.openai.com, but "
-            f"OPENAI_API_KEY is not set: add it to .env or the environment, or set judge.base_url to {endpoint}."
+            f"judge.backend is '{judge.backend}' with no endpoint.base_url, which means api.openai.com, but "
+            f"OPENAI_API_KEY is not set: add it to .env or the environment, or set judge.endpoint.base_url to {endpoint}."
         )
 
 

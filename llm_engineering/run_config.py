@@ -156,25 +156,6 @@ class EvaluationConfig(BaseModel):
             lora = lora.covering(adapter_rank(adapter) or 1)
         return self.engine.model_copy(update={"lora": lora})
 
-    def frees_engine_after(self, index: int, cache_dir: Path) -> bool:
-        """Whether the generation step of `models[index]` frees its in-process engine as it ends: the next engine
-        this run builds in process loads other weights (the next model's, or an in-process judge's: `weights_location`
-        with the models' `cache_dir`), and would stop it anyway, inside its own step and on its clock. A judge still
-        `auto` may be this model, so its engine is kept."""
-        from llm_engineering.evaluation.models import weights_location
-        from llm_engineering.infrastructure.judge_choice import AUTO
-
-        if self.engine.backend == "ray":  # no in-process generation engine to free
-            return False
-        if index + 1 < len(self.models):
-            after = self.models[index + 1]
-        else:
-            judge = next((j for j in self.panel if j.backend == "vllm"), None)
-            if judge is None or judge.model == AUTO:
-                return False
-            after = judge.model
-        return weights_location(after, cache_dir) != weights_location(self.models[index], cache_dir)
-
     @property
     def panel(self) -> list[JudgeConfig]:
         """The judges that score: the jury, or the one judge."""

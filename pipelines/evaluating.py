@@ -5,6 +5,7 @@ from typing import Optional
 from zenml import pipeline
 from zenml.client import Client
 
+from llm_engineering.engine_policy import frees_engine_after
 from llm_engineering.run_config import EvaluationConfig
 from llm_engineering.evaluation.stored.generation import GenerationStats
 from llm_engineering.settings import get_settings
@@ -63,7 +64,7 @@ def evaluating(config: EvaluationConfig) -> None:
     samplings = [config.sampling_for(model) for model in config.models]  # a variant has its own
     for index, (model, sampling) in enumerate(zip(config.models, samplings)):
         # A base and its LoRA adapters get one engine config (LoRA on), so they share one engine.
-        free_engine = config.frees_engine_after(index, get_settings().MODEL_CACHE_DIR)
+        free_engine = frees_engine_after(config, index, get_settings().MODEL_CACHE_DIR)
         answers, model_stats = generate.with_options(extra={FREE_ENGINE: free_engine})(
             test_split, model=model, sampling=sampling, engine=config.engine_for(model), prompt=config.prompt,
             resume=config.resume,

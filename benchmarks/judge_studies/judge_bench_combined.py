@@ -29,13 +29,15 @@ def _preference(pair: dict) -> Optional[float]:
 
 
 def _agreement(pairs: list[dict], signal) -> str:
+    from llm_engineering.evaluation import preference
     from llm_engineering.evaluation.rates import rate, rate_with_ci
 
-    labelled = [p for p in pairs if p["label"] != 0]
+    # A report's labels: A, B or tie (1, 2 or 0 in reports written before one Preference).
+    labelled = [(p, preference.read(p["label"])) for p in pairs if preference.read(p["label"]) != "tie"]
     right = 0
-    for pair in labelled:
+    for pair, label in labelled:
         value = signal(pair)  # None (a failed verdict) or a tie at 0 counts as a disagreement, as judge-bench counts it
-        right += value is not None and value != 0 and (1 if value > 0 else 2) == pair["label"]
+        right += value is not None and preference.compare(value, 0) == label
     figure = rate(right, len(labelled))
     return f"{rate_with_ci(figure.rate, figure.ci)} ({right}/{len(labelled)})"
 

@@ -27,7 +27,7 @@ from llm_engineering.evaluation.judging.judge import Judge
 
 @click.command()
 @click.option("--rows", default=24, show_default=True, help="Answers judged per setting.")
-@click.option("--concurrency", default=JudgeConfig().max_concurrency, show_default=True, help="The default to compare.")
+@click.option("--concurrency", default=JudgeConfig().endpoint.max_concurrency, show_default=True, help="The default to compare.")
 def main(rows: int, concurrency: int) -> None:
     split = read_test_split(DatasetConfig(limit=rows))
     # The reference answers stand in for generated answers: the judge's work is the same.
@@ -39,7 +39,7 @@ def main(rows: int, concurrency: int) -> None:
         # The first requests pay for warm-up.
         score_answers(answers.select(range(2)), Judge((OpenAIJudge(warm, None),), warm.resolved_rubric()))
         for level in (1, concurrency):
-            config = warm.model_copy(update={"max_concurrency": level})
+            config = warm.model_copy(update={"endpoint": warm.endpoint.model_copy(update={"max_concurrency": level})})
             started = time.perf_counter()
             evaluations = score_answers(answers, Judge((OpenAIJudge(config, None),), config.resolved_rubric()))
             seconds = time.perf_counter() - started

@@ -20,6 +20,7 @@ from pydantic import (
 from llm_engineering.evaluation.config_base import Strict
 from llm_engineering.evaluation.trust.tiers import TIERS, Tier
 from llm_engineering.evaluation.generation.prompts import ALPACA_TURN_MARKERS
+from llm_engineering.evaluation.judging.judge import MAX_ANALYSIS_CHARS
 from llm_engineering.evaluation.judging.rubric import DEFAULT_RUBRIC, Rubric, load_rubric, shipped_rubrics
 
 
@@ -78,49 +79,30 @@ class SamplingConfig(Strict):
         return None if self.seed is None else self.seed + sample
 
 
-class JudgeConfig(Strict):
-    """The LLM judge: backend, model, how it samples, and how it talks to an endpoint."""
+# Defaults named once: the judge's reply length and its endpoint's patience.
+JUDGE_MAX_TOKENS = 384
+ENDPOINT_CONCURRENCY = 8
+ENDPOINT_TIMEOUT_S = 120.0
+ENDPOINT_ATTEMPTS = 6
+ENDPOINT_MAX_BACKOFF_S = 60.0
+BATCH_POLL_INITIAL_S = 5.0
+BATCH_POLL_MAX_S = 60.0
+BATCH_MAX_WAIT_S = 25 * 3600.0  # past the Batch API's 24 h window, when a batch has expired anyway
+ENDPOINT_BACKENDS = ("openai", "openai-batch")
 
-    backend: Literal["vllm", "openai", "openai-batch"] = Field(
-        "vllm", description="'vllm': in-process engine; 'openai': any OpenAI-compatible chat endpoint; 'openai-batch': "
-        "the same requests through OpenAI's Batch API (half price, answered within 24 h, resumed after a restart).",
-    )
-    model: str = Field(
-        "auto", description="An alias, folder or Hub id (in-process), or the endpoint's model name. auto: "
-        "qwen2.5-coder-1.5b on a GPU or a CPU with fast bf16, else smollm2-135m, a judge without signal (said first "
-        "in the summary).",
-    )
+
+class EndpointConfig(Strict):
+    """How the judge talks to an OpenAI-compatible endpoint (backends openai and openai-batch)."""
+
     base_url: Optional[str] = Field(
         None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1; None: OpenAI."
     )
-    temperature: float = Field(0.0, ge=0.0, le=2.0)
-    max_tokens: PositiveInt = 384
-    seed: Optional[int] = 0
-    max_analysis_chars: PositiveInt = 400
-    rubric: Union[str, Rubric] = Field(
-        DEFAULT_RUBRIC, description="A shipped rubric (task-accuracy, the default: does the answer do the task, "
-        "against the reference; handbook, the original's wording; handbook-score-first, reference-guided, "
-        "helpfulness), the path of a rubric YAML file, or an inline rubric mapping (see docs/rubrics.md). A file "
-        "is read when the config is.",
-    )
-    logprobs: bool = Field(
-        True, description="Ask for token logprobs at each score, for probability-weighted (expected) scores.",
-    )
-    response_format: Literal["auto", "json_schema", "json_object", "none"] = Field(
-        "auto", description="auto: JSON schema, falling back to JSON mode, then plain text + validation."
-    )
-    max_concurrency: PositiveInt = Field(8, description="Requests in flight to an endpoint.")
-    timeout_s: float = Field(120.0, gt=0, description="Per-request timeout.")
-    max_attempts: PositiveInt = Field(6, description="Tries per request on 429, 5xx, timeouts, dropped connections.")
-    max_backoff_s: float = Field(60.0, gt=0, description="Longest wait between tries (Retry-After is honoured up to this).")
-    batch_poll_initial_s: float = Field(5.0, gt=0, description="openai-batch: first wait between status polls; "
-                                        "doubled after each poll up to batch_poll_max_s.")
-    batch_poll_max_s: float = Field(60.0, gt=0, description="openai-batch: longest wait between status polls.")
-    batch_max_wait_s: float = Field(
-        25 * 3600.0, gt=0, description="openai-batch: stop waiting after this long and fail the step; the batch goes "
-        "on, and rerunning the same command resumes waiting for it. Default: past the 24 h window, when it has expired.",
-    )
-    cache: bool = Field(True, description="Reuse verdicts from the on-disk judge cache.")
+    max_concurrency: PositiveInt = Field(ENDPOINT_CONCURRENCY, description="Requests in flight to an endpoint.")
+    timeout_s: float = Field(ENDPOINT_TIMEOUT_S, gt=0, description="Per-request timeout.")
+    max_attempts: PositiveInt = Field(ENDPOINT_ATTEMPTS,
+                                      description="Tries per request on 429, 5xx, timeouts, dropped connections.")
+    max_backoff_s: float = Field(ENDPOINT_MAX_BACKOFF_S, gt=0,
+                                 description="Longest wait between tries (Retry-After is honoured up to this).")
     request_options: dict[str, Any] = Field(
         default_factory=dict, description="Extra fields sent with every chat request."
     )
@@ -140,6 +122,77 @@ class JudgeConfig(Strict):
                              + (f" (use {', '.join(dict.fromkeys(fixes))} instead)" if fixes else "") + ".")
         return options
 
+
+class BatchConfig(Strict):
+    """How long the openai-batch judge waits for OpenAI's Batch API."""
+
+    poll_initial_s: float = Field(BATCH_POLL_INITIAL_S, gt=0, description="First wait between status polls; doubled "
+                                  "after each poll up to poll_max_s.")
+    poll_max_s: float = Field(BATCH_POLL_MAX_S, gt=0, description="Longest wait between status polls.")
+    max_wait_s: float = Field(
+        BATCH_MAX_WAIT_S, gt=0, description="Stop waiting after this long and fail the step; the batch goes on, and "
+        "rerunning the same command resumes waiting for it. Default: past the 24 h window, when it has expired.",
+    )
+
+
+# Today's flat keys, still read: each names its place in `endpoint:` or `batch:`.
+_FLAT_KEYS = {**{name: ("endpoint", name) for name in EndpointConfig.model_fields},
+              **{f"batch_{name}": ("batch", name) for name in BatchConfig.model_fields}}
+
+
+class JudgeConfig(Strict):
+    """The LLM judge: backend, model and how it samples and replies; `endpoint:` for a served or OpenAI judge,
+    `batch:` for the Batch API's. The flat keys of earlier configs (`base_url`, `batch_max_wait_s`...) are read into
+    them."""
+
+    backend: Literal["vllm", "openai", "openai-batch"] = Field(
+        "vllm", description="'vllm': in-process engine; 'openai': any OpenAI-compatible chat endpoint; 'openai-batch': "
+        "the same requests through OpenAI's Batch API (half price, answered within 24 h, resumed after a restart).",
+    )
+    model: str = Field(
+        "auto", description="An alias, folder or Hub id (in-process), or the endpoint's model name. auto: "
+        "qwen2.5-coder-1.5b on a GPU or a CPU with fast bf16, else smollm2-135m, a judge without signal (said first "
+        "in the summary).",
+    )
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    max_tokens: PositiveInt = JUDGE_MAX_TOKENS
+    seed: Optional[int] = 0
+    max_analysis_chars: PositiveInt = MAX_ANALYSIS_CHARS
+    rubric: Union[str, Rubric] = Field(
+        DEFAULT_RUBRIC, description="A shipped rubric (task-accuracy, the default: does the answer do the task, "
+        "against the reference; handbook, the original's wording; handbook-score-first, reference-guided, "
+        "helpfulness), the path of a rubric YAML file, or an inline rubric mapping (see docs/rubrics.md). A file "
+        "is read when the config is.",
+    )
+    logprobs: bool = Field(
+        True, description="Ask for token logprobs at each score, for probability-weighted (expected) scores.",
+    )
+    response_format: Literal["auto", "json_schema", "json_object", "none"] = Field(
+        "auto", description="auto: JSON schema, falling back to JSON mode, then plain text + validation."
+    )
+    cache: bool = Field(True, description="Reuse verdicts from the on-disk judge cache.")
+    endpoint: EndpointConfig = Field(default_factory=EndpointConfig,
+                                     description="backends openai and openai-batch: the endpoint and its limits")
+    batch: BatchConfig = Field(default_factory=BatchConfig, description="backend openai-batch: how long to wait")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_keys_into_groups(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not _FLAT_KEYS.keys() & data.keys():
+            return data
+        data, groups = dict(data), {}
+        for key in _FLAT_KEYS.keys() & data.keys():
+            group, name = _FLAT_KEYS[key]
+            groups.setdefault(group, {})[name] = data.pop(key)
+        for group, values in groups.items():
+            given = data.get(group) or {}
+            given = given.model_dump(exclude_unset=True) if isinstance(given, Strict) else dict(given)
+            both = sorted(values.keys() & given.keys())
+            if both:
+                raise ValueError(f"{', '.join(both)} given twice, flat and under {group}: keep the {group}: one")
+            data[group] = {**given, **values}
+        return data
+
     @field_validator("rubric", mode="before")
     @classmethod
     def _read_rubric(cls, rubric: Any) -> Any:
@@ -150,11 +203,23 @@ class JudgeConfig(Strict):
         return load_rubric(rubric)
 
     @model_validator(mode="after")
-    def _auto_is_in_process(self) -> "JudgeConfig":
+    def _settings_of_this_backend(self) -> "JudgeConfig":
         if self.model == "auto" and self.backend != "vllm":
             raise ValueError(f"judge.model auto picks an in-process judge; with backend {self.backend!r} name the "
                              f"endpoint's model (e.g. model: gpt-4o-mini)")
+        if self.backend not in ENDPOINT_BACKENDS and self.endpoint != EndpointConfig():
+            raise ValueError(f"judge.endpoint is for backends openai and openai-batch; backend {self.backend!r} runs "
+                             f"the judge in process: remove endpoint settings ({', '.join(self._changed('endpoint'))}) "
+                             f"or set backend: openai")
+        if self.backend != "openai-batch" and self.batch != BatchConfig():
+            raise ValueError(f"judge.batch is for backend openai-batch; remove batch settings "
+                             f"({', '.join(self._changed('batch'))}) or set backend: openai-batch")
         return self
+
+    def _changed(self, group: str) -> list[str]:
+        settings = getattr(self, group)
+        default = type(settings)()
+        return [name for name in type(settings).model_fields if getattr(settings, name) != getattr(default, name)]
 
     def resolved_rubric(self) -> Rubric:
         return load_rubric(self.rubric)

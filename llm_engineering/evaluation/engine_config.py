@@ -110,8 +110,8 @@ class EngineConfig(Strict):
     in_process: Optional[bool] = Field(
         None, description="vLLM's engine core, and on CPU its worker, in this process instead of two processes of "
         "their own: no fresh interpreters to start. None: in this process on CPU (a start 2-2.5x shorter; the 1.5B "
-        "judge decodes 3-9% slower: benchmarks/engine_start.py), vLLM's own processes on GPU (they overlap scheduling "
-        "with the GPU). "
+        "judge decodes 3-9% slower: benchmarks/performance/engine_start.py), vLLM's own processes on GPU (they overlap "
+        "scheduling with the GPU). "
         "In this process the preloads (cpu_preload) do not apply, and cpu_fast_top_p is the first engine's."
     )
     cpu_kvcache_space_gib: PositiveInt = 2

@@ -44,7 +44,7 @@ _ENDED = {"completed", "failed", "expired", "cancelled"}
 
 
 class BatchStillRunning(RuntimeError):
-    """The wait for a batch stopped (past `judge.batch_max_wait_s`, or the API out of reach) while it runs;
+    """The wait for a batch stopped (past `judge.batch.max_wait_s`, or the API out of reach) while it runs;
     it goes on, and a rerun resumes waiting for it."""
 
 
@@ -154,7 +154,7 @@ class OpenAIBatchJudge:
         self._chat = ChatRequests(config)
         self.judge_id = self._chat.judge_id
         # The client's own retries (backoff, Retry-After) carry uploads and polls over the blips of a long wait.
-        self._client = client or chat_client(config, api_key, max_retries=config.max_attempts - 1)
+        self._client = client or chat_client(config, api_key, max_retries=config.endpoint.max_attempts - 1)
         self._state_dir = state_dir
 
     def cache_namespace(self, reply_schema: Optional[ReplySchema]) -> dict[str, Any]:
@@ -167,7 +167,7 @@ class OpenAIBatchJudge:
         positions: dict[str, list[int]] = {}
         for i, messages in enumerate(conversations):
             positions.setdefault(cache_key(namespace, messages), []).append(i)
-        deadline = time.monotonic() + self._config.batch_max_wait_s
+        deadline = time.monotonic() + self._config.batch.max_wait_s
         pending = list(positions)
         while pending:  # more than once only for requests whose response format or logprobs were refused
             bodies = {custom_id: self._chat.body(conversations[positions[custom_id][0]], schema) for custom_id in pending}
@@ -191,7 +191,7 @@ class OpenAIBatchJudge:
         digest = hashlib.sha256(data).hexdigest()
         path = self._state_dir / f"{digest}.json"
         state = json.loads(path.read_text()) if path.exists() else {}
-        resumed = bool(state) and not state["done"] and state["base_url"] == self._config.base_url
+        resumed = bool(state) and not state["done"] and state["base_url"] == self._config.endpoint.base_url
         if resumed:
             logger.info("Resuming judge batch %s (%d requests), submitted by an earlier run", state["batch_id"], len(bodies))
         else:
@@ -205,7 +205,7 @@ class OpenAIBatchJudge:
                 "sha256": digest,
                 "requests": len(bodies),
                 "judge": self.judge_id,
-                "base_url": self._config.base_url,
+                "base_url": self._config.endpoint.base_url,
                 "done": False,
             }
             _write_state(path, state)
@@ -226,7 +226,7 @@ class OpenAIBatchJudge:
         """Poll until every batch has ended (capped exponential backoff, a status bar); past `deadline`, raise."""
         ended: dict[str, Batch] = {}
         statuses: dict[str, str] = {}
-        interval = self._config.batch_poll_initial_s
+        interval = self._config.batch.poll_initial_s
         with tqdm(total=sum(len(b.bodies) for b in submitted), desc="Judge batch", unit="request") as bar:
             while True:
                 try:
@@ -251,10 +251,10 @@ class OpenAIBatchJudge:
                 if remaining <= 0:
                     waiting = [b for b in submitted if b.id not in ended]
                     seen = "; ".join(f"{b.id}: {b.status}, {_progress(b)}" for b in batches if b.status not in _ENDED)
-                    why = f"has not ended after {self._config.batch_max_wait_s:g} s (judge.batch_max_wait_s; {seen})"
+                    why = f"has not ended after {self._config.batch.max_wait_s:g} s (judge.batch.max_wait_s; {seen})"
                     raise BatchStillRunning(self._resume(waiting, why))
                 time.sleep(min(interval, remaining))
-                interval = min(interval * 2, self._config.batch_poll_max_s)
+                interval = min(interval * 2, self._config.batch.poll_max_s)
 
     def _resume(self, waiting: list[_Submitted], why: str) -> str:
         """Why the wait for these batches stopped, and how to take it up again."""

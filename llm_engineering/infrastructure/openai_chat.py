@@ -15,7 +15,7 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from llm_engineering.evaluation.config import JudgeConfig
-from llm_engineering.evaluation.judging.judge_id import JudgeId
+from llm_engineering.evaluation.stored.judge_id import JudgeId
 from llm_engineering.evaluation.judging.transport import JudgeReply, ReplySchema
 from llm_engineering.evaluation.judging.verdict import verdict_schema
 from llm_engineering.evaluation.judging.score_probs import TOP_LOGPROBS, compact
@@ -34,7 +34,8 @@ def describe(error: BaseException) -> str:
 
 
 def chat_client(config: JudgeConfig, api_key: Optional[str], max_retries: int = 0) -> openai.OpenAI:
-    return openai.OpenAI(base_url=config.base_url, api_key=api_key or "EMPTY", timeout=config.timeout_s, max_retries=max_retries)
+    return openai.OpenAI(base_url=config.endpoint.base_url, api_key=api_key or "EMPTY", timeout=config.endpoint.timeout_s,
+                         max_retries=max_retries)
 
 
 class ChatRequests:
@@ -42,7 +43,7 @@ class ChatRequests:
 
     def __init__(self, config: JudgeConfig):
         self.config = config
-        self.judge_id = str(JudgeId("openai", config.model, config.base_url))
+        self.judge_id = str(JudgeId("openai", config.model, config.endpoint.base_url))
         self._format = "json_schema" if config.response_format == "auto" else config.response_format
         self._lock = threading.Lock()
         # Why replies carry no logprobs: turned off, or refused by the endpoint (then asked no more).
@@ -59,12 +60,12 @@ class ChatRequests:
         return {
             "backend": "openai",
             "model": c.model,
-            "base_url": c.base_url,
+            "base_url": c.endpoint.base_url,
             "temperature": c.temperature,
             "seed": c.seed,
             "max_tokens": c.max_tokens,
             "schema": self.reply_schema(reply_schema).schema,
-            "options": c.request_options,
+            "options": c.endpoint.request_options,
             "logprobs": TOP_LOGPROBS if c.logprobs else None,
         }
 
@@ -72,7 +73,7 @@ class ChatRequests:
         """The chat completion request, with the response format and logprobs the endpoint still accepts."""
         c = self.config
         body: dict[str, Any] = {
-            **c.request_options,
+            **c.endpoint.request_options,
             "model": c.model,
             "messages": messages,
             "temperature": c.temperature,

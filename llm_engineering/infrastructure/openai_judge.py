@@ -45,14 +45,14 @@ class OpenAIJudge:
         self.judge_id = self._chat.judge_id
         # Retries are ours: bounded, with jitter and Retry-After.
         self._client = client or chat_client(config, api_key)
-        self._backoff = wait_random_exponential(multiplier=0.5, max=config.max_backoff_s)
+        self._backoff = wait_random_exponential(multiplier=0.5, max=config.endpoint.max_backoff_s)
 
     def cache_namespace(self, reply_schema: Optional[ReplySchema]) -> dict[str, Any]:
         return self._chat.cache_namespace(reply_schema)
 
     def _wait(self, state: RetryCallState) -> float:
         told = _retry_after(state.outcome.exception() if state.outcome else None)
-        return min(told, self._config.max_backoff_s) if told is not None else self._backoff(state)
+        return min(told, self._config.endpoint.max_backoff_s) if told is not None else self._backoff(state)
 
     def _create(self, messages: list[dict[str, str]], reply_schema: ReplySchema) -> JudgeReply:
         while True:
@@ -69,7 +69,7 @@ class OpenAIJudge:
     def _request(self, messages: list[dict[str, str]], reply_schema: ReplySchema) -> JudgeReply:
         retrying = Retrying(
             retry=retry_if_exception(_retryable),
-            stop=stop_after_attempt(self._config.max_attempts),
+            stop=stop_after_attempt(self._config.endpoint.max_attempts),
             wait=self._wait,
             reraise=True,
             before_sleep=lambda s: logger.info("Judge request retry %d: %s", s.attempt_number,
@@ -78,14 +78,14 @@ class OpenAIJudge:
         try:
             return retrying(self._create, messages, reply_schema)
         except openai.OpenAIError as error:
-            attempts = self._config.max_attempts if _retryable(error) else 1
+            attempts = self._config.endpoint.max_attempts if _retryable(error) else 1
             return JudgeReply(text=None, error=f"request failed after {attempts} attempt(s): {describe(error)}")
 
     def complete(
         self, conversations: list[list[dict[str, str]]], on_reply: OnReply, reply_schema: Optional[ReplySchema]
     ) -> None:
         schema = self._chat.reply_schema(reply_schema)
-        with ThreadPoolExecutor(max_workers=self._config.max_concurrency) as pool:
+        with ThreadPoolExecutor(max_workers=self._config.endpoint.max_concurrency) as pool:
             futures = {pool.submit(self._request, messages, schema): i for i, messages in enumerate(conversations)}
             for future in tqdm(as_completed(futures), total=len(futures), desc="Judging"):
                 on_reply(futures[future], future.result())

@@ -21,7 +21,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.disk import naming_a_full_disk
-from llm_engineering.evaluation.judging.judge_id import model_names
+from llm_engineering.evaluation.stored.judge_id import model_names
 from llm_engineering.evaluation.report.trust_text import (
     SIMILARITY_METRIC,
     pairwise_finding,

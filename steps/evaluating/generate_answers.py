@@ -19,7 +19,7 @@ from steps.materializers import DatasetMaterializer
 
 logger = logging.getLogger(__name__)
 
-# Set in the step's `extra` by the pipeline (`EvaluationConfig.frees_engine_after`), not as a parameter: `extra` is
+# Set in the step's `extra` by the pipeline (`engine_policy.frees_engine_after`), not as a parameter: `extra` is
 # outside the step's cache key, so a judge that changes it does not re-run generation.
 FREE_ENGINE = "free_engine"
 

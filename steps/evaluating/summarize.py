@@ -33,7 +33,7 @@ def summarize(
     prices = {judge_prices(judge) for judge in judges}
     summary = build_summary(
         evaluations, stats=generation_stats, prices=prices.pop() if len(prices) == 1 else None, checks=checks,
-        pairwise=pairwise, rubric=judges[0].resolved_rubric(), judge_models=[judge.model for judge in judges],
+        pairwise=pairwise, rubric=judges[0].resolved_rubric(),
         jury_aggregate=(jury or JuryConfig()).aggregate, labels=labels, run=get_step_context().pipeline_run.name,
         pass_score=pass_score)
     log_metadata(

@@ -181,7 +181,7 @@ def test_past_its_max_wait_a_run_fails_naming_the_batch_and_a_rerun_resumes_it(s
     assert time.monotonic() - started < 10
     message = str(raised.value)
     # The status as last polled: the held batch is still validating or already in progress when the wait ends.
-    assert re.match(r"Judge batch batch_1 has not ended after 0.3 s \(judge.batch_max_wait_s; batch_1: "
+    assert re.match(r"Judge batch batch_1 has not ended after 0.3 s \(judge.batch.max_wait_s; batch_1: "
                     r"(validating|in_progress), [0-3]/3 done", message), message
     assert "rerun the same command to resume waiting for it" in message and str(tmp_path / "batches") in message
 

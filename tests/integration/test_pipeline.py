@@ -76,13 +76,12 @@ def test_published_results_repo_loads_with_datasets(first_run):
 def test_changing_only_the_judge_does_not_rerun_generation(first_run, monkeypatch):
     from zenml.client import Client
 
-    from llm_engineering.run_config import EvaluationConfig
     from pipelines.evaluating import evaluating
     from steps.evaluating.generate_answers import FREE_ENGINE
 
     # As for a judge of other weights, the generation step is told to stop its engine as it ends (the step's
     # `extra`): that must not re-run it. (Which judges do so: the unit tests of `frees_engine_after`.)
-    monkeypatch.setattr(EvaluationConfig, "frees_engine_after", lambda self, index, cache_dir: True)
+    monkeypatch.setattr("pipelines.evaluating.frees_engine_after", lambda config, index, cache_dir: True)
     run = Client().get_pipeline_run(evaluating(config=small_config(max_analysis_chars=120)).id)
     assert run.steps["generate_answers"].config.extra[FREE_ENGINE] is True
     assert first_run.steps["generate_answers"].config.extra[FREE_ENGINE] is False

@@ -84,7 +84,7 @@ def test_a_jury_of_the_in_process_judge_and_the_served_judge_reports_each_and_th
         # Each judge's expected score is read from its own reply: its most likely value is the score it wrote.
         for score, expected in zip(per_judge, row[col.jury_expected("helpfulness")]):
             assert expected is not None and abs(expected - score) <= 2.0, (per_judge, row[col.jury_expected("helpfulness")])
-    summary = build_summary([evaluations], rubric=rubric, judge_models=["smollm2-135m", "smollm2-135m"], jury_aggregate="mean")
+    summary = build_summary([evaluations], rubric=rubric, jury_aggregate="mean")
     assert summary.jury == ids
     (agreement,) = summary.agreement
     assert agreement.criterion == "helpfulness" and agreement.rows == 4
@@ -134,7 +134,7 @@ def test_judge_server_lost_mid_run_loses_no_row_and_a_rerun_asks_only_the_rest(v
         # The server is back at the same address; the same scoring again asks only for the missing verdicts
         # (all at once: concurrency is not part of a verdict's cache key).
         proxy.restore()
-        again = config.model_copy(update={"max_concurrency": 8})
+        again = config.model_copy(update={"endpoint": config.endpoint.model_copy(update={"max_concurrency": 8})})
         second = score_answers(rows, Judge((OpenAIJudge(again, api_key=None),), HANDBOOK, cache))
     assert second[col.ID] == rows[col.ID]
     assert second[col.JUDGE_ERROR] == [None] * len(rows)

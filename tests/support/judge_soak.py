@@ -40,15 +40,15 @@ def judge_rows(n: int, base_url: str, concurrency: int, cache_dir: Optional[Path
     """Score `n` distinct answers through the `openai` backend at `base_url`: the soak's accounting."""
     from datasets import Dataset
 
-    from llm_engineering.evaluation.config import JudgeConfig
+    from llm_engineering.evaluation.config import EndpointConfig, JudgeConfig
     from llm_engineering.evaluation.judging.cache import JudgeCache
     from llm_engineering.evaluation.judging.judge import Judge
     from llm_engineering.evaluation.judging.scoring import score_answers
     from llm_engineering.infrastructure.openai_judge import OpenAIJudge
 
-    config = JudgeConfig(backend="openai", model=model, base_url=base_url, max_concurrency=concurrency,
-                         timeout_s=TIMEOUT_S if model == "soak" else 300, max_attempts=6, max_backoff_s=0.5,
-                         max_tokens=max_tokens, rubric="handbook")
+    config = JudgeConfig(backend="openai", model=model, max_tokens=max_tokens, rubric="handbook",
+                         endpoint=EndpointConfig(base_url=base_url, max_concurrency=concurrency, max_attempts=6,
+                                                 timeout_s=TIMEOUT_S if model == "soak" else 300, max_backoff_s=0.5))
     rows = Dataset.from_dict({
         col.ID: [f"q{i}" for i in range(n)], col.INSTRUCTION: [f"Question {i}: what does step {i} do?" for i in range(n)],
         col.ANSWER: [f"Step {i} loads the split." for i in range(n)], col.MODEL_ID: ["soak"] * n,

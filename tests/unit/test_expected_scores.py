@@ -165,8 +165,8 @@ def test_the_summary_reports_each_judge_and_the_jurys_agreement():
     scores = [1, 3, 5, 2]
     judges = [ScriptedJudge(name, [_reply(s, p) for s, p in zip(scores, agreeing)]) for name in ("a", "b")]
     evaluations = score_answers(answers(4), Judge(tuple(judges), HELPFULNESS))
-    summary = build_summary([evaluations], rubric=HELPFULNESS, judge_models=["x", "y"], jury_aggregate="mean")
-    assert summary.jury == ["a", "b"]
+    summary = build_summary([evaluations], rubric=HELPFULNESS, jury_aggregate="mean")
+    assert summary.jury == summary.judges == ["a", "b"]
     (agreement,) = summary.agreement
     assert (agreement.alpha, agreement.rows) == (1.0, 4)
     assert [j.mean for j in summary.models[0].criterion("helpfulness").judges] == [2.75, 2.75]
@@ -191,9 +191,11 @@ def test_the_judge_check_breaks_integer_ties_with_expected_scores_beside_the_int
 def test_a_judge_that_is_also_a_generator_is_warned_about_with_its_check_figure():
     judge = ScriptedJudge("vllm:smollm2-135m", [_reply(3, {3: 1.0})])
     evaluations = score_answers(answers(1, model="smollm2-135m"), Judge((judge,), HELPFULNESS))
-    summary = build_summary([evaluations], rubric=HELPFULNESS, judge_models=["smollm2-135m"])
-    assert len(summary.warnings) == 1 and "Self-preference" in summary.warnings[0]
-    assert build_summary([evaluations], rubric=HELPFULNESS, judge_models=["other-judge"]).warnings == []
+    summary = build_summary([evaluations], rubric=HELPFULNESS)
+    assert len(summary.warnings) == 1 and "Self-preference" in summary.warnings[0] and summary.judges == [judge.judge_id]
+    other = ScriptedJudge("vllm:other-judge", [_reply(3, {3: 1.0})])
+    assert build_summary([score_answers(answers(1, model="smollm2-135m"), Judge((other,), HELPFULNESS))],
+                         rubric=HELPFULNESS).warnings == []
 
 
 def test_score_length_correlation_is_reported_per_criterion():

@@ -18,17 +18,17 @@ def _jsonl(tmp_path, records, name="pairs.jsonl"):
 def test_jsonl_and_csv_pairs_load_with_ids_labels_and_references(tmp_path):
     path = _jsonl(tmp_path, [GOOD, "", {**GOOD, "id": 7, "label": 0, "reference": "Hello."}])
     pairs = load_pairs(path)
-    assert [(p.id, p.label, p.reference, p.line) for p in pairs] == [("line-1", 1, None, 1), ("7", 0, "Hello.", 3)]
+    assert [(p.id, p.label, p.reference, p.line) for p in pairs] == [("line-1", "A", None, 1), ("7", "tie", "Hello.", 3)]
     csv = tmp_path / "pairs.csv"
     csv.write_text('id,instruction,output_1,output_2,label\na,"Say hi, please.","Hi,\nthere",Bye.,2\nb,x,y,z,1\n')
     pairs = load_pairs(csv, limit=1)
-    assert [(p.id, p.instruction, p.output_1, p.label) for p in pairs] == [("a", "Say hi, please.", "Hi,\nthere", 2)]
+    assert [(p.id, p.instruction, p.output_1, p.label) for p in pairs] == [("a", "Say hi, please.", "Hi,\nthere", "B")]
 
 
 @pytest.mark.parametrize("records, line, words", [
     ([GOOD, {k: v for k, v in GOOD.items() if k != "output_2"}], 2, "missing output_2"),
     ([{**GOOD, "label": 3}], 1, "label 3 is not 1, 2 or 0"),
-    ([{**GOOD, "label": "B"}], 1, "label 'B' is not 1, 2 or 0"),
+    ([{**GOOD, "label": "first"}], 1, "label 'first' is not 1, 2 or 0 (or A, B, tie)"),
     ([GOOD, GOOD, {**GOOD, "output_1": "  "}], 3, "output_1 is empty"),
     ([{**GOOD, "id": "x"}, {**GOOD, "id": "x"}], 2, "id 'x' is also on line 1"),
     ([GOOD, '{"instruction": "cut off'], 2, "not valid JSON"),

@@ -59,10 +59,10 @@ class StandInJudge:
 def _pairs():
     right, wrong = "RIGHT: the short answer.", "A long, wordy and wrong answer that goes on and on."
     return [
-        HumanPair(id="1", instruction="q1", output_1=right, output_2=wrong, label=1),
-        HumanPair(id="2", instruction="q2", output_1=wrong, output_2=right, label=2),
-        HumanPair(id="3", instruction="q3", output_1=wrong + " more", output_2=right, label=2),
-        HumanPair(id="tie", instruction="q4", output_1=right, output_2=right + " too", label=0),
+        HumanPair(id="1", instruction="q1", output_1=right, output_2=wrong, label="A"),
+        HumanPair(id="2", instruction="q2", output_1=wrong, output_2=right, label="B"),
+        HumanPair(id="3", instruction="q3", output_1=wrong + " more", output_2=right, label="B"),
+        HumanPair(id="tie", instruction="q4", output_1=right, output_2=right + " too", label="tie"),
     ]
 
 
@@ -116,7 +116,7 @@ def test_a_failed_verdict_counts_against_agreement_and_is_named():
     report = bench_judge(_pairs(), Judge((StandInJudge(broken_pairwise=1),), RUBRIC), "constructed.jsonl")
     pairwise = report.ways["pairwise"]
     assert (pairwise.agreement.count, pairwise.agreement.total, pairwise.failed.count) == (5, 6, 1)
-    assert report.details[0].decisions["pairwise"] == [-1, 1] and "invalid JSON" in report.details[0].problems[0]
+    assert report.details[0].decisions["pairwise"] == [None, "A"] and "invalid JSON" in report.details[0].problems[0]
     page = render_bench_html(report)
     assert "invalid JSON" in page and "baseline: the longer answer" in page
 
@@ -145,7 +145,7 @@ def test_llmbar_rating_counts_an_integer_tie_half_right_and_a_decided_pair_in_bo
     from llm_engineering.evaluation.trust.judge_bench import way_figures
 
     details = [PairDecisions(id=str(i), label=label, decisions={"pointwise_rating": rating_decisions(scores)})
-               for i, (label, scores) in enumerate([(1, [3, 1]), (2, [2, 2]), (1, [1, 3]), (2, [3, 3])])]
+               for i, (label, scores) in enumerate([("A", [3, 1]), ("B", [2, 2]), ("A", [1, 3]), ("B", [3, 3])])]
     figures = way_figures(details, "pointwise_rating", ordered=False)
     # right twice, a tie (one order right), wrong twice, a tie: 4 of 8 orders, as LLMBar's Rating counts it.
     assert (figures.agreement.count, figures.agreement.total) == (4, 8)

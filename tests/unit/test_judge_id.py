@@ -2,7 +2,7 @@
 
 import pytest
 
-from llm_engineering.evaluation.judging.judge_id import JudgeId, jury_id, members, model_names
+from llm_engineering.evaluation.stored.judge_id import JudgeId, jury_id, members, model_names
 
 
 @pytest.mark.parametrize("judge, text", [

@@ -19,6 +19,7 @@ from llm_engineering.evaluation.models import (
     split_variant,
 )
 from llm_engineering.infrastructure.publishing import repo_name
+from llm_engineering.engine_policy import frees_engine_after
 from llm_engineering.run_config import EvaluationConfig, parse_evaluation
 
 
@@ -126,16 +127,16 @@ def test_a_generation_step_frees_its_engine_only_where_the_runs_next_in_process_
     models = ["smollm2-135m", f"smollm2-135m+{adapter}", f"{folder}@temperature=0.2", "org/other"]
     config = EvaluationConfig(models=models, judge=qwen)
     # Its adapter and the alias's folder run on the base's engine; the next model has its own; the judge another.
-    assert [config.frees_engine_after(k, cache) for k in range(len(models))] == [False, False, True, True]
-    assert EvaluationConfig(judge=qwen).frees_engine_after(0, cache)
-    assert not EvaluationConfig(judge=smol).frees_engine_after(0, cache)  # the judge reuses the generator's engine
-    assert not EvaluationConfig(judge=JudgeConfig(model=str(folder))).frees_engine_after(0, cache)  # the same weights
-    assert not EvaluationConfig().frees_engine_after(0, cache)  # judge.model auto: may be this model (AVX2-only CPU)
-    assert not EvaluationConfig(judge=JudgeConfig(backend="openai", model="qwen2.5-coder-1.5b")).frees_engine_after(0, cache)
+    assert [frees_engine_after(config, k, cache) for k in range(len(models))] == [False, False, True, True]
+    assert frees_engine_after(EvaluationConfig(judge=qwen), 0, cache)
+    assert not frees_engine_after(EvaluationConfig(judge=smol), 0, cache)  # the judge reuses the generator's engine
+    assert not frees_engine_after(EvaluationConfig(judge=JudgeConfig(model=str(folder))), 0, cache)  # the same weights
+    assert not frees_engine_after(EvaluationConfig(), 0, cache)  # judge.model auto: may be this model (AVX2-only CPU)
+    assert not frees_engine_after(EvaluationConfig(judge=JudgeConfig(backend="openai", model="qwen2.5-coder-1.5b")), 0, cache)
     # A jury: the first in-process judge is the next engine.
     jury = [JudgeConfig(backend="openai", model="gpt"), smol, qwen]
-    assert not EvaluationConfig(judges=jury).frees_engine_after(0, cache)
-    assert not EvaluationConfig(judge=qwen, engine={"backend": "ray"}).frees_engine_after(0, cache)  # nothing in process
+    assert not frees_engine_after(EvaluationConfig(judges=jury), 0, cache)
+    assert not frees_engine_after(EvaluationConfig(judge=qwen, engine={"backend": "ray"}), 0, cache)  # nothing in process
 
 
 def test_lora_configs_serve_what_they_cover():

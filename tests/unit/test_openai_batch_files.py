@@ -168,5 +168,5 @@ def test_the_shipped_batch_config_asks_for_the_batch_judge_at_batch_prices(repo_
     from llm_engineering.run_config import load_run_config
 
     judge = load_run_config(repo_root / "configs" / "judge-openai-batch.yaml").evaluation.judge
-    assert (judge.backend, judge.model, judge.base_url) == ("openai-batch", "gpt-4o-mini", None)
+    assert (judge.backend, judge.model, judge.endpoint.base_url) == ("openai-batch", "gpt-4o-mini", None)
     assert judge_prices(judge) == (KNOWN_PRICES["gpt-4o-mini"][0] / 2, KNOWN_PRICES["gpt-4o-mini"][1] / 2)

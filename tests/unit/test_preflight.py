@@ -35,15 +35,15 @@ def test_openai_judge_without_key_or_base_url_stops_with_the_fix(settings):
     with pytest.raises(ConfigError) as error:
         check_judge_settings(JudgeConfig(backend="openai", model="gpt-4o-mini"), settings())
     assert str(error.value) == (
-        "judge.backend is 'openai' with no base_url, which means api.openai.com, but "
+        "judge.backend is 'openai' with no endpoint.base_url, which means api.openai.com, but "
         "OPENAI_API_KEY is not set: add it to .env or the environment, or set "
-        "judge.base_url to your OpenAI-compatible endpoint (e.g. a `vllm serve`)."
+        "judge.endpoint.base_url to your OpenAI-compatible endpoint (e.g. a `vllm serve`)."
     )
 
 
 def test_batch_judge_without_key_or_base_url_stops_with_the_fix(settings):
-    with pytest.raises(ConfigError, match=r"judge.backend is 'openai-batch' with no base_url.*OPENAI_API_KEY is not set.*"
-                                          r"an endpoint that serves the Batch API"):
+    with pytest.raises(ConfigError, match=r"judge.backend is 'openai-batch' with no endpoint.base_url.*"
+                                          r"OPENAI_API_KEY is not set.*an endpoint that serves the Batch API"):
         check_judge_settings(JudgeConfig(backend="openai-batch", model="gpt-4o-mini"), settings())
 
 

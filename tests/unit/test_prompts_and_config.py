@@ -1,5 +1,6 @@
 import pytest
 
+from llm_engineering.evaluation.config import JudgeConfig
 from llm_engineering.evaluation.config_base import ConfigError
 from llm_engineering.evaluation.generation.prompts import chat_messages, format_prompts
 from llm_engineering.run_config import EvaluationConfig, apply_overrides, load_run_config
@@ -82,6 +83,13 @@ def test_the_readmes_example_configs_load_as_they_say(repo_root):
         ("parameters:\n  judge:\n    request_options: {temperature: 0.7, top_p: 0.9}\n",
          "request_options may not set temperature: the judge sets them on every request (use judge.temperature instead)"),
         ("parameters:\n  judge:\n    request_options: {seed: 1, messages: []}\n", "may not set messages, seed"),
+        ("parameters:\n  judge:\n    base_url: http://127.0.0.1:8000/v1\n",
+         "judge.endpoint is for backends openai and openai-batch; backend 'vllm' runs the judge in process: remove "
+         "endpoint settings (base_url) or set backend: openai"),
+        ("parameters:\n  judge: {backend: openai, model: m, batch: {max_wait_s: 60}}\n",
+         "judge.batch is for backend openai-batch; remove batch settings (max_wait_s)"),
+        ("parameters:\n  judge: {backend: openai, model: m, timeout_s: 5, endpoint: {timeout_s: 9}}\n",
+         "timeout_s given twice, flat and under endpoint: keep the endpoint: one"),
     ],
 )
 def test_bad_config_files_name_the_key_and_the_fix(tmp_path, text, message):
@@ -90,6 +98,21 @@ def test_bad_config_files_name_the_key_and_the_fix(tmp_path, text, message):
     with pytest.raises(ConfigError) as error:
         load_run_config(path)
     assert message in str(error.value)
+
+
+def test_a_judge_config_groups_endpoint_and_batch_settings_and_still_reads_the_flat_keys():
+    flat = {"backend": "openai-batch", "model": "gpt-4o-mini", "base_url": "http://127.0.0.1:9/v1", "max_attempts": 2,
+            "request_options": {"top_p": 0.5}, "batch_poll_max_s": 7, "batch_max_wait_s": 60}
+    grouped = {"backend": "openai-batch", "model": "gpt-4o-mini",
+               "endpoint": {"base_url": "http://127.0.0.1:9/v1", "max_attempts": 2, "request_options": {"top_p": 0.5}},
+               "batch": {"poll_max_s": 7, "max_wait_s": 60}}
+    judge = JudgeConfig.model_validate(flat)
+    assert judge == JudgeConfig.model_validate(grouped)
+    assert (judge.endpoint.base_url, judge.endpoint.max_attempts, judge.batch.poll_max_s, judge.batch.max_wait_s) == \
+        ("http://127.0.0.1:9/v1", 2, 7, 60)
+    assert judge.batch.poll_initial_s == JudgeConfig().batch.poll_initial_s  # what is not given keeps its default
+    # A stored run's config (every key written out) reads back as it was.
+    assert EvaluationConfig.model_validate(EvaluationConfig(judge=judge).model_dump()).judge == judge
 
 
 def test_missing_config_file(tmp_path):

@@ -6,6 +6,7 @@ from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.stored.generation import GenerationStats
+from llm_engineering.evaluation.stored.summary import EvaluationSummary
 from llm_engineering.evaluation.report.html import render_html
 from llm_engineering.evaluation.report.text import table_header, table_rows
 from llm_engineering.evaluation.judging.rubric import load_rubric
@@ -174,7 +175,7 @@ def test_the_judges_seconds_per_verdict_are_its_wall_time_over_new_calls_and_unk
     assert scored[col.JUDGE_SECONDS] == [0.0, 3.0, 3.0]  # the 6 s are the two new verdicts'; a cached one costs none
     usage = model_scores(scored, rubric=handbook).judge_usage
     assert (usage.calls, usage.seconds, usage.seconds_per_verdict) == (2, 6.0, 3.0)
-    assert "3.00" in table_rows(build_summary([scored], rubric=handbook, judge_models=["keyed"]))[0]
+    assert "3.00" in table_rows(build_summary([scored], rubric=handbook))[0]
     # Rows scored before the judge's time was recorded: unknown, not zero.
     old = model_scores(scored.remove_columns(col.JUDGE_SECONDS), rubric=handbook).judge_usage
     assert (old.calls, old.seconds, old.seconds_per_verdict) == (2, None, None)
@@ -203,6 +204,15 @@ def test_a_report_of_a_summary_stored_without_run_and_scales_can_still_be_labell
     assert (data["run"], data["rubric"]) == ("evaluating-old", "handbook")
     assert data["scales"]["accuracy"]["1"].startswith("Poor")
     assert data["answers"] == {"0": {"a": "x"}}
+
+
+def test_a_summary_names_its_judges_and_one_stored_before_the_list_reads_them_from_its_judge_or_jury():
+    summary = build_summary([evaluations("a", [[1, 1, None]])])
+    assert summary.judges == [summary.judge_model] and summary.jury == []
+    older = summary.model_dump(exclude={"judges"})
+    assert EvaluationSummary.model_validate(older).judges == [summary.judge_model]
+    jury = ["vllm:a", "openai:b@http://127.0.0.1:9/v1"]
+    assert EvaluationSummary.model_validate({**older, "judge_model": "jury: x", "jury": jury}).judges == jury
 
 
 def test_the_power_line_says_what_change_the_rows_can_detect_and_four_times_the_rows_halve_it():

@@ -12,6 +12,7 @@ from scipy.stats import spearmanr
 from sklearn.linear_model import LogisticRegression
 
 from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.preference import compare, longer
 from llm_engineering.evaluation.rates import bootstrap_rows_ci, rate
 from llm_engineering.evaluation.samples import majority
 from llm_engineering.evaluation.judging.rubric import Rubric
@@ -100,13 +101,9 @@ def longer_answer_wins(points: list[Optional[float]], length_a: list[int], lengt
 
     `points[i]` is model A's points for row i: 1 win, 0.5 tie, 0 loss, None failed.
     """
-    count = total = 0
-    for p, a, b in zip(points, length_a, length_b, strict=True):
-        if p is None or p == 0.5 or a == b:
-            continue
-        total += 1
-        count += (p > 0.5) == (a > b)
-    return rate(count, total)
+    decided = [(compare(p, 0.5), longer(a, b)) for p, a, b in zip(points, length_a, length_b, strict=True)]
+    decisive = [(won, long) for won, long in decided if won not in (None, "tie") and long != "tie"]
+    return rate(sum(won == long for won, long in decisive), len(decisive))
 
 
 def length_controlled_win_rate(points: list[Optional[float]], length_a: list[int], length_b: list[int]) -> Optional[float]:

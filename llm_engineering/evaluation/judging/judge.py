@@ -14,6 +14,8 @@ from llm_engineering.evaluation.judging.cache import JudgeCache
 from llm_engineering.evaluation.judging.rubric import Rubric
 from llm_engineering.evaluation.judging.transport import JudgeBackend
 
+MAX_ANALYSIS_CHARS = 400  # the longest analysis a verdict may write, unless the judge config says otherwise
+
 
 @dataclass(frozen=True)
 class Judge:
@@ -24,7 +26,7 @@ class Judge:
     backends: tuple[JudgeBackend, ...]
     rubric: Rubric
     cache: Optional[JudgeCache] = None
-    max_analysis_chars: int = 300
+    max_analysis_chars: int = MAX_ANALYSIS_CHARS
     aggregate: Literal["mean", "majority"] = "mean"
 
     def __post_init__(self) -> None:

@@ -30,11 +30,12 @@ from llm_engineering.evaluation.judging.agreement import length_controlled_win_r
 from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.score_probs import value_distribution
 from llm_engineering.evaluation.config_base import validation_problems
+from llm_engineering.evaluation.preference import compare
 from llm_engineering.evaluation.judging.transport import JudgeReply, ReplySchema, ask_judge, reply_json_schema, unfenced
 from llm_engineering.evaluation.rates import bootstrap_ci, rate
 from llm_engineering.evaluation.samples import sample_of
 from llm_engineering.evaluation.judging.rubric import REFERENCE_LINE, Rubric
-from llm_engineering.evaluation.stored.pairwise import PairwiseComparison, PairwiseRow, Winner
+from llm_engineering.evaluation.stored.pairwise import PairwiseComparison, PairwiseRow, Preference
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ class PairwiseVerdict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     analysis: str
-    winner: Winner
+    winner: Preference
 
 
 def pairwise_schema(max_analysis_chars: int) -> ReplySchema:
@@ -71,7 +72,7 @@ def pairwise_schema(max_analysis_chars: int) -> ReplySchema:
     return ReplySchema("pairwise_verdict", reply_json_schema(PairwiseVerdict, {"analysis": max_analysis_chars}))
 
 
-def parse_pairwise(raw: str) -> tuple[Optional[Winner], Optional[str]]:
+def parse_pairwise(raw: str) -> tuple[Optional[Preference], Optional[str]]:
     """(winner, None) for a valid reply, else (None, the problem)."""
     try:
         return PairwiseVerdict.model_validate(json.loads(unfenced(raw))).winner, None
@@ -105,7 +106,7 @@ def pairwise_messages(
 
 def ask_both_orders(
     judge: Judge, pairs: list[tuple[str, str, str, Optional[str]]],
-) -> tuple[list[tuple[Optional[Winner], Optional[str]]], list[JudgeReply]]:
+) -> tuple[list[tuple[Optional[Preference], Optional[str]]], list[JudgeReply]]:
     """Each `(instruction, answer_a, answer_b, reference)` asked of the judge's first backend in both orders (a in
     position A, then in B): per pair two `(winner, problem)` readings, in that order, and the replies."""
     conversations = []
@@ -188,12 +189,12 @@ def both_orders_preference(in_order: Optional[float], swapped: Optional[float]) 
     return None if in_order is None or swapped is None else (in_order + 1.0 - swapped) / 2
 
 
-def points_for_first_model(in_order: Winner, swapped: Winner) -> float:
+def points_for_first_model(in_order: Preference, swapped: Preference) -> float:
     """The first model's points from both orders: it sits in position A first, then in B."""
     return (_POINTS[in_order] + 1.0 - _POINTS[swapped]) / 2
 
 
-def orders_disagree(in_order: Winner, swapped: Winner) -> bool:
+def orders_disagree(in_order: Preference, swapped: Preference) -> bool:
     """True when the swapped order does not name the same answer (or tie) as the first order."""
     return _POINTS[in_order] != 1.0 - _POINTS[swapped]
 
@@ -229,10 +230,6 @@ def tally(model_a: str, model_b: str, judge_id: str, rows: list[PairwiseRow]) ->
     )
 
 
-def _preference_winner(probability: float) -> Winner:
-    return "A" if probability > 0.5 else "B" if probability < 0.5 else "tie"
-
-
 def _preference_rows(judge: Judge, pairs: list[tuple[str, str, str, Optional[str]]]) -> list[dict[str, Any]]:
     """Per pair: each order's winner, model_a's points from the averaged preference, and the preference."""
     readings, _ = ask_preferences(judge, pairs)
@@ -241,9 +238,9 @@ def _preference_rows(judge: Judge, pairs: list[tuple[str, str, str, Optional[str
         (in_order, error_1), (swapped, error_2) = readings[2 * k], readings[2 * k + 1]
         averaged = both_orders_preference(in_order, swapped)
         rows.append({
-            "in_order": None if in_order is None else _preference_winner(in_order),
-            "swapped": None if swapped is None else _preference_winner(swapped),
-            "points": None if averaged is None else _POINTS[_preference_winner(averaged)],
+            "in_order": compare(in_order, 0.5),
+            "swapped": compare(swapped, 0.5),
+            "points": None if averaged is None else _POINTS[compare(averaged, 0.5)],
             "preference": None if averaged is None else round(averaged, 6),
             "error": (error_1 or error_2) if averaged is None else None,
         })

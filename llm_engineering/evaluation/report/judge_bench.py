@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 
 from llm_engineering.evaluation.report.html import html_table
-from llm_engineering.evaluation.trust.judge_bench import FAILED, WAY_NAMES, JudgeBenchReport
+from llm_engineering.evaluation.trust.judge_bench import WAY_NAMES, JudgeBenchReport
 from llm_engineering.evaluation.stored.figures import Rate
 
 BENCH_HEADER = ["way", "agreement with people (95% CI)", "pairs right in both orders", "shown first chosen", "ties",
@@ -41,7 +41,7 @@ def bench_cost_line(report: JudgeBenchReport) -> str:
     return f"{report.judge_calls} verdicts ({report.cached} from the judge cache){seconds}{written}."
 
 
-_SHOWN = {1: "1", 2: "2", 0: "tie", FAILED: "failed"}
+_SHOWN = {"A": "1", "B": "2", "tie": "tie", None: "failed"}
 
 
 def render_bench_html(report: JudgeBenchReport) -> str:

@@ -33,7 +33,7 @@ from llm_engineering.evaluation.samples import (
 from llm_engineering.evaluation.stored.trust import TrustChecks
 from llm_engineering.evaluation.judging.rubric import Rubric
 from llm_engineering.evaluation.report.trust_text import REFERENCE_GUIDED_CHECK, judge_headline, self_preference_warnings
-from llm_engineering.evaluation.judging.judge_id import members
+from llm_engineering.evaluation.stored.judge_id import JudgeId, members
 from llm_engineering.evaluation.stored.summary import (
     CriterionScores,
     EvaluationSummary,
@@ -41,6 +41,7 @@ from llm_engineering.evaluation.stored.summary import (
     JudgeUsage,
     ModelComparison,
     ModelScores,
+    RUBRIC_OF_OLD_RUNS,
     Reduced,
 )
 
@@ -173,7 +174,6 @@ def build_summary(
     checks: Optional[TrustChecks] = None,
     pairwise: Optional[PairwiseReport] = None,
     rubric: Optional[Rubric] = None,
-    judge_models: Optional[list[str]] = None,
     jury_aggregate: Optional[str] = None,
     labels: Optional[LabelAgreement] = None,
     run: str = "",
@@ -181,12 +181,13 @@ def build_summary(
 ) -> EvaluationSummary:
     """Per-model scores per criterion, each model compared with the first (the baseline), the ranking,
     the jury's agreement, and the trust checks, agreement with human `labels` and bias warnings of the
-    run. `judge_models` are the configured judges' models (several: a jury)."""
+    run. The judges are read from the rows' judge ids (a jury's: its members)."""
     from llm_engineering.evaluation.judging.rubric import load_rubric
 
-    rubric = rubric or load_rubric("handbook")
+    rubric = rubric or load_rubric(RUBRIC_OF_OLD_RUNS)
     judge_ids = sorted({j for dataset in evaluations for j in set(dataset[col.JUDGE_MODEL])})
-    jury = [] if len(judge_models or []) < 2 else members(judge_ids[0])
+    judges = members(judge_ids[0]) if judge_ids else []
+    jury = judges if len(judges) > 1 else []
     by_model = {s.model_id: s for s in stats or []}
     scores = []
     for dataset in evaluations:
@@ -203,6 +204,7 @@ def build_summary(
     items, items_total = item_views(evaluations, rubric.names)
     return EvaluationSummary(
         judge_model=", ".join(judge_ids),
+        judges=judges,
         run=run,
         headline=judge_headline(", ".join(judge_ids), judge_check),
         rubric=rubric.name,
@@ -219,7 +221,8 @@ def build_summary(
         jury_aggregate=jury_aggregate if jury else None,
         agreement=jury_agreement(evaluations, rubric, len(jury)) if jury else [],
         labels=labels,
-        warnings=self_preference_warnings(judge_models or [], [s.model_id for s in scores], judge_check),
+        warnings=self_preference_warnings([JudgeId.parse(j).model for j in judges], [s.model_id for s in scores],
+                                          judge_check),
         notes=(checks.notes if checks else []) + ([REFERENCE_GUIDED_CHECK] if judge_check and rubric.reference_guided else []),
         items=items,
         items_total=items_total,

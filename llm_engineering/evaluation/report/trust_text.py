@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from llm_engineering.evaluation.judging.judge_id import JudgeId
+from llm_engineering.evaluation.stored.judge_id import JudgeId
 from llm_engineering.evaluation.rates import fmt, rate_with_ci
 
 if TYPE_CHECKING:  # only read attributes of these: the cards need no judge code loaded

@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from llm_engineering.evaluation.stored.figures import Rate
 
-Winner = Literal["A", "B", "tie"]  # the better answer of a pair, as a judge or a person says
+Preference = Literal["A", "B", "tie"]  # the better answer of a pair, as a judge or a person says (A: the first)
 
 
 class PairwiseRow(BaseModel):
@@ -16,8 +16,8 @@ class PairwiseRow(BaseModel):
     sample: int = Field(0, description="with several answers per prompt: which pair of them (the s-th of each model)")
     preference: Optional[float] = Field(
         None, description="preference method: the probability that model_a's answer is better, averaged over both orders")
-    in_order: Optional[Winner] = Field(None, description="winner with model_a's answer in position A")
-    swapped: Optional[Winner] = Field(None, description="winner with model_a's answer in position B")
+    in_order: Optional[Preference] = Field(None, description="winner with model_a's answer in position A")
+    swapped: Optional[Preference] = Field(None, description="winner with model_a's answer in position B")
     points: Optional[float] = Field(None, description="model_a's points: 1 win, 0.5 tie, 0 loss")
     error: Optional[str] = None
     length_a: Optional[int] = Field(None, description="characters of model_a's answer")
@@ -42,7 +42,8 @@ class PairwiseComparison(BaseModel):
     model_a: str
     model_b: str
     judge_model: str
-    method: str = Field("verdict", description="preference (numbers' probabilities over both orders) or verdict")
+    method: str = Field("verdict", description="preference (numbers' probabilities over both orders) or verdict (the "
+                        "only method of runs stored before this field)")
     pairs: int
     wins: Rate
     ties: Rate

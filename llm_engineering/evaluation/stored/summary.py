@@ -147,14 +147,19 @@ class ModelComparison(BaseModel):
     ci: Optional[list[float]] = Field(None, description="95% bootstrap interval of the difference")
 
 
+RUBRIC_OF_OLD_RUNS = "handbook"  # the only rubric of runs stored before the summary named its rubric
+
+
 class EvaluationSummary(BaseModel):
     """The `evaluation_summary` artifact: per-model scores, comparisons and the ranking."""
 
-    judge_model: str
+    judge_model: str = Field(description="the judges' ids as one line, as the rows' judge_model column writes them")
+    judges: list[str] = Field(default_factory=list, description="the id of each judge that scored, in order (one, or "
+                              "a jury's members); a summary stored before this field: read from jury or judge_model")
     run: str = Field("", description="the pipeline run that made it (a run whose summarize step was cached reports "
                                       "under its own name: `run_report`); the report's labels name it")
     headline: str = Field("", description="the first line: whether the judge's scores mean anything")
-    rubric: str = "handbook"
+    rubric: str = Field(RUBRIC_OF_OLD_RUNS, description="the rubric's name (a summary stored without one: handbook)")
     criteria: list[str] = Field(default_factory=lambda: ["accuracy", "style"])
     scales: dict[str, dict[int, str]] = Field(default_factory=dict, description="each criterion's levels and meanings")
     models: list[ModelScores]
@@ -172,4 +177,11 @@ class EvaluationSummary(BaseModel):
     notes: list[str] = Field(default_factory=list, description="checks that were skipped, and why")
     items: list[ItemView] = Field(default_factory=list, description="the rows a person reads (the report's row browser)")
     items_total: int = Field(0, description="test items in the run (more than `items` when only the worst are kept)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _judges_of_an_older_summary(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "judges" not in data:
+            data = {**data, "judges": data.get("jury") or ([data["judge_model"]] if data.get("judge_model") else [])}
+        return data
 

@@ -1,18 +1,21 @@
 """Human-labelled answer pairs (LLMBar, MT-Bench expert votes, your own): two answers to one instruction and the
 one people judged better. Read from JSONL or CSV and checked whole before any judge starts.
 
-One pair a line: `instruction`, `output_1`, `output_2`, `label` (1: output_1 is better, 2: output_2, 0: a tie);
-`id` and `reference` are optional (an id defaults to the pair's line).
+One pair a line: `instruction`, `output_1`, `output_2`, `label` (1: output_1 is better, 2: output_2, 0: a tie; or
+A, B, tie as the report's labels write them); `id` and `reference` are optional (an id defaults to the pair's line).
+A pair's label is read as a `Preference`: A for output_1, B for output_2.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Optional
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
+from llm_engineering.evaluation import preference
 from llm_engineering.evaluation.records import read_records
+from llm_engineering.evaluation.stored.pairwise import Preference
 
 REQUIRED = ("instruction", "output_1", "output_2", "label")
 OPTIONAL = ("id", "reference")
@@ -29,27 +32,18 @@ class HumanPair(BaseModel):
     instruction: str
     output_1: str
     output_2: str
-    label: Literal[0, 1, 2]
+    label: Preference = Field(description="the output people judged better: A output_1, B output_2, or a tie")
     reference: Optional[str] = None
     line: int = 0
-
-
-def _label(value: Any) -> Optional[int]:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if value in (0, 1, 2) else None
-    if isinstance(value, str) and value.strip() in ("0", "1", "2"):
-        return int(value.strip())
-    return None
 
 
 def _problem(record: dict[str, Any]) -> Optional[str]:
     missing = [name for name in REQUIRED if name not in record]
     if missing:
         return f"missing {', '.join(missing)} (found {', '.join(sorted(record)) or 'no columns'}); each pair needs {FORMAT}"
-    if _label(record["label"]) is None:
-        return f"label {record['label']!r} is not 1, 2 or 0; write 1 when output_1 is better, 2 for output_2, 0 for a tie"
+    if preference.read(record["label"]) is None:
+        return (f"label {record['label']!r} is not 1, 2 or 0 (or A, B, tie); write 1 when output_1 is better, 2 for "
+                f"output_2, 0 for a tie")
     for name in ("instruction", "output_1", "output_2"):
         if not isinstance(record[name], str) or not record[name].strip():
             return f"{name} is empty; every pair needs an instruction and two non-empty answers (drop the pair)"
@@ -76,7 +70,7 @@ def load_pairs(path: Path, limit: Optional[int] = None) -> list[HumanPair]:
                              f"pair its own id")
         first_line[pair_id] = number
         pairs.append(HumanPair(id=pair_id, instruction=record["instruction"], output_1=record["output_1"],
-                               output_2=record["output_2"], label=_label(record["label"]),
+                               output_2=record["output_2"], label=preference.read(record["label"]),
                                reference=record.get("reference") or None, line=number))
     if not pairs:
         raise PairsError(f"{path}: no pairs in the file; write {FORMAT}")

@@ -30,13 +30,14 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.trust.human_pairs import HumanPair
 from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.pairwise import ask_both_orders, ask_preferences, both_orders_preference
+from llm_engineering.evaluation.preference import compare, longer, swapped
 from llm_engineering.evaluation.rates import rate
+from llm_engineering.evaluation.stored.pairwise import Preference
 from llm_engineering.evaluation.stored.figures import Rate
 from llm_engineering.evaluation.judging.scoring import score_answers
 
 WAYS = ("pairwise", "preference", "preference_averaged", "pointwise_expected", "pointwise_integer", "pointwise_rating")
 BASELINES = ("longer", "first_shown")
-FAILED = -1  # a decision the judge could not give; 0 is a tie, 1 or 2 the output chosen
 
 # What each way is, for tables and pages.
 WAY_NAMES = {
@@ -52,12 +53,12 @@ WAY_NAMES = {
 
 
 class PairDecisions(BaseModel):
-    """One pair's decisions (1 or 2: the output chosen, 0 a tie, -1 failed) per way: two per ordered way (the first
-    output shown first, then the second), one per way that sees no order."""
+    """One pair's decisions per way (A: output 1 chosen, B: output 2, a tie, or None: failed): two per ordered way (the
+    first output shown first, then the second), one per way that sees no order."""
 
     id: str
-    label: int
-    decisions: dict[str, list[int]]
+    label: Preference
+    decisions: dict[str, list[Optional[Preference]]]
     expected: Optional[list[Optional[float]]] = Field(None, description="each output's expected score (pointwise)")
     preference: Optional[list[Optional[float]]] = Field(
         None, description="the probability that output 1 is better: with output 1 shown first, then second, then averaged")
@@ -102,54 +103,39 @@ class JudgeBenchReport(BaseModel):
                 "details": [d.model_dump() for d in self.details]}
 
 
-def _winner_to_output(winner: Optional[str], first_shown: int) -> int:
-    """The output a pairwise verdict names: A is the output shown first."""
-    if winner is None:
-        return FAILED
-    if winner == "tie":
-        return 0
-    return first_shown if winner == "A" else 3 - first_shown
-
-
-def _compare(a: Optional[float], b: Optional[float]) -> int:
-    if a is None or b is None:
-        return FAILED
-    return 1 if a > b else 2 if b > a else 0
-
-
-def rating_decisions(scores: list[Optional[int]]) -> list[int]:
+def rating_decisions(scores: list[Optional[int]]) -> list[Optional[Preference]]:
     """LLMBar's Rating protocol: the output scored higher, asked as if in both orders, where a tie names the output
     shown first; so a tie is right in one order and wrong in the other (half right), as LLMBar counts it."""
-    decided = _compare(*scores)
-    return [decided, decided] if decided != 0 else [1, 2]
+    decided = compare(*scores)
+    return [decided, decided] if decided != "tie" else ["A", "B"]
 
 
 def way_figures(details: list[PairDecisions], way: str, ordered: bool) -> WayFigures:
     """The figures of one way over every pair's decisions (`ordered`: its decisions are per order of showing)."""
-    labelled = [d for d in details if d.label != 0]
+    labelled = [d for d in details if d.label != "tie"]
     decisions = [(d.label, k, choice) for d in labelled for k, choice in enumerate(d.decisions[way])]
     # Position bias is the judge's, whatever people said: over every pair, a tie label's too.
-    decisive = [(k, choice) for d in details for k, choice in enumerate(d.decisions[way]) if choice in (1, 2)]
+    decisive = [(k, choice) for d in details for k, choice in enumerate(d.decisions[way]) if choice in ("A", "B")]
     every = [choice for d in details for choice in d.decisions[way]]
     return WayFigures(
         agreement=rate(sum(choice == label for label, _, choice in decisions), len(decisions)),
         both_orders_right=rate(sum(all(c == d.label for c in d.decisions[way]) for d in labelled), len(labelled)),
-        # Shown first: output 1 in the first order, output 2 in the second.
-        first_shown=rate(sum(choice == k + 1 for k, choice in decisive), len(decisive)) if ordered else None,
-        ties=rate(every.count(0), len(every)),
-        failed=rate(every.count(FAILED), len(every)),
+        # Shown first: output 1 (A) in the first order, output 2 (B) in the second.
+        first_shown=rate(sum(choice == "AB"[k] for k, choice in decisive), len(decisive)) if ordered else None,
+        ties=rate(every.count("tie"), len(every)),
+        failed=rate(every.count(None), len(every)),
     )
 
 
-def baseline_decisions(pair: HumanPair) -> dict[str, list[int]]:
+def baseline_decisions(pair: HumanPair) -> dict[str, list[Optional[Preference]]]:
     """What the judge-free rules decide: the longer answer (by characters), and the first shown, in both orders."""
-    return {"longer": [_compare(len(pair.output_1), len(pair.output_2))], "first_shown": [1, 2]}
+    return {"longer": [longer(pair.output_1, pair.output_2)], "first_shown": ["A", "B"]}
 
 
-def _pairwise(pairs: list[HumanPair], judge: Judge) -> tuple[list[list[int]], list[list[str]], int]:
+def _pairwise(pairs: list[HumanPair], judge: Judge) -> tuple[list[list[Optional[Preference]]], list[list[str]], int]:
     parsed, replies = ask_both_orders(judge, [(p.instruction, p.output_1, p.output_2, p.reference) for p in pairs])
-    decisions = [[_winner_to_output(parsed[2 * i][0], 1), _winner_to_output(parsed[2 * i + 1][0], 2)]
-                 for i in range(len(pairs))]
+    # The second order shows output 2 as A: its verdict swapped names the outputs as the first order does.
+    decisions = [[parsed[2 * i][0], swapped(parsed[2 * i + 1][0])] for i in range(len(pairs))]
     problems = [[f"pairwise: {e}" for _, e in parsed[2 * i: 2 * i + 2] if e] for i in range(len(pairs))]
     return decisions, problems, sum(r.cached for r in replies)
 
@@ -175,8 +161,8 @@ def _preference(pairs: list[HumanPair], judge: Judge) -> tuple[list[dict], list[
         # Output 1 is shown first in the first order and second in the other, where `second` is output 2's share.
         averaged = both_orders_preference(first, second)
         out.append({"probabilities": [first, None if second is None else 1.0 - second, averaged],
-                    "preference": [_compare(first, 0.5), _compare(0.5, second)],
-                    "preference_averaged": [_compare(averaged, 0.5)]})
+                    "preference": [compare(first, 0.5), compare(0.5, second)],
+                    "preference_averaged": [compare(averaged, 0.5)]})
         problems.append([f"preference: {e}" for e in (error_1, error_2) if e])
     return out, problems, sum(r.cached for r in replies), written
 
@@ -197,8 +183,8 @@ def bench_judge(pairs: list[HumanPair], judge: Judge, pairs_file: str) -> JudgeB
             id=p.id, label=p.label, expected=expected, scores=scores, preference=preference[i]["probabilities"],
             decisions={"pairwise": pairwise[i], "preference": preference[i]["preference"],
                        "preference_averaged": preference[i]["preference_averaged"],
-                       "pointwise_expected": [_compare(*expected)],
-                       "pointwise_integer": [_compare(*scores)], "pointwise_rating": rating_decisions(scores),
+                       "pointwise_expected": [compare(*expected)],
+                       "pointwise_integer": [compare(*scores)], "pointwise_rating": rating_decisions(scores),
                        **baseline_decisions(p)},
             problems=pairwise_problems[i] + preference_problems[i]
             + [f"pointwise: {r[col.JUDGE_ERROR] or r[col.EXPECTED_PROBLEM]}"
@@ -207,7 +193,7 @@ def bench_judge(pairs: list[HumanPair], judge: Judge, pairs_file: str) -> JudgeB
     ordered = {"pairwise", "preference", "first_shown"}
     return JudgeBenchReport(
         pairs_file=pairs_file, judge=rows[0][col.JUDGE_MODEL] if rows else judge.backend.judge_id, rubric=judge.rubric.name,
-        pairs=len(pairs), tie_labels=sum(p.label == 0 for p in pairs),
+        pairs=len(pairs), tie_labels=sum(p.label == "tie" for p in pairs),
         ways={way: way_figures(details, way, way in ordered) for way in (*WAYS, *BASELINES)},
         judge_calls=4 * len(pairs) + len(rows) * len(judge.backends),
         cached=pairwise_cached + preference_cached + pointwise_cached, written_preferences=written,

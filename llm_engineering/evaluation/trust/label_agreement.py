@@ -23,9 +23,11 @@ from llm_engineering.evaluation.trust.labels import (
 )
 from llm_engineering.evaluation.trust.preference_agreement import longer_preferred, majority_preference, pairwise_agreement
 from llm_engineering.evaluation.judging.pairwise import orders_disagree, points_for_first_model
+from llm_engineering.evaluation.preference import compare
 from llm_engineering.evaluation.rates import BOOTSTRAP_SAMPLES, rate, rate_with_ci
 from llm_engineering.evaluation.judging.rubric import Rubric
 from llm_engineering.evaluation.stored.labels import CriterionAgreement, LabelAgreement, LabelledVerdict, PreferenceAgreement
+from llm_engineering.evaluation.stored.pairwise import Preference
 
 
 def label_verdict(figure: str, value: Optional[float], ci: Optional[list[float]], baselines: dict[str, Optional[float]],
@@ -110,13 +112,13 @@ def criterion_agreement(
     )
 
 
-def combined_preference(in_order: Optional[str], swapped: Optional[str]) -> Optional[str]:
+def combined_preference(in_order: Optional[Preference], swapped: Optional[Preference]) -> Optional[Preference]:
     """The judge's preference from both orders (`swapped` judged the pair as B, A): A or B when its points lean
     that way, a tie when they are even (two orders that disagree outright); None without both verdicts."""
     if in_order is None or swapped is None:
         return None
     points = points_for_first_model(in_order, swapped)  # answer A's: first in one order, second in the other
-    return "A" if points > 0.5 else "B" if points < 0.5 else "tie"
+    return compare(points, 0.5)
 
 
 def preference_agreement(

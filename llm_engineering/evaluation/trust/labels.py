@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import warnings
 from pathlib import Path
-from typing import Any, Literal, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError, field_validator
@@ -19,6 +19,7 @@ from llm_engineering.evaluation.rates import BOOTSTRAP_SAMPLES, bootstrap_ci, bo
 from llm_engineering.evaluation.records import read_records
 from llm_engineering.evaluation.samples import majority
 from llm_engineering.evaluation.stored.labels import Kind, PointwiseAgreement
+from llm_engineering.evaluation.stored.pairwise import Preference
 
 COLUMNS: dict[str, tuple[str, ...]] = {
     "pointwise": ("id", "answer", "criterion", "score"),
@@ -72,7 +73,7 @@ class PairwiseLabel(_Label):
 
     answer_a: str
     answer_b: str
-    preferred: Literal["A", "B", "tie"]
+    preferred: Preference
 
 
 class Labels(BaseModel):

@@ -10,11 +10,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Optional
 
-
+from llm_engineering.evaluation.preference import PREFERENCES, longer
 from llm_engineering.evaluation.rates import rate
 from llm_engineering.evaluation.stored.labels import PairwiseAgreement
-
-PREFERENCES = ("A", "B", "tie")
 
 
 def pairwise_agreement(judge: list[Optional[str]], human: list[str]) -> PairwiseAgreement:
@@ -42,4 +40,4 @@ def longer_preferred(length_a: list[int], length_b: list[int]) -> list[str]:
     """The length-only pairwise rule: the longer answer is preferred, a tie when both are as long."""
     if len(length_a) != len(length_b):
         raise ValueError(f"{len(length_a)} lengths of A for {len(length_b)} of B")
-    return ["A" if a > b else "B" if a < b else "tie" for a, b in zip(length_a, length_b)]
+    return [longer(a, b) for a, b in zip(length_a, length_b)]

@@ -11,6 +11,9 @@ from __future__ import annotations
 import re
 from typing import Callable
 
+from llm_engineering.evaluation import preference
+from llm_engineering.evaluation.preference import compare
+
 # Words that every instruction and answer share, whatever they are about.
 _FUNCTION_WORDS = frozenset(
     "the and for with are its this that what why how which who when from into about your you can does would "
@@ -22,13 +25,16 @@ def content_words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 2 and w not in _FUNCTION_WORDS}
 
 
+_ORDER = {"A": 1, "tie": 0, "B": -1}  # the right answer (shown as A) above, a tie, the wrong one above
+
+
 def _order(right: float, wrong: float) -> int:
-    return (right > wrong) - (right < wrong)
+    return _ORDER[compare(right, wrong)]
 
 
 def longer(instruction: str, right: str, wrong: str) -> int:
     """The longer answer (in characters) is the better one."""
-    return _order(len(right), len(wrong))
+    return _ORDER[preference.longer(right, wrong)]
 
 
 def instruction_overlap(instruction: str, right: str, wrong: str) -> int:
