@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Optional
 from llm_engineering.evaluation.trust.human_pairs import load_pairs
 from llm_engineering.evaluation.trust.judge_bench import JudgeBenchReport, bench_judge
 from llm_engineering.evaluation.report.judge_bench import render_bench_html
-from llm_engineering.run_config import EvaluationConfig, apply_overrides, load_run_config, with_judges_chosen
+from llm_engineering.run_config import EvaluationConfig, Overrides, apply_overrides, load_run_config, with_judges_chosen
 
 if TYPE_CHECKING:
     from llm_engineering.infrastructure.vllm_engine import EnginePool
@@ -28,11 +28,11 @@ logger = logging.getLogger(__name__)
 def bench_config(config_path: Path, judge_model: Optional[str] = None,
                  rubric: Optional[str] = None) -> tuple[EvaluationConfig, list[str]]:
     """The run config's judges with `--judge` and `--rubric` applied and `auto` chosen, and a line per choice."""
-    return with_judges_chosen(apply_overrides(load_run_config(config_path).evaluation, rubric=rubric,
-                                              judge_model=judge_model))
+    return with_judges_chosen(apply_overrides(load_run_config(config_path).evaluation,
+                                              Overrides(rubric=rubric, judge_model=judge_model)))
 
 
-def run_judge_bench(pairs_path: Path, config: EvaluationConfig, pool: EnginePool, limit: Optional[int] = None,
+def run_judge_bench(pairs_path: Path, config: EvaluationConfig, pool: EnginePool, *, limit: Optional[int] = None,
                     reports_dir: Optional[Path] = None, half: Optional[int] = None) -> tuple[JudgeBenchReport, Optional[Path]]:
     """The judge benchmark of `config`'s judges (chosen: `bench_config`) on the pairs of `pairs_path` (`half` 1 or 2:
     every other pair, from the first or the second; then the first `limit`): the report, and the JSON report's path
@@ -44,7 +44,7 @@ def run_judge_bench(pairs_path: Path, config: EvaluationConfig, pool: EnginePool
     pairs = load_pairs(pairs_path)  # a bad file stops here, before any engine starts
     pairs = pairs[half - 1::2] if half else pairs
     pairs = pairs[:limit] if limit else pairs
-    with open_judge(config.panel, config.engine, get_settings(), pool) as judge:
+    with open_judge(config.panel, config.engine, settings=get_settings(), pool=pool) as judge:
         started = time.perf_counter()
         report = bench_judge(pairs, judge, str(pairs_path))
         report = report.model_copy(update={"seconds": round(time.perf_counter() - started, 1), "half": half})

@@ -122,7 +122,7 @@ def kv_cache_bytes_per_token(model_path: str, dtype_bytes: int) -> Optional[int]
     return 2 * layers * config.get("num_key_value_heads", heads) * head_dim * dtype_bytes
 
 
-def check_cpu_kv_cache(model: str, model_path: str, engine: EngineConfig, dtype: str, available: int) -> None:
+def check_cpu_kv_cache(model: str, model_path: str, engine: EngineConfig, *, dtype: str, available: int) -> None:
     """vLLM on a CPU reserves the KV cache (`engine.cpu_kvcache_space_gib`) after loading the weights, and stops a
     minute into its start, with its reason deep in the log, when memory is short or one sequence of
     `max_model_len` does not fit: stop here instead, naming the setting to change."""
@@ -187,8 +187,8 @@ def check_run(config: EvaluationConfig, secrets: Sequence[str], generate: bool, 
 
             from llm_engineering.infrastructure.cpu_tuning import resolved_dtype
 
-            check_cpu_kv_cache(name, resolved.path, config.engine, resolved_dtype(config.engine)[0],
-                               psutil.virtual_memory().available)
+            check_cpu_kv_cache(name, resolved.path, config.engine, dtype=resolved_dtype(config.engine)[0],
+                               available=psutil.virtual_memory().available)
     if judge and config.similarity.enabled:
         from llm_engineering.evaluation.trust.similarity import embedding_model_dir
 

@@ -8,8 +8,9 @@ it composes the component configs with where the generation steps run on the Zen
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -240,41 +241,44 @@ def with_judges_chosen(config: EvaluationConfig, **machine: Any) -> tuple[Evalua
     return config.model_copy(update={"judges": judges} if config.judges else {"judge": judges[0]}), lines
 
 
-def apply_overrides(
-    config: EvaluationConfig,
-    *,
-    models: Optional[list[str]] = None,
-    dataset: Optional[str] = None,
-    limit: Optional[int] = None,
-    dummy: bool = False,
-    fresh: bool = False,
-    rubric: Optional[str] = None,
-    labels: Optional[str] = None,
-    judge_model: Optional[str] = None,
-    samples: Optional[int] = None,
-) -> EvaluationConfig:
+@dataclass(frozen=True)
+class Overrides:
+    """The command line's overrides of a run config (`--model`, `--dataset`...); a default leaves the config's value."""
+
+    models: Optional[Sequence[str]] = None
+    dataset: Optional[str] = None
+    limit: Optional[int] = None
+    dummy: bool = False
+    fresh: bool = False  # generate every answer again (`--no-cache`): `resume: false`
+    rubric: Optional[str] = None
+    labels: Optional[str] = None
+    judge_model: Optional[str] = None
+    samples: Optional[int] = None
+
+
+def apply_overrides(config: EvaluationConfig, overrides: Overrides) -> EvaluationConfig:
     """The config with command-line overrides applied, validated again."""
     data = config.model_dump()
-    if judge_model:
+    if overrides.judge_model:
         if data["judges"]:
-            raise ConfigError(f"--judge {judge_model} names one judge, but the config has a jury (judges): give a config "
-                              f"with one judge, or edit its judges")
-        data["judge"]["model"] = judge_model
-    if labels:
-        data["labels"] = labels
-    if rubric:
+            raise ConfigError(f"--judge {overrides.judge_model} names one judge, but the config has a jury (judges): give "
+                              f"a config with one judge, or edit its judges")
+        data["judge"]["model"] = overrides.judge_model
+    if overrides.labels:
+        data["labels"] = overrides.labels
+    if overrides.rubric:
         for judge in data["judges"] or [data["judge"]]:  # a jury's judges: `judge` stays unset beside them
-            judge["rubric"] = rubric
-    if models:
-        data["models"] = list(models)
-    if dataset:
-        data["dataset"]["source"] = dataset
-    if limit:
-        data["dataset"]["limit"] = limit
-    if dummy:
+            judge["rubric"] = overrides.rubric
+    if overrides.models:
+        data["models"] = list(overrides.models)
+    if overrides.dataset:
+        data["dataset"]["source"] = overrides.dataset
+    if overrides.limit:
+        data["dataset"]["limit"] = overrides.limit
+    if overrides.dummy:
         data["dataset"]["dummy"] = True
-    if fresh:
+    if overrides.fresh:
         data["resume"] = False
-    if samples:
-        data["sampling"]["n"] = samples
+    if overrides.samples:
+        data["sampling"]["n"] = overrides.samples
     return parse_evaluation(data)

@@ -24,7 +24,7 @@ from steps.evaluating.generate_answers import FREE_ENGINE
 
 
 def _score_publish_summarize(
-    config: EvaluationConfig, answers: list, stats: list, after: Optional[list] = None,
+    config: EvaluationConfig, answers: list, stats: list, *, after: Optional[list] = None,
     only_failed: bool = False, samplings: Optional[list] = None,
 ) -> None:
     evaluations = [
@@ -80,6 +80,7 @@ def evaluating(config: EvaluationConfig) -> None:
 def rescoring(
     config: EvaluationConfig,
     generation_stats: list[GenerationStats],
+    *,
     answers_ids: Optional[list[str]] = None,
     hub_repos: Optional[list[str]] = None,
     only_failed: bool = False,

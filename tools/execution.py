@@ -10,15 +10,24 @@ import os
 import signal
 import sys
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import TYPE_CHECKING, Any, Literal, Optional
 
 import click
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = ROOT / "configs" / "evaluating.yaml"
 _PROCESS_EXIT = ExitStack()  # what a CLI process keeps open until it ends
+
+if TYPE_CHECKING:
+    from llm_engineering.run_config import Overrides
+
+
+def _no_overrides() -> Overrides:
+    from llm_engineering.run_config import Overrides  # at run time: --help imports nothing heavy
+
+    return Overrides()
 
 
 @dataclass(frozen=True)
@@ -27,13 +36,7 @@ class Request:
 
     mode: Literal["evaluate", "rescore", "publish", "snapshot"]
     config_path: Path = DEFAULT_CONFIG
-    models: tuple[str, ...] = ()
-    dataset: Optional[str] = None
-    limit: Optional[int] = None
-    dummy: bool = False
-    samples: Optional[int] = None
-    rubric: Optional[str] = None
-    labels: Optional[str] = None
+    overrides: Overrides = field(default_factory=_no_overrides)  # --model, --dataset, --limit...: the run config's
     no_cache: bool = False
     only_failed: bool = False
     from_hub: tuple[str, ...] = ()
@@ -43,6 +46,16 @@ class Request:
     compare_to: Optional[str] = None
     fail_on_regression: bool = False
     verbose: bool = False
+
+    @classmethod
+    def of(cls, mode: str, **options: Any) -> Request:
+        """A command's request from its click options: an option named as a field of `Overrides` goes there (when
+        given), the others to the request's own fields."""
+        from llm_engineering.run_config import Overrides
+
+        names = {f.name for f in fields(Overrides)}
+        given = {name: value for name, value in options.items() if name in names and value not in (None, False, ())}
+        return cls(mode, overrides=Overrides(**given), **{k: v for k, v in options.items() if k not in names})
 
 
 def prepare_environment() -> None:
@@ -131,9 +144,8 @@ def _execute(request: Request, run_log: Any = None) -> None:
 
     try:
         run_config = load_run_config(request.config_path)
-        config = apply_overrides(run_config.evaluation, models=list(request.models), dataset=request.dataset,
-                                 limit=request.limit, dummy=request.dummy, fresh=request.no_cache, rubric=request.rubric,
-                                 labels=request.labels, samples=request.samples)
+        # --no-cache re-runs every step and generates every answer again (not an answer from a checkpoint).
+        config = apply_overrides(run_config.evaluation, replace(request.overrides, fresh=request.no_cache))
         if request.mode not in ("publish", "snapshot"):  # a snapshot runs elsewhere: its steps choose there
             config, choices = with_judges_chosen(config)
             for line in choices:

@@ -11,9 +11,10 @@ import click
 from tools.execution import _is_process_stdout, _release_engines, prepare_environment
 
 
-def judge_bench(pairs_path: Path, config_path: Path, limit: Optional[int], half: Optional[int],
+def judge_bench(*, pairs_path: Path, config_path: Path, limit: Optional[int], half: Optional[int],
                 judge_model: Optional[str], rubric: Optional[str], verbose: bool) -> None:
-    """Run the judge benchmark (in a CLI process with library output in the log, as `evaluate`)."""
+    """Run the judge benchmark (in a CLI process with library output in the log, as `evaluate`); the click command's
+    options, by name."""
     from llm_engineering.evaluation.config_base import ConfigError
     from llm_engineering.evaluation.trust.human_pairs import PairsError
     from llm_engineering.evaluation.report.judge_bench import BENCH_HEADER, bench_cost_line, bench_rows, bench_title
@@ -35,7 +36,8 @@ def judge_bench(pairs_path: Path, config_path: Path, limit: Optional[int], half:
             for line in choices:
                 click.echo(line)
             # The process's engine pool, as a pipeline run's steps use it: in a test session, its engine is reused.
-            report, path = run_judge_bench(pairs_path, config, ENGINE_POOL, limit, get_settings().reports_dir, half)
+            report, path = run_judge_bench(pairs_path, config, ENGINE_POOL, limit=limit,
+                                           reports_dir=get_settings().reports_dir, half=half)
         except (ConfigError, PairsError, ModelError) as error:
             raise click.ClickException(str(error)) from None
         finally:

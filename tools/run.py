@@ -184,7 +184,7 @@ Examples:
 def evaluate(**options: Any) -> None:
     """Generate answers with each model, publish them, judge them, summarize."""
     _check_regression_gate(options)
-    _execute(Request("evaluate", **options))
+    _execute(Request.of("evaluate", **options))
 
 
 @main.command(epilog="""
@@ -214,7 +214,7 @@ def rescore(**options: Any) -> None:
         raise click.UsageError("--only-failed judges the latest stored evaluations again, --from-hub published "
                                "answers: pass one of them.")
     _check_regression_gate(options)
-    _execute(Request("rescore", **options))
+    _execute(Request.of("rescore", **options))
 
 
 @main.command(epilog="""
@@ -228,7 +228,7 @@ Examples:
 @_verbose_option()
 def publish(**options: Any) -> None:
     """Publish the latest stored results again (after a failed push); run nothing else."""
-    _execute(Request("publish", **options))
+    _execute(Request.of("publish", **options))
 
 
 @main.command("export-settings", epilog="""
@@ -260,7 +260,7 @@ def snapshot(name: str, **options: Any) -> None:
 
     Rerun it from the dashboard on a remote stack.
     """
-    _execute(Request("snapshot", snapshot=name, **options))
+    _execute(Request.of("snapshot", snapshot=name, **options))
 
 
 @main.command("judge-bench", epilog="""

@@ -28,7 +28,7 @@ def library_run(rows: int) -> None:
     from llm_engineering.evaluation.generation.answers import answer_test_split
     from llm_engineering.evaluation.judging.scoring import score_answers
     from llm_engineering.evaluation.models import resolve_model
-    from llm_engineering.evaluation.report.summary import build_summary
+    from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
     from llm_engineering.infrastructure.engines import open_engine
     from llm_engineering.infrastructure.judge_backends import open_judge
     from llm_engineering.infrastructure.vllm_engine import EnginePool
@@ -43,11 +43,12 @@ def library_run(rows: int) -> None:
         with open_engine(model.path, config.engine, pool) as engine:
             generations, stats = answer_test_split(engine, split, config.models[0], sampling=config.sampling,
                                                   prompt=config.prompt, max_model_len=config.engine.max_model_len)
-        with open_judge([config.judge.model_copy(update={"cache": False})], config.engine, settings, pool) as judge:
+        with open_judge([config.judge.model_copy(update={"cache": False})], config.engine, settings=settings,
+                        pool=pool) as judge:
             evaluations = score_answers(generations, judge)
     finally:
         pool.release()  # the engine runs in its own process: end it before this one exits
-    print(build_summary([evaluations], stats=[stats]).models[0].model_dump_json())
+    print(build_summary(SummaryInputs([evaluations], stats=[stats])).models[0].model_dump_json())
 
 
 def _timed(command: list[str], env: dict[str, str]) -> float:

@@ -54,8 +54,8 @@ def generate(prompts: int, max_tokens: int, checkpoint_dir: Path) -> dict[str, A
     sampling = SamplingConfig(max_tokens=max_tokens)
     engine = EngineConfig()
     model = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR)
-    checkpoint = AnswerCheckpoint(checkpoint_dir, "smollm2-135m", model.path, sampling,
-                                  engine.model_copy(update={"dtype": resolved_dtype(engine)[0]}))
+    checkpoint = AnswerCheckpoint(checkpoint_dir, "smollm2-135m", model.path, sampling=sampling,
+                                  engine=engine.model_copy(update={"dtype": resolved_dtype(engine)[0]}))
     pool = EnginePool()
     started = time.perf_counter()
     try:

@@ -31,7 +31,7 @@ def one_size(rows: int, row_bytes: int) -> dict:
     from llm_engineering.evaluation.generation.dataset import read_split, validate_split, with_prompts
     from llm_engineering.infrastructure.publishing import publish_local
     from llm_engineering.evaluation.report.html import render_html
-    from llm_engineering.evaluation.report.summary import build_summary
+    from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
 
     rng = random.Random(0)
     filler = "word " * (row_bytes // 10)
@@ -55,7 +55,7 @@ def one_size(rows: int, row_bytes: int) -> dict:
                        .add_column(col.FINISH_REASON, ["stop"] * rows).add_column(col.PROMPT_TOKENS, [60] * rows)
                        .add_column(col.COMPLETION_TOKENS, [60] * rows))
         started = time.perf_counter()
-        publish_local(generations, Path(folder) / "hub", "local/model-results", "test", {"model": "model"})
+        publish_local(generations, Path(folder) / "hub", "local/model-results", split="test", info={"model": "model"})
         times["publish_local"] = time.perf_counter() - started
 
         evaluations = generations.add_column(col.JUDGE_MODEL, ["judge"] * rows)
@@ -65,7 +65,7 @@ def one_size(rows: int, row_bytes: int) -> dict:
                            .add_column(col.expected(criterion), [rng.uniform(1, 3) for _ in range(rows)]))
         evaluations = evaluations.add_column(col.JUDGE_ERROR, [None] * rows)
         started = time.perf_counter()
-        summary = build_summary([evaluations])
+        summary = build_summary(SummaryInputs([evaluations]))
         times["summary"] = time.perf_counter() - started
         started = time.perf_counter()
         page = render_html(summary)

@@ -70,7 +70,7 @@ def hub_workspace(token: str, configured: Optional[str]) -> str:
 
 
 def push_results(
-    results: Dataset, repo_id: str, token: str, split: str, info: dict, private: bool = True
+    results: Dataset, repo_id: str, *, token: str, split: str, info: dict, private: bool = True
 ) -> str:
     """Create (if needed) the dataset repo and commit the results and their card; returns the repo URL."""
     api = HfApi(token=token)

@@ -51,7 +51,7 @@ def open_cache(config: JudgeConfig, settings: Settings) -> Iterator[JudgeCache |
 
 
 @contextlib.contextmanager
-def open_judge(configs: Sequence[JudgeConfig], engine: EngineConfig, settings: Settings, pool: EnginePool,
+def open_judge(configs: Sequence[JudgeConfig], engine: EngineConfig, *, settings: Settings, pool: EnginePool,
                aggregate: Literal["mean", "majority"] = "mean") -> Iterator[Judge]:
     """The judge of `configs` (several: a jury) for the block: each backend built, the first config's rubric and
     limits, the verdict cache when every config keeps it on (closed when the block ends)."""

@@ -100,7 +100,7 @@ def read_results(jsonl: str) -> dict[str, BatchResult]:
 
 
 def batch_replies(
-    chat: ChatRequests, bodies: dict[str, dict[str, Any]], results: dict[str, BatchResult], batch_id: str, missing: str
+    chat: ChatRequests, bodies: dict[str, dict[str, Any]], results: dict[str, BatchResult], *, batch_id: str, missing: str
 ) -> tuple[dict[str, JudgeReply], list[str]]:
     """Each request's reply from an ended batch's `results` (`missing`: the error of one without a result),
     and the requests to ask again because the endpoint refused their response format or logprobs."""
@@ -179,7 +179,8 @@ class OpenAIBatchJudge:
             for batch in submitted:
                 info = ended[batch.id]
                 results = {**self._results(info.error_file_id), **self._results(info.output_file_id)}
-                replies, again = batch_replies(self._chat, batch.bodies, results, batch.id, _missing(info))
+                replies, again = batch_replies(self._chat, batch.bodies, results, batch_id=batch.id,
+                                               missing=_missing(info))
                 for custom_id, reply in replies.items():
                     for i in positions[custom_id]:
                         on_reply(i, reply)

@@ -104,7 +104,7 @@ def trust_info(model_id: str, checks: Optional[TrustChecks] = None,
 
 
 def publish_local(
-    results: Dataset, hub_dir: Path, repo: str, split: str, info: dict[str, Any]
+    results: Dataset, hub_dir: Path, repo: str, *, split: str, info: dict[str, Any]
 ) -> Path:
     """Write `results` and its card to `<hub_dir>/<repo>`, replacing the folder atomically."""
     target = Path(hub_dir) / repo

@@ -21,7 +21,7 @@ def check_labels(
     """How far the judge agrees with human labels: it scores exactly the labelled answers, each with its
     row's instruction and reference (`rows`: any model's answers), beside the labels and the baselines."""
     settings = get_settings()
-    with open_judge([judge], engine, settings, ENGINE_POOL) as bound:
+    with open_judge([judge], engine, settings=settings, pool=ENGINE_POOL) as bound:
         report = judge_labels(rows, labels, bound)
     log_metadata(metadata={"label_agreement": report.metadata()})
     return report

@@ -18,6 +18,7 @@ from steps.engine_pool import ENGINE_POOL
 @step
 def check_trust(
     rows: Dataset,
+    *,
     judge: JudgeConfig,
     engine: EngineConfig,
     judge_check: JudgeCheckConfig,
@@ -37,9 +38,9 @@ def check_trust(
         checks.notes.append(f"judge check skipped: it needs at least 2 rows, the run has {len(rows)}")
     elif judge_check.rows:
         settings = get_settings()
-        with open_judge([judge], engine, settings, ENGINE_POOL) as bound:
+        with open_judge([judge], engine, settings=settings, pool=ENGINE_POOL) as bound:
             embedder = get_embedder(similarity.batch_size) if "same_topic" in judge_check.tiers else None
-            checks.judge = run_judge_check(rows, bound, judge_check, embedder)
+            checks.judge = run_judge_check(rows, bound, judge_check, embedder=embedder)
     if similarity.enabled and len(rows) >= 2:
         checks.similarity = check_similarity(rows, get_embedder(similarity.batch_size), judge_check.seed)
     metadata = {}

@@ -19,7 +19,7 @@ def compare_pairwise(
 ) -> Annotated[PairwiseReport, col.PAIRWISE_COMPARISONS]:
     """Judge every other model's answers against the first model's, each pair in both orders (`pairwise.method`)."""
     settings = get_settings()
-    with open_judge([judge], engine, settings, ENGINE_POOL) as bound:
+    with open_judge([judge], engine, settings=settings, pool=ENGINE_POOL) as bound:
         report = PairwiseReport(comparisons=[compare_answers(other, answers[0], bound, method) for other in answers[1:]])
     # Nested: ZenML refuses colons in top-level keys.
     log_metadata(metadata={"comparisons": {f"{c.model_a} vs {c.model_b}": c.metadata() for c in report.comparisons}})

@@ -22,6 +22,7 @@ logger = logging.getLogger(__name__)
 @step(output_materializers=DatasetMaterializer)
 def evaluate_answers(
     generations: Dataset,
+    *,
     judges: list[JudgeConfig],
     engine: EngineConfig,
     only_failed: bool = False,
@@ -37,7 +38,8 @@ def evaluate_answers(
     verdicts are kept and only the rows without one are judged again.
     """
     settings = get_settings()
-    with open_judge(judges, engine, settings, ENGINE_POOL, (jury or JuryConfig()).aggregate) as judge:
+    with open_judge(judges, engine, settings=settings, pool=ENGINE_POOL,
+                    aggregate=(jury or JuryConfig()).aggregate) as judge:
         rubric = judge.rubric
         evaluations = score_answers(generations, judge, only_failed)
     if similarity is not None and similarity.enabled:

@@ -27,6 +27,7 @@ FREE_ENGINE = "free_engine"
 @step(output_materializers={col.GENERATIONS: DatasetMaterializer})
 def generate_answers(
     test_split: Dataset,
+    *,
     model: str,
     sampling: SamplingConfig,
     engine: EngineConfig,
@@ -44,8 +45,8 @@ def generate_answers(
     dtype, dtype_reason = resolved_dtype(engine)
     logger.info("%s: engine dtype %s (%s)", model, dtype, dtype_reason)
     # Keyed by the dtype it resolved to: answers of `auto` on a bf16 CPU are not those of an fp32 one.
-    checkpoint = AnswerCheckpoint(settings.CHECKPOINT_DIR, model, resolved.path, sampling,
-                                  engine.model_copy(update={"dtype": dtype}), resolved.adapter)
+    checkpoint = AnswerCheckpoint(settings.CHECKPOINT_DIR, model, resolved.path, sampling=sampling,
+                                  engine=engine.model_copy(update={"dtype": dtype}), adapter=resolved.adapter)
     # The in-process engine stays in the pool after this step, unless freed: the next steps reuse it when they match.
     with open_engine(resolved.path, engine, ENGINE_POOL, resolved.adapter) as generation_engine:
         generations, stats = answer_test_split(

@@ -23,6 +23,7 @@ logger = logging.getLogger(__name__)
 @step(enable_cache=False)
 def publish_results(
     results: Dataset,
+    *,
     publish: PublishConfig,
     dataset: DatasetConfig,
     sampling: Optional[SamplingConfig] = None,
@@ -47,7 +48,7 @@ def publish_results(
         **trust_info(model_id, checks, pairwise),
     })
     local_repo = repo_name(publish.workspace or settings.DATASET_HUGGINGFACE_WORKSPACE, short_name(model_id))
-    folder = publish_local(results, settings.local_hub_dir, local_repo, dataset.split, info)
+    folder = publish_local(results, settings.local_hub_dir, local_repo, split=dataset.split, info=info)
     receipt = PublishReceipt(repo=local_repo, stage=stage, rows=len(results), local_path=str(folder.resolve()))
     if publish.target == "hub":
         try:
@@ -56,8 +57,8 @@ def publish_results(
                 raise PublishError("HUGGINGFACE_ACCESS_TOKEN is not set: add a write token to .env or the environment.")
             receipt.repo = repo_name(hub_workspace(token, publish.workspace or settings.DATASET_HUGGINGFACE_WORKSPACE),
                                      short_name(model_id))
-            receipt.hub_url = push_results(results, receipt.repo, token, dataset.split, {**info, "repo": receipt.repo},
-                                           publish.private)
+            receipt.hub_url = push_results(results, receipt.repo, token=token, split=dataset.split,
+                                           info={**info, "repo": receipt.repo}, private=publish.private)
         except PublishError as error:
             receipt.hub_error = str(error)
             logger.error("%s", error)

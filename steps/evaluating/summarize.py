@@ -10,7 +10,7 @@ from llm_engineering.evaluation.stored.labels import LabelAgreement
 from llm_engineering.evaluation.stored.pairwise import PairwiseReport
 from llm_engineering.evaluation.prices import judge_prices
 from llm_engineering.evaluation.report.text import trust_lines
-from llm_engineering.evaluation.report.summary import build_summary
+from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
 from llm_engineering.evaluation.stored.summary import EvaluationSummary
 from llm_engineering.evaluation.stored.trust import TrustChecks
 from steps.materializers import EvaluationSummaryMaterializer
@@ -20,6 +20,7 @@ from steps.materializers import EvaluationSummaryMaterializer
 def summarize(
     evaluations: list[Dataset],
     generation_stats: list[GenerationStats],
+    *,
     judges: list[JudgeConfig],
     checks: Optional[TrustChecks] = None,
     pairwise: Optional[PairwiseReport] = None,
@@ -31,11 +32,11 @@ def summarize(
     (the artifact renders as an HTML report)."""
     # A jury's cost is known when its judges share one price (one model, or one price set).
     prices = {judge_prices(judge) for judge in judges}
-    summary = build_summary(
+    summary = build_summary(SummaryInputs(
         evaluations, stats=generation_stats, prices=prices.pop() if len(prices) == 1 else None, checks=checks,
         pairwise=pairwise, rubric=judges[0].resolved_rubric(),
         jury_aggregate=(jury or JuryConfig()).aggregate, labels=labels, run=get_step_context().pipeline_run.name,
-        pass_score=pass_score)
+        pass_score=pass_score))
     log_metadata(
         metadata={
             "ranking": summary.ranking,

@@ -67,7 +67,7 @@ def test_the_default_judge_returns_a_valid_verdict_for_nearly_every_row_of_the_e
     split = split.select(range(0, len(split), 4))
     rows = split.add_column(col.ANSWER, split[col.REFERENCE]).add_column(col.MODEL_ID, ["reference"] * len(split))
     settings, config = get_settings(), JudgeConfig()
-    with open_judge([config], EngineConfig(), settings, ENGINE_POOL) as judge:
+    with open_judge([config], EngineConfig(), settings=settings, pool=ENGINE_POOL) as judge:
         evaluations = score_answers(rows, judge)
     valid = sum(error is None for error in evaluations[col.JUDGE_ERROR])
     print(f"valid verdicts under the default rubric: {valid}/{len(rows)}")

@@ -28,7 +28,7 @@ def test_push_then_load_dataset_returns_identical_rows_and_the_card(hub):
     rows = judged_rows()
     repo = f"{hub_workspace(TOKEN, None)}/m-results"
     assert repo == f"{USER}/m-results"
-    url = push_results(rows, repo, TOKEN, "test", card_info(rows, {"model": "m", "pipeline run": "run-1"}))
+    url = push_results(rows, repo, token=TOKEN, split="test", info=card_info(rows, {"model": "m", "pipeline run": "run-1"}))
     assert url.endswith(f"/datasets/{repo}")
     assert hub.state.repos[repo]["private"] is True
 
@@ -54,7 +54,7 @@ def test_push_then_load_dataset_returns_identical_rows_and_the_card(hub):
     assert "run-1" in card.text and "vllm:judge" in card.text and "accuracy 2.0" in card.text
     assert card.data.configs[0]["data_files"][0]["split"] == "test"
     # A second push (the evaluations after the generations) replaces the rows in place.
-    push_results(rows.select([0]), repo, TOKEN, "test", {"model": "m"})
+    push_results(rows.select([0]), repo, token=TOKEN, split="test", info={"model": "m"})
     assert load_published(repo, "test", TOKEN).to_list() == rows.select([0]).to_list()
 
 
@@ -62,7 +62,7 @@ def test_push_then_load_dataset_returns_identical_rows_and_the_card(hub):
 def test_hub_errors_name_the_repo_the_cause_and_the_fix(hub, status, words):
     hub.state.fail_status = status
     with pytest.raises(PublishError) as error:
-        push_results(judged_rows(), f"{USER}/m-results", TOKEN, "test", {})
+        push_results(judged_rows(), f"{USER}/m-results", token=TOKEN, split="test", info={})
     message = str(error.value)
     assert f"{USER}/m-results" in message and f"HTTP {status}" in message and words in message
     assert "python tools/run.py publish" in message
@@ -81,4 +81,4 @@ def test_hub_down_is_a_clear_error(monkeypatch):
         dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
     monkeypatch.setattr(constants, "ENDPOINT", dead)
     with pytest.raises(PublishError, match=f"{dead} could not be reached"):
-        push_results(judged_rows(), f"{USER}/m-results", TOKEN, "test", {})
+        push_results(judged_rows(), f"{USER}/m-results", token=TOKEN, split="test", info={})

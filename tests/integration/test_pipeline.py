@@ -109,7 +109,7 @@ def test_a_prompt_longer_than_max_model_len_is_skipped_and_the_rest_answered(fir
         col.INSTRUCTION: ["What is RAG?", "Summarise: " + "token " * 3000, "What is LoRA?"],
         "answer": ["Retrieval-augmented generation.", "A summary.", "Low-rank adaptation."],
     })), config.prompt)
-    checkpoint = AnswerCheckpoint(tmp_path, "smollm2-135m", model.path, config.sampling, config.engine)
+    checkpoint = AnswerCheckpoint(tmp_path, "smollm2-135m", model.path, sampling=config.sampling, engine=config.engine)
     generations, stats = answer_test_split(
         VLLMEngine(ENGINE_POOL.get(model.path, config.engine)), split, "smollm2-135m", sampling=config.sampling,
         prompt=config.prompt, max_model_len=config.engine.max_model_len, checkpoint=checkpoint)

@@ -108,7 +108,8 @@ def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(r
         model = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR)
         split = with_prompts(read_test_split(evaluation.dataset), evaluation.prompt)
         engine = evaluation.engine.model_copy(update={"dtype": resolved_dtype(evaluation.engine)[0]})  # as the step keys it
-        checkpoint = AnswerCheckpoint(get_settings().CHECKPOINT_DIR, "smollm2-135m", model.path, evaluation.sampling, engine)
+        checkpoint = AnswerCheckpoint(get_settings().CHECKPOINT_DIR, "smollm2-135m", model.path,
+                                      sampling=evaluation.sampling, engine=engine)
         checkpoint.reset()
         daemons = _ray_daemons()
         command = [sys.executable, "tools/run.py", "evaluate", "--config", str(config)]

@@ -7,7 +7,7 @@ import pytest
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.report.summary import build_summary
+from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
 from llm_engineering.evaluation.trust.labels import load_labels
 from llm_engineering.run_report import write_reports
 from tests.support.browser import download_all, report_page
@@ -47,7 +47,7 @@ def _evaluations(model, index):
 
 @pytest.fixture
 def page(tmp_path):
-    summary = build_summary([_evaluations("base", 0), _evaluations("tuned", 1)], run="browser-test")
+    summary = build_summary(SummaryInputs([_evaluations("base", 0), _evaluations("tuned", 1)], run="browser-test"))
     _, html_path = write_reports(summary, "browser-test", tmp_path)
     with report_page(html_path) as tab:
         yield tab

@@ -161,7 +161,8 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
         evaluation = load_run_config(config).evaluation
         model = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR)
         engine = evaluation.engine.model_copy(update={"dtype": resolved_dtype(evaluation.engine)[0]})
-        checkpoint = AnswerCheckpoint(get_settings().CHECKPOINT_DIR, "smollm2-135m", model.path, evaluation.sampling, engine)
+        checkpoint = AnswerCheckpoint(get_settings().CHECKPOINT_DIR, "smollm2-135m", model.path,
+                                      sampling=evaluation.sampling, engine=engine)
         checkpoint.reset()
 
         # 1. Ctrl-C after a few answers: a clean stop, a resumable message, no process left behind.

@@ -64,7 +64,7 @@ def test_vllm_serve_judge_stores_valid_verdicts(vllm_server):
 
 def test_a_jury_of_the_in_process_judge_and_the_served_judge_reports_each_and_their_agreement(vllm_server):
     from llm_engineering.evaluation.engine_config import EngineConfig
-    from llm_engineering.evaluation.report.summary import build_summary
+    from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
     from llm_engineering.infrastructure.judge_backends import build_judge
     from steps.engine_pool import ENGINE_POOL
 
@@ -84,7 +84,7 @@ def test_a_jury_of_the_in_process_judge_and_the_served_judge_reports_each_and_th
         # Each judge's expected score is read from its own reply: its most likely value is the score it wrote.
         for score, expected in zip(per_judge, row[col.jury_expected("helpfulness")]):
             assert expected is not None and abs(expected - score) <= 2.0, (per_judge, row[col.jury_expected("helpfulness")])
-    summary = build_summary([evaluations], rubric=rubric, jury_aggregate="mean")
+    summary = build_summary(SummaryInputs([evaluations], rubric=rubric, jury_aggregate="mean"))
     assert summary.jury == ids
     (agreement,) = summary.agreement
     assert agreement.criterion == "helpfulness" and agreement.rows == 4

@@ -11,7 +11,7 @@ from llm_engineering.evaluation.engine_config import EngineConfig
 
 
 def _checkpoint(directory, model_path="org/model", **sampling):
-    return AnswerCheckpoint(directory, "org/model", model_path, SamplingConfig(**sampling), EngineConfig())
+    return AnswerCheckpoint(directory, "org/model", model_path, sampling=SamplingConfig(**sampling), engine=EngineConfig())
 
 
 def _record(text):
@@ -52,7 +52,8 @@ def test_changed_sampling_means_another_checkpoint(tmp_path, change):
 
 def test_scheduling_knobs_keep_the_checkpoint(tmp_path):
     base = _checkpoint(tmp_path)
-    tuned = AnswerCheckpoint(tmp_path, "org/model", "org/model", SamplingConfig(), EngineConfig(max_num_seqs=4))
+    tuned = AnswerCheckpoint(tmp_path, "org/model", "org/model", sampling=SamplingConfig(),
+                             engine=EngineConfig(max_num_seqs=4))
     assert tuned.path == base.path
 
 

@@ -133,7 +133,7 @@ def _invoke(cli, *args):
 def test_legacy_flags_dispatch_to_the_same_work_as_the_commands(cli, args, expected):
     result = _invoke(cli, *args)
     assert result.exit_code == 0, result.output
-    assert cli.requests == [cli.Request(**expected)]
+    assert cli.requests == [cli.Request.of(**expected)]
     assert cli.exports == []
 
 
@@ -161,7 +161,7 @@ def test_legacy_flags_dispatch_to_the_same_work_as_the_commands(cli, args, expec
 def test_commands_parse_their_options(cli, args, expected):
     result = _invoke(cli, *args)
     assert result.exit_code == 0, result.output
-    assert cli.requests == [cli.Request(**expected)]
+    assert cli.requests == [cli.Request.of(**expected)]
 
 
 def test_export_settings_alone_exports_and_runs_nothing(cli):
@@ -174,7 +174,7 @@ def test_export_settings_alone_exports_and_runs_nothing(cli):
 def test_legacy_export_settings_before_a_run_exports_then_runs(cli):
     result = _invoke(cli, "--export-settings", "--run-evaluation", "--limit", "2")
     assert result.exit_code == 0, result.output
-    assert cli.exports == [True] and cli.requests == [cli.Request("evaluate", limit=2)]
+    assert cli.exports == [True] and cli.requests == [cli.Request.of("evaluate", limit=2)]
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from llm_engineering.evaluation.report.text import trust_lines
 from llm_engineering.evaluation.judging.rubric import load_rubric
 from llm_engineering.evaluation.judging.score_probs import compact, score_distribution
 from llm_engineering.evaluation.judging.scoring import score_answers
-from llm_engineering.evaluation.report.summary import build_summary
+from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
 from llm_engineering.evaluation.report.trust_text import pairwise_finding
 from llm_engineering.evaluation.judging.judge import Judge
 
@@ -29,7 +29,7 @@ HELPFULNESS = load_rubric("helpfulness")  # one criterion, 1-5, score first
 def test_expected_score_weights_each_scale_value_by_its_probability():
     text = '{"q":{"score":2,"analysis":"ok"}}'
     tokens = [('{"q":{"score":', None), ("2", [("2", ln(0.5)), ("3", ln(0.3)), ("1", ln(0.2))]), (',"analysis":"ok"}}', None)]
-    d = score_distribution(text, tokens, "q", [1, 2, 3], 2)
+    d = score_distribution(text, tokens, criterion="q", values=[1, 2, 3], score=2)
     assert d.problem is None
     assert d.probabilities == pytest.approx([0.2, 0.5, 0.3])
     assert d.expected == pytest.approx(2.1)
@@ -39,7 +39,7 @@ def test_a_score_token_merged_with_its_prefix_counts_only_candidates_with_that_p
     text = '{"q":{"score":3,"analysis":"ok"}}'
     tokens = [('{"q":{"score"', None), (":3", [(":3", ln(0.6)), (":1", ln(0.2)), ('"', ln(0.1)), ("1", ln(0.1))]),
               (',"analysis":"ok"}}', None)]
-    d = score_distribution(text, tokens, "q", [1, 2, 3], 3)
+    d = score_distribution(text, tokens, criterion="q", values=[1, 2, 3], score=3)
     # ":3" and ":1" renormalised; the bare "1" would follow a different prefix and the quote spells no value.
     assert d.probabilities == pytest.approx([0.25, 0.0, 0.75])
     assert d.expected == pytest.approx(2.5)
@@ -48,7 +48,7 @@ def test_a_score_token_merged_with_its_prefix_counts_only_candidates_with_that_p
 def test_values_missing_from_the_candidates_count_as_zero_and_the_rest_renormalise():
     text = '{"q":{"score":2,"analysis":"ok"}}'
     tokens = [('{"q":{"score":', None), ("2", [("2", ln(0.6)), ("3", ln(0.2)), ("x", ln(0.2))]), (',"analysis":"ok"}}', None)]
-    d = score_distribution(text, tokens, "q", [1, 2, 3], 2)
+    d = score_distribution(text, tokens, criterion="q", values=[1, 2, 3], score=2)
     assert d.probabilities == pytest.approx([0.0, 0.75, 0.25])
     assert d.expected == pytest.approx(2.25)
 
@@ -57,12 +57,12 @@ def test_a_score_spread_over_several_tokens_has_no_expected_score_and_says_why()
     text = '{"q":{"score":10,"analysis":"ok"}}'
     tokens = [('{"q":{"score":', None), ("1", [("1", ln(0.9)), ("9", ln(0.1))]), ("0", [("0", 0.0)]),
               (',"analysis":"ok"}}', None)]
-    d = score_distribution(text, tokens, "q", list(range(1, 11)), 10)
+    d = score_distribution(text, tokens, criterion="q", values=list(range(1, 11)), score=10)
     assert d.expected is None and "several tokens" in d.problem
     # A "1" candidate on a 1-10 scale may begin "10": its mass cannot be assigned to a value.
     text = '{"q":{"score":7,"analysis":"ok"}}'
     tokens = [('{"q":{"score":', None), ("7", [("7", ln(0.7)), ("1", ln(0.3))]), (',"analysis":"ok"}}', None)]
-    d = score_distribution(text, tokens, "q", list(range(1, 11)), 7)
+    d = score_distribution(text, tokens, criterion="q", values=list(range(1, 11)), score=7)
     assert d.expected is None and "longer scale value" in d.problem
 
 
@@ -72,7 +72,7 @@ def test_the_score_is_found_past_a_quoted_key_inside_an_analysis():
     head = '{"q":{"analysis":"he said \\"score\\": 3","score":'
     tokens = [(text[:decoy], None), ("3", [("3", 0.0)]), (head[decoy + 1:], None),
               ("1", [("1", ln(0.8)), ("2", ln(0.2))]), ("}}", None)]
-    d = score_distribution(text, tokens, "q", [1, 2, 3], 1)
+    d = score_distribution(text, tokens, criterion="q", values=[1, 2, 3], score=1)
     assert d.probabilities == pytest.approx([0.8, 0.2, 0.0])
 
 
@@ -82,7 +82,7 @@ def test_the_score_is_found_past_a_quoted_key_inside_an_analysis():
     ([("{", None), ("2", [("2", 0.0)])], "do not line up"),
 ])
 def test_without_usable_logprobs_the_problem_is_named(tokens, words):
-    d = score_distribution('{"q":{"score":2}}', tokens, "q", [1, 2, 3], 2)
+    d = score_distribution('{"q":{"score":2}}', tokens, criterion="q", values=[1, 2, 3], score=2)
     assert d.expected is None and words in d.problem
 
 
@@ -133,7 +133,7 @@ def test_scoring_stores_each_scale_value_probability_and_the_expected_score():
 
 def test_the_summary_says_in_words_when_rows_lack_expected_scores():
     judge = ScriptedJudge("j", [_reply(4, {4: 0.5, 5: 0.5}), _reply(2, None)])
-    summary = build_summary([score_answers(answers(2), Judge((judge,), HELPFULNESS))], rubric=HELPFULNESS)
+    summary = build_summary(SummaryInputs([score_answers(answers(2), Judge((judge,), HELPFULNESS))], rubric=HELPFULNESS))
     figures = summary.models[0].criterion("helpfulness")
     assert (figures.mean, figures.expected_mean, figures.expected_rows) == (3.0, 4.5, 1)
     assert any("1 of 2 scored rows have none" in line and "refused logprobs" in line for line in trust_lines(summary))
@@ -165,7 +165,7 @@ def test_the_summary_reports_each_judge_and_the_jurys_agreement():
     scores = [1, 3, 5, 2]
     judges = [ScriptedJudge(name, [_reply(s, p) for s, p in zip(scores, agreeing)]) for name in ("a", "b")]
     evaluations = score_answers(answers(4), Judge(tuple(judges), HELPFULNESS))
-    summary = build_summary([evaluations], rubric=HELPFULNESS, jury_aggregate="mean")
+    summary = build_summary(SummaryInputs([evaluations], rubric=HELPFULNESS, jury_aggregate="mean"))
     assert summary.jury == summary.judges == ["a", "b"]
     (agreement,) = summary.agreement
     assert (agreement.alpha, agreement.rows) == (1.0, 4)
@@ -184,24 +184,24 @@ def test_the_judge_check_breaks_integer_ties_with_expected_scores_beside_the_int
     # The flag reads integer scores, the kind the table leads with: 1 of 4 is no signal, whatever the tie-break says.
     assert check.no_signal is True and "1 of 4 pairs (25%" in check.verdict
     assert judge_check_from_pairs("j", pairs, threshold=0.25).no_signal is False
-    without = judge_check_from_pairs("j", [pair(0, 2, 2, None, None)], 0.5, expected_problem="no logprobs")
+    without = judge_check_from_pairs("j", [pair(0, 2, 2, None, None)], threshold=0.5, expected_problem="no logprobs")
     assert without.reference_higher_expected is None and without.expected_problem == "no logprobs"
 
 
 def test_a_judge_that_is_also_a_generator_is_warned_about_with_its_check_figure():
     judge = ScriptedJudge("vllm:smollm2-135m", [_reply(3, {3: 1.0})])
     evaluations = score_answers(answers(1, model="smollm2-135m"), Judge((judge,), HELPFULNESS))
-    summary = build_summary([evaluations], rubric=HELPFULNESS)
+    summary = build_summary(SummaryInputs([evaluations], rubric=HELPFULNESS))
     assert len(summary.warnings) == 1 and "Self-preference" in summary.warnings[0] and summary.judges == [judge.judge_id]
     other = ScriptedJudge("vllm:other-judge", [_reply(3, {3: 1.0})])
-    assert build_summary([score_answers(answers(1, model="smollm2-135m"), Judge((other,), HELPFULNESS))],
-                         rubric=HELPFULNESS).warnings == []
+    other_rows = score_answers(answers(1, model="smollm2-135m"), Judge((other,), HELPFULNESS))
+    assert build_summary(SummaryInputs([other_rows], rubric=HELPFULNESS)).warnings == []
 
 
 def test_score_length_correlation_is_reported_per_criterion():
     judge = ScriptedJudge("j", [_reply(s, {s: 1.0}) for s in (1, 2, 3, 4, 5)])
     evaluations = score_answers(answers(5, lengths=[10, 20, 30, 40, 50]), Judge((judge,), HELPFULNESS))
-    length = build_summary([evaluations], rubric=HELPFULNESS).models[0].criterion("helpfulness").length
+    length = build_summary(SummaryInputs([evaluations], rubric=HELPFULNESS)).models[0].criterion("helpfulness").length
     assert (length.rows, length.spearman) == (5, 1.0)
 
 

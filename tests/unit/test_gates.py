@@ -3,7 +3,7 @@
 import pytest
 
 from llm_engineering.evaluation.report.gates import failed_gates, parse_gate
-from llm_engineering.evaluation.report.summary import build_summary
+from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
 from tests.unit.test_summary import evaluations
 
 # Model "weak" scores accuracy 1 and 2 (mean 1.5), "strong" 3 and 3; style 1/1 and 3/2.
@@ -12,7 +12,7 @@ STRONG = evaluations("strong", [[3, 3, None], [3, 2, None]])
 
 
 def test_a_gate_fails_for_each_model_under_it_and_names_model_value_and_threshold():
-    summary = build_summary([WEAK, STRONG])
+    summary = build_summary(SummaryInputs([WEAK, STRONG]))
     (failure,) = failed_gates(summary, [parse_gate("accuracy=2.0")])
     assert failure.startswith("accuracy=2: weak has accuracy 1.5, under 2")
     assert failed_gates(summary, [parse_gate("accuracy=1.5")]) == []  # at the threshold passes
@@ -21,7 +21,7 @@ def test_a_gate_fails_for_each_model_under_it_and_names_model_value_and_threshol
 
 
 def test_gates_on_metrics_the_run_did_not_measure_fail_and_say_why():
-    summary = build_summary([STRONG])  # no similarity, no judge check, no logprobs
+    summary = build_summary(SummaryInputs([STRONG]))  # no similarity, no judge check, no logprobs
     failures = failed_gates(summary, [parse_gate(g) for g in ("similarity=0.4", "judge_check=0.7", "accuracy_expected=2")])
     assert len(failures) == 3 and all("not measured" in line for line in failures)
     (unknown,) = failed_gates(summary, [parse_gate("helpfulness=2")])
@@ -38,7 +38,7 @@ def test_the_failed_rate_gate_names_each_model_over_it_with_its_count_and_the_fi
     from llm_engineering.evaluation.report.gates import failed_rate_failures
 
     half = evaluations("half", [[3, 3, None], [None, None, "no JSON in the reply"]])
-    summary = build_summary([half, STRONG])
+    summary = build_summary(SummaryInputs([half, STRONG]))
     (line,) = failed_rate_failures(summary, 0.25)
     assert line.startswith("max-failed-rate=0.25: half has 1 of 2 rows without a valid verdict (50.0%")
     assert "rescore --only-failed" in line

@@ -20,9 +20,9 @@ from llm_engineering.evaluation.trust.labels import Labels, LabelsError, Pairwis
 from llm_engineering.evaluation.report.html import render_html
 from llm_engineering.evaluation.report.text import label_rows, trust_lines
 from llm_engineering.evaluation.judging.rubric import load_rubric
-from llm_engineering.evaluation.report.summary import build_summary
+from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
 from llm_engineering.preflight import check_labels_fit_rubric
-from llm_engineering.run_config import apply_overrides, parse_evaluation
+from llm_engineering.run_config import Overrides, apply_overrides, parse_evaluation
 from llm_engineering.evaluation.judging.judge import Judge
 
 HANDBOOK = load_rubric("handbook")
@@ -45,8 +45,8 @@ def test_pointwise_report_worked_by_hand():
     labels = pointwise([("s1", "x", "style", 2), ("s2", "y", "style", 3),
                         *[(f"q{k}", "a" * length, "accuracy", score)
                           for k, (length, score) in enumerate(zip([5, 30, 10, 40, 20, 50], [1, 1, 2, 3, 3, 3]))]])
-    report = pointwise_report(labels, HANDBOOK, "judge", [2, 3, 1, 2, 2, 3, 3, None],
-                              [2.0, 3.0, 1.4, 1.6, 2.5, 2.9, 2.2, None], samples=300)
+    report = pointwise_report(labels, HANDBOOK, "judge", scores=[2, 3, 1, 2, 2, 3, 3, None],
+                              expected=[2.0, 3.0, 1.4, 1.6, 2.5, 2.9, 2.2, None], samples=300)
     assert [c.criterion for c in report.criteria] == ["accuracy", "style"] and report.rows == 8
     accuracy = report.criteria[0]
     assert (accuracy.rows, accuracy.scale) == (6, [1, 2, 3])
@@ -75,7 +75,7 @@ def test_a_judge_that_beats_the_length_rule_is_valid():
     # gives the 1s to the 3s and the 3s to the 1s, and is right only on the six middle rows: 30%.
     scores = [1] * 7 + [2] * 6 + [3] * 7
     labels = pointwise([(f"q{k}", "a" * (100 - k), "accuracy", s) for k, s in enumerate(scores)])
-    report = pointwise_report(labels, HANDBOOK, "judge", scores, [None] * 20, samples=300)
+    report = pointwise_report(labels, HANDBOOK, "judge", scores=scores, expected=[None] * 20, samples=300)
     (accuracy,) = report.criteria
     assert (accuracy.judge.exact, accuracy.judge.exact_ci, accuracy.length.exact) == (1.0, [1.0, 1.0], 0.3)
     assert accuracy.valid and report.valid
@@ -90,7 +90,8 @@ def test_pairwise_report_worked_by_hand():
         for k, (la, lb, p) in enumerate([(100, 50, "A"), (10, 20, "B"), (30, 30, "tie"), (5, 50, "A"), (60, 40, "B")])])
     # In order / swapped (B shown first): A,B -> A; B,A -> B; A,A -> a tie (each order chose what sat first);
     # A,tie -> A (0.75 points); no verdict on the last pair.
-    report = pairwise_report(labels, HANDBOOK, "judge", ["A", "B", "A", "A", None], ["B", "A", "A", "tie", "B"])
+    report = pairwise_report(labels, HANDBOOK, "judge", in_order=["A", "B", "A", "A", None],
+                             swapped=["B", "A", "A", "tie", "B"])
     p = report.pairwise
     assert [d.judge for d in report.details] == ["A", "B", "tie", "A", None]
     assert (p.judge.agreement.count, p.judge.agreement.total, p.judge.failed) == (4, 5, 1)
@@ -118,14 +119,14 @@ def _mostly_ties():
 def test_a_judge_locked_on_a_position_is_not_valid_on_labels_with_many_ties():
     labels = _mostly_ties()
     # It names the answer shown first in both orders: its orders disagree on every pair, which makes every pair a tie.
-    locked = pairwise_report(labels, HANDBOOK, "judge", ["A"] * 40, ["A"] * 40)
+    locked = pairwise_report(labels, HANDBOOK, "judge", in_order=["A"] * 40, swapped=["A"] * 40)
     p = locked.pairwise
     assert p.judge.agreement.count == p.majority.agreement.count == 32
     assert p.judge.agreement.ci[0] > p.length.agreement.rate  # the length-only rule alone would call it valid
     assert not p.valid and not locked.valid
     assert "does not beat both the most common human preference's 80%" in p.verdict
     assert (p.judge.agreement_decisive.count, p.judge.agreement_decisive.total) == (0, 8)
-    lines = "\n".join(trust_lines(build_summary([_evaluations()], labels=locked)))
+    lines = "\n".join(trust_lines(build_summary(SummaryInputs([_evaluations()], labels=locked))))
     assert "judge: agreement 32/40" in lines and "on decisive labels 0/8" in lines
     assert locked.metadata()["pairwise"]["agreement_decisive"]["judge"] == 0.0
 
@@ -135,7 +136,7 @@ def test_a_judge_that_agrees_with_people_is_valid_on_labels_with_many_ties():
     # A tie in both orders for the ties; A first, then B (A's answer now second) for the rest.
     in_order = [r.preferred for r in labels.rows]
     swapped = [{"A": "B", "tie": "tie"}[r.preferred] for r in labels.rows]
-    report = pairwise_report(labels, HANDBOOK, "judge", in_order, swapped)
+    report = pairwise_report(labels, HANDBOOK, "judge", in_order=in_order, swapped=swapped)
     p = report.pairwise
     assert (p.judge.agreement.count, p.judge.agreement_decisive.count) == (40, 8)
     assert p.valid and report.valid
@@ -246,7 +247,7 @@ def test_a_bad_labels_file_fails_at_config_load_with_the_key_the_line_and_the_fi
         parse_evaluation({"labels": str(path)})
     assert f"parameters.labels: {path}, line 2: score: must be a whole number" in str(error.value)
     with pytest.raises(ConfigError, match="no such labels file"):
-        apply_overrides(parse_evaluation({}), labels=str(tmp_path / "missing.jsonl"))
+        apply_overrides(parse_evaluation({}), Overrides(labels=str(tmp_path / "missing.jsonl")))
 
 
 def test_preflight_checks_the_labels_against_the_rubric_after_the_command_line(tmp_path):
@@ -255,7 +256,7 @@ def test_preflight_checks_the_labels_against_the_rubric_after_the_command_line(t
     wrong = r"labels: .*line 1: the labels score 'helpfulness', which rubric 'task-accuracy'"
     with pytest.raises(ConfigError, match=wrong):
         check_labels_fit_rubric(config)
-    check_labels_fit_rubric(apply_overrides(config, rubric="helpfulness"))  # --rubric helpfulness fits them
+    check_labels_fit_rubric(apply_overrides(config, Overrides(rubric="helpfulness")))  # --rubric helpfulness fits them
 
 
 def _evaluations():
@@ -266,8 +267,8 @@ def _evaluations():
 def test_the_summary_cli_lines_html_and_metadata_show_the_labels_verdict():
     scores = [1] * 7 + [2] * 6 + [3] * 7
     labels = pointwise([(f"q{k}", "a" * (100 - k), "accuracy", s) for k, s in enumerate(scores)])
-    report = pointwise_report(labels, HANDBOOK, "judge", scores, [None] * 20, samples=300)
-    summary = build_summary([_evaluations()], labels=report)
+    report = pointwise_report(labels, HANDBOOK, "judge", scores=scores, expected=[None] * 20, samples=300)
+    summary = build_summary(SummaryInputs([_evaluations()], labels=report))
     verdict = "valid on these labels: its exact agreement 100% [100%, 100%] beats the length-only rule's 30%."
     lines = trust_lines(summary)
     assert "Agreement with labels (20 pointwise labels; judge judge, rubric handbook):" in lines
@@ -281,4 +282,4 @@ def test_the_summary_cli_lines_html_and_metadata_show_the_labels_verdict():
     assert metadata["valid"] is True and metadata["criteria"]["accuracy"]["length"]["exact"] == 0.3
     # ZenML stores the summary as JSON: the labels' report must survive the round trip.
     assert type(summary).model_validate_json(summary.model_dump_json()) == summary
-    assert not any("Agreement with labels" in line for line in trust_lines(build_summary([_evaluations()])))
+    assert not any("Agreement with labels" in line for line in trust_lines(build_summary(SummaryInputs([_evaluations()]))))

@@ -162,7 +162,8 @@ def test_an_adapter_has_its_own_checkpoint_and_a_retrained_one_a_new_one(tmp_pat
     base_id, lora_id = "org/base", f"org/base+{adapter}"
 
     def checkpoint(model_id, adapter_path=None):
-        return AnswerCheckpoint(tmp_path / "ckpt", model_id, "org/base", SamplingConfig(), EngineConfig(), adapter_path)
+        return AnswerCheckpoint(tmp_path / "ckpt", model_id, "org/base", sampling=SamplingConfig(), engine=EngineConfig(),
+                               adapter=adapter_path)
 
     base, lora = checkpoint(base_id), checkpoint(lora_id, str(adapter))
     assert base.path != lora.path and lora.path.name.startswith("base+my-adapter-")

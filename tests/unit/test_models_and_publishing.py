@@ -141,14 +141,14 @@ def test_repo_name_is_hub_safe():
 
 def test_published_repo_loads_back_with_datasets_and_has_a_card(tmp_path):
     rows = Dataset.from_dict({"id": ["a", "b"], "answer": ["x", "y"]})
-    folder = publish_local(rows, tmp_path / "hub", "ws/m-results", "test", {"model": "m", "pipeline run": "r1"})
+    folder = publish_local(rows, tmp_path / "hub", "ws/m-results", split="test", info={"model": "m", "pipeline run": "r1"})
     assert folder == tmp_path / "hub" / "ws" / "m-results"
     loaded = load_dataset(str(folder), split="test")
     assert loaded.to_list() == rows.to_list()
     card = (folder / "README.md").read_text()
     assert "**model**: m" in card and "r1" in card
     # Publishing again replaces the repo content instead of adding a second data file.
-    publish_local(rows.select([0]), tmp_path / "hub", "ws/m-results", "test", {})
+    publish_local(rows.select([0]), tmp_path / "hub", "ws/m-results", split="test", info={})
     assert len(load_dataset(str(folder), split="test")) == 1
 
 
@@ -160,7 +160,7 @@ def test_two_runs_publishing_one_repo_at_once_leave_one_whole_repo(tmp_path):
 
     def publish(k):
         for _ in range(15):  # the swaps of the two publishers overlap many times
-            publish_local(versions[k], hub, "ws/m-results", "test", {"model": f"m{k}"})
+            publish_local(versions[k], hub, "ws/m-results", split="test", info={"model": f"m{k}"})
 
     with ThreadPoolExecutor(2) as pool:
         for future in [pool.submit(publish, k) for k in range(2)]:
@@ -178,10 +178,10 @@ def test_a_full_disk_while_publishing_names_the_folder_and_keeps_the_repo_as_it_
 
     rows = Dataset.from_dict({"id": ["a"], "answer": ["x"]})
     with small_disk(tmp_path / "disk", "64k") as disk:
-        folder = publish_local(rows, disk / "hub", "ws/m-results", "test", {"model": "m"})
+        folder = publish_local(rows, disk / "hub", "ws/m-results", split="test", info={"model": "m"})
         larger = Dataset.from_dict({"id": ["b"], "answer": [os.urandom(100_000).hex()]})  # 200 kB, incompressible
         with pytest.raises(OSError, match=f"No space left on the disk of {disk / 'hub' / 'ws'} to publish ws/m-results"):
-            publish_local(larger, disk / "hub", "ws/m-results", "test", {})
+            publish_local(larger, disk / "hub", "ws/m-results", split="test", info={})
         assert load_dataset(str(folder), split="test").to_list() == rows.to_list()  # the earlier publication, whole
         assert [p.name for p in (disk / "hub" / "ws").iterdir() if not p.name.endswith(".lock")] == ["m-results"]
 

@@ -118,7 +118,8 @@ def test_batch_replies_carry_usage_compacted_logprobs_and_errors_naming_the_batc
             ]
         )
     )
-    replies, again = batch_replies(judge, bodies, results, "batch_7", "batch batch_7 expired without running this request")
+    replies, again = batch_replies(judge, bodies, results, batch_id="batch_7",
+                                   missing="batch batch_7 expired without running this request")
     assert again == []
     ok = replies["ok"]
     assert (ok.text, ok.error, ok.prompt_tokens, ok.completion_tokens) == (VERDICT, None, 812, 41)
@@ -140,7 +141,7 @@ def test_a_refused_response_format_asks_again_in_json_mode_and_other_bad_request
             ]
         )
     )
-    replies, again = batch_replies(judge, bodies, results, "batch_1", "missing")
+    replies, again = batch_replies(judge, bodies, results, batch_id="batch_1", missing="missing")
     assert again == ["schema"] and list(replies) == ["bad"]
     assert replies["bad"].error == "batch batch_1: HTTP 400: messages must not be empty"
     assert judge.body([{"role": "user", "content": "a"}], SCHEMA)["response_format"] == {"type": "json_object"}
@@ -150,10 +151,11 @@ def test_refused_logprobs_are_asked_no_more_and_the_replies_say_why():
     judge = chat()
     first = body("a")
     results = read_results(_line("a", 400, {"error": {"message": "logprobs are not supported with this model"}}))
-    _, again = batch_replies(judge, {"a": first}, results, "batch_1", "missing")
+    _, again = batch_replies(judge, {"a": first}, results, batch_id="batch_1", missing="missing")
     second = judge.body([{"role": "user", "content": "a"}], SCHEMA)
     assert again == ["a"] and "logprobs" not in second
-    replies, _ = batch_replies(judge, {"a": second}, read_results(_line("a", 200, _completion(VERDICT))), "batch_2", "")
+    replies, _ = batch_replies(judge, {"a": second}, read_results(_line("a", 200, _completion(VERDICT))), batch_id="batch_2",
+                                missing="")
     assert replies["a"].logprobs is None and "refused logprobs" in replies["a"].logprobs_problem
 
 

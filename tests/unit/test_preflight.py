@@ -140,15 +140,15 @@ def test_one_sequence_that_cannot_fit_the_cpu_kv_cache_stops_with_both_fixes(tmp
     engine = EngineConfig(max_model_len=8192, cpu_kvcache_space_gib=1)
     # fp32: 256 KiB of keys and values per token, 2 GiB for 8192 tokens
     with pytest.raises(ConfigError) as error:
-        check_cpu_kv_cache("eight-b", folder, engine, "float32", 64 * GIB)
+        check_cpu_kv_cache("eight-b", folder, engine, dtype="float32", available=64 * GIB)
     assert str(error.value) == (
         "One sequence of engine.max_model_len 8192 tokens of eight-b needs 2.0 GiB of KV cache (float32), more than "
         "engine.cpu_kvcache_space_gib = 1 GiB: raise engine.cpu_kvcache_space_gib to 2, or lower engine.max_model_len "
         "to 4096.")
-    check_cpu_kv_cache("eight-b", folder, engine, "bfloat16", 64 * GIB)  # bf16: half, exactly 1 GiB, fits
+    check_cpu_kv_cache("eight-b", folder, engine, dtype="bfloat16", available=64 * GIB)  # bf16: half, exactly 1 GiB, fits
     windowed = _model_folder(tmp_path / "windowed", sliding_window=4096)
-    check_cpu_kv_cache("windowed", windowed, engine, "float32", 64 * GIB)  # not this formula: vLLM's to say
-    check_cpu_kv_cache("org/hub-model", "org/hub-model", engine, "float32", 64 * GIB)  # no local config
+    check_cpu_kv_cache("windowed", windowed, engine, dtype="float32", available=64 * GIB)  # not this formula: vLLM's to say
+    check_cpu_kv_cache("org/hub-model", "org/hub-model", engine, dtype="float32", available=64 * GIB)  # no local config
 
 
 def test_a_cpu_kv_cache_beyond_the_free_memory_stops_naming_the_setting_that_wins(tmp_path, monkeypatch):
@@ -161,12 +161,13 @@ def test_a_cpu_kv_cache_beyond_the_free_memory_stops_naming_the_setting_that_win
     with pytest.raises(ConfigError, match=r"^engine.cpu_kvcache_space_gib = 4 GiB of KV cache beside eight-b's weights "
                                           r"\(3.0 GiB\) is more than the 6.5 GiB of memory available now: lower "
                                           r"engine.cpu_kvcache_space_gib to 3, or stop"):
-        check_cpu_kv_cache("eight-b", folder, engine, "bfloat16", int(6.5 * GIB))
-    check_cpu_kv_cache("eight-b", folder, engine, "bfloat16", 7 * GIB)  # 4 + 3 fit in 7
+        check_cpu_kv_cache("eight-b", folder, engine, dtype="bfloat16", available=int(6.5 * GIB))
+    check_cpu_kv_cache("eight-b", folder, engine, dtype="bfloat16", available=7 * GIB)  # 4 + 3 fit in 7
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "6")  # an exported value wins over the config, and is named
     with pytest.raises(ConfigError, match=r"^VLLM_CPU_KVCACHE_SPACE \(exported: it wins over "
                                           r"engine.cpu_kvcache_space_gib\) = 6 GiB .*: lower VLLM_CPU_KVCACHE_SPACE to 4,"):
-        check_cpu_kv_cache("eight-b", folder, engine, "bfloat16", 7 * GIB)
+        check_cpu_kv_cache("eight-b", folder, engine, dtype="bfloat16", available=7 * GIB)
     with pytest.raises(ConfigError, match=r"3.5 GiB of memory available now: stop what else uses memory here, or "
                                           r"run on a larger machine.$"):
-        check_cpu_kv_cache("eight-b", folder, engine, "bfloat16", int(3.5 * GIB))  # not even 1 GiB beside the weights
+        # not even 1 GiB beside the weights
+        check_cpu_kv_cache("eight-b", folder, engine, dtype="bfloat16", available=int(3.5 * GIB))

@@ -3,7 +3,7 @@ import pytest
 from llm_engineering.evaluation.config import JudgeConfig
 from llm_engineering.evaluation.config_base import ConfigError
 from llm_engineering.evaluation.generation.prompts import chat_messages, format_prompts
-from llm_engineering.run_config import EvaluationConfig, apply_overrides, load_run_config
+from llm_engineering.run_config import EvaluationConfig, Overrides, apply_overrides, load_run_config
 
 
 class TemplateTokenizer:
@@ -121,17 +121,17 @@ def test_missing_config_file(tmp_path):
 
 
 def test_command_line_overrides_are_validated():
-    config = apply_overrides(EvaluationConfig(), models=["a", "b"], dataset="x.jsonl", limit=3, dummy=True)
+    config = apply_overrides(EvaluationConfig(), Overrides(models=["a", "b"], dataset="x.jsonl", limit=3, dummy=True))
     assert config.models == ["a", "b"]
     assert (config.dataset.source, config.dataset.limit, config.dataset.row_limit) == ("x.jsonl", 3, 3)
     with pytest.raises(ConfigError, match="listed twice"):
-        apply_overrides(EvaluationConfig(), models=["a", "a"])
+        apply_overrides(EvaluationConfig(), Overrides(models=["a", "a"]))
 
 
 def test_rubric_from_the_command_line_reaches_every_judge_of_a_jury_and_a_lone_judge(repo_root):
-    jury = apply_overrides(load_run_config(repo_root / "configs" / "jury.yaml").evaluation, rubric="helpfulness")
+    jury = apply_overrides(load_run_config(repo_root / "configs" / "jury.yaml").evaluation, Overrides(rubric="helpfulness"))
     assert len(jury.judges) == 2 and {judge.rubric for judge in jury.judges} == {"helpfulness"}
-    assert apply_overrides(EvaluationConfig(), rubric="helpfulness").judge.rubric == "helpfulness"
+    assert apply_overrides(EvaluationConfig(), Overrides(rubric="helpfulness")).judge.rubric == "helpfulness"
 
 
 def test_zenml_options_go_to_with_options_and_no_cache_turns_caching_off(tmp_path):

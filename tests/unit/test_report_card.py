@@ -12,7 +12,7 @@ from llm_engineering.evaluation.trust.card import run_judge_check
 from llm_engineering.evaluation.judging.transport import JudgeReply
 from llm_engineering.evaluation.report.text import judge_check_rows, table_rows
 from llm_engineering.evaluation.judging.rubric import load_rubric
-from llm_engineering.evaluation.report.summary import build_summary
+from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
 from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.config import JudgeCheckConfig
 
@@ -110,9 +110,10 @@ def _summary_with(check):
     from llm_engineering.evaluation.stored.trust import TrustChecks
 
     answers = split().add_column(col.MODEL_ID, ["m"] * 4).add_column(col.ANSWER, ["a"] * 4)
-    return build_summary([answers.add_column(col.JUDGE_MODEL, ["j"] * 4).add_column(col.JUDGE_ERROR, [None] * 4)
-                          .add_column(col.score("accuracy"), [1] * 4).add_column(col.score("style"), [1] * 4)],
-                         checks=TrustChecks(judge=check))
+    return build_summary(SummaryInputs(
+        [answers.add_column(col.JUDGE_MODEL, ["j"] * 4).add_column(col.JUDGE_ERROR, [None] * 4)
+         .add_column(col.score("accuracy"), [1] * 4).add_column(col.score("style"), [1] * 4)],
+        checks=TrustChecks(judge=check)))
 
 
 def test_an_unfinished_answer_echoes_the_instruction_and_loops_to_the_references_length():
@@ -135,8 +136,9 @@ def test_the_same_topic_answer_is_the_neighbour_holding_most_of_the_instructions
     references = ["Cats purr by...", "Dogs bark loudly.", "Purring cats vibrate their larynx.", "Ships float."]
     assert nearest_other(embeddings, [0]) == [1]
     # 2 shares "cats" and "purr" as the right answer does; 1 shares none
-    assert same_topic(embeddings, [0], instructions, references, ["Cats purr."]) == [2]
-    assert same_topic(embeddings, [0], instructions, references, ["Dogs."]) == [1]  # the nearest holds as many (none)
+    assert same_topic(embeddings, [0], instructions=instructions, references=references, right=["Cats purr."]) == [2]
+    # the nearest holds as many (none)
+    assert same_topic(embeddings, [0], instructions=instructions, references=references, right=["Dogs."]) == [1]
 
 
 def test_judge_free_rules_order_two_answers_by_length_and_by_the_instructions_words():

@@ -147,10 +147,12 @@ def test_the_default_prompt_writes_out_the_criteria_and_shows_the_reference_only
 def test_pairwise_asks_on_the_rubrics_criteria_and_shows_the_reference_only_when_guided():
     from llm_engineering.evaluation.judging.pairwise import pairwise_messages
 
-    guided = pairwise_messages(load_rubric("reference-guided"), "What is LoRA?", "A fish.", "Adapters.", "Low-rank adapters.")
+    guided = pairwise_messages(load_rubric("reference-guided"), "What is LoRA?", answer_a="A fish.", answer_b="Adapters.",
+                               reference="Low-rank adapters.")
     assert "correctness (" in guided[1]["content"] and "completeness (" in guided[1]["content"]
     assert "Low-rank adapters." in guided[1]["content"] and "correctness and completeness" in guided[0]["content"]
-    plain = pairwise_messages(load_rubric("handbook"), "What is LoRA?", "A fish.", "Adapters.", "Low-rank adapters.")
+    plain = pairwise_messages(load_rubric("handbook"), "What is LoRA?", answer_a="A fish.", answer_b="Adapters.",
+                              reference="Low-rank adapters.")
     assert "accuracy (" in plain[1]["content"] and "Low-rank adapters." not in plain[1]["content"]
 
 
@@ -158,8 +160,8 @@ def test_pairwise_and_preference_prompts_carry_the_rubrics_system_prompt_and_nev
     from llm_engineering.evaluation.judging.pairwise import pairwise_messages, preference_messages
 
     rubric = load_rubric("reference-guided").model_copy(update={"system_prompt": "You grade answers about ships."})
-    asked = [ask(rubric, "What floats?", "A ship.", "A stone.", "Ships float.") for ask in (pairwise_messages,
-                                                                                          preference_messages)]
+    asked = [pairwise_messages(rubric, "What floats?", answer_a="A ship.", answer_b="A stone.", reference="Ships float."),
+             preference_messages(rubric, "What floats?", answer_1="A ship.", answer_2="A stone.", reference="Ships float.")]
     for system, user in ([m["content"] for m in messages] for messages in asked):
         assert system.startswith("You grade answers about ships.") and "Ships float." in user
         assert "known to be correct" not in system + user
@@ -170,7 +172,8 @@ def test_pairwise_and_preference_prompts_carry_the_rubrics_system_prompt_and_nev
 def test_a_comparison_asks_each_criterions_question_without_its_pointwise_scoring_instructions():
     from llm_engineering.evaluation.judging.pairwise import preference_messages
 
-    user = preference_messages(load_rubric("task-accuracy"), "What floats?", "A ship.", "A stone.", "Ships float.")[1]
+    user = preference_messages(load_rubric("task-accuracy"), "What floats?", answer_1="A ship.", answer_2="A stone.",
+                               reference="Ships float.")[1]
     focus = user["content"].split("in this order: ")[1].split("\n")[0]
     assert focus.startswith("accuracy (does the answer do what the instruction asks, and is what it says right?); style")
     assert "scores 1" not in user["content"] and "Keep the analysis" not in user["content"]

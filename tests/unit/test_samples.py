@@ -12,7 +12,7 @@ from llm_engineering.evaluation.judging.rubric import load_rubric
 from llm_engineering.evaluation.rates import bootstrap_ci
 from llm_engineering.evaluation.report.comparison import compare_runs
 from llm_engineering.evaluation.report.html import render_html
-from llm_engineering.evaluation.report.summary import build_summary, compare_models
+from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary, compare_models
 from llm_engineering.evaluation.report.text import sample_lines
 from llm_engineering.evaluation.samples import (
     between_sample_share,
@@ -85,7 +85,7 @@ def test_reducers_of_constructed_rows():
 
 def test_the_summary_of_samples_reports_row_means_both_intervals_the_share_and_reducers():
     rows = [[(1, 2), (3, 2), (3, 2), (3, 2)], [(1, 2), (1, 2), (1, 2), (2, 2)]] * 10
-    summary = build_summary([sampled("m", rows)], rubric=HANDBOOK, pass_score=3)
+    summary = build_summary(SummaryInputs([sampled("m", rows)], rubric=HANDBOOK, pass_score=3))
     (scores,) = summary.models
     accuracy, style = scores.criteria
     assert (scores.rows, scores.samples, scores.scored) == (80, 4, 80)
@@ -96,9 +96,9 @@ def test_the_summary_of_samples_reports_row_means_both_intervals_the_share_and_r
     assert style.sample_share is None and style.reducers["pass@4"].value == 0.0  # passing means 3 here
     lines = sample_lines(summary)
     assert len(lines) == 2 and "4 answers per prompt" in lines[0] and "pass@4 50%" in lines[0]
-    default = build_summary([sampled("m", rows)], rubric=HANDBOOK)  # passing: the top of the scale (3)
+    default = build_summary(SummaryInputs([sampled("m", rows)], rubric=HANDBOOK))  # passing: the top of the scale (3)
     assert default.models[0].criteria[0].pass_score == 3
-    single = build_summary([sampled("m", [[(1, 2)], [(3, 2)]] * 10)], rubric=HANDBOOK)
+    single = build_summary(SummaryInputs([sampled("m", [[(1, 2)], [(3, 2)]] * 10)], rubric=HANDBOOK))
     assert single.models[0].samples == 1 and single.models[0].criteria[0].reducers == {}
     assert sample_lines(single) == []
 
@@ -129,7 +129,7 @@ def test_the_checks_read_the_first_answers_and_the_browser_shows_a_rows_answers_
     rows = sampled("m", [[(1, 2), (3, 2)], [(2, 2), (2, 1)]])
     assert first_samples(rows)[col.ANSWER] == ["answer 0.0", "answer 1.0"]
     assert first_samples(rows.remove_columns(col.SAMPLE)).num_rows == 4  # stored before samples: every row
-    page = render_html(build_summary([rows], rubric=HANDBOOK))
+    page = render_html(build_summary(SummaryInputs([rows], rubric=HANDBOOK)))
     row = page.split("data-id='0'>")[1].split("</tr>")[0]
     assert "sample 1</strong> answer 0.0" in row and "sample 2</strong> answer 0.1" in row
     assert "1 · 3" in row  # accuracy of the two samples, side by side
@@ -140,7 +140,7 @@ def test_the_checks_read_the_first_answers_and_the_browser_shows_a_rows_answers_
 
 def test_a_model_whose_rows_each_kept_one_scored_answer_still_reports_its_samples():
     rows = [[(3, 2), (None, None)], [(None, None), (1, 2)], [(2, 2), (None, None)]]  # one verdict failed per row
-    summary = build_summary([sampled("m", rows)], rubric=HANDBOOK)
+    summary = build_summary(SummaryInputs([sampled("m", rows)], rubric=HANDBOOK))
     (scores,) = summary.models
     accuracy = scores.criteria[0]
     assert (scores.samples, scores.scored, scores.failed) == (2, 3, 3)

@@ -10,7 +10,7 @@ from llm_engineering.evaluation.stored.summary import EvaluationSummary
 from llm_engineering.evaluation.report.html import render_html
 from llm_engineering.evaluation.report.text import table_header, table_rows
 from llm_engineering.evaluation.judging.rubric import load_rubric
-from llm_engineering.evaluation.report.summary import build_summary, model_scores
+from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary, model_scores
 from llm_engineering.evaluation.judging.judge import Judge
 
 CASES = json.loads((Path(__file__).parent / "cases" / "aggregation.json").read_text())
@@ -49,7 +49,7 @@ def test_a_run_whose_answers_all_came_from_the_checkpoint_shows_no_throughput_ra
     resumed = evaluations("resumed", [[3, 1, None], [2, 1, None]])
     stats = [GenerationStats(model_id="resumed", rows=2, skipped=0, prompt_tokens=5, completion_tokens=20, seconds=0.01,
                              tokens_per_second=0.0, prompts_per_second=0.0, resumed=2, generated=0)]
-    summary = build_summary([resumed], stats=stats)
+    summary = build_summary(SummaryInputs([resumed], stats=stats))
     assert summary.models[0].tokens_per_second is None
     assert table_rows(summary)[0][table_header(summary).index("output tok/s")] == "n/a"
 
@@ -59,7 +59,7 @@ def test_summary_ranks_models_and_attaches_throughput():
     strong = evaluations("strong", [[3, 1, None], [2, 1, None]], finish="length")
     stats = [GenerationStats(model_id="strong", rows=2, skipped=0, prompt_tokens=5, completion_tokens=20,
                              seconds=2.0, tokens_per_second=10.0, prompts_per_second=1.0)]
-    summary = build_summary([weak, strong], stats=stats)
+    summary = build_summary(SummaryInputs([weak, strong], stats=stats))
     assert summary.ranking == ["strong", "weak"]
     by_id = {s.model_id: s for s in summary.models}
     assert by_id["strong"].tokens_per_second == 10.0 and by_id["weak"].tokens_per_second is None
@@ -102,7 +102,8 @@ def test_model_comparison_is_paired_on_rows_both_scored():
 def test_summary_compares_each_model_with_the_first_and_renders_a_plot():
     import base64
 
-    summary = build_summary([evaluations("a", [[1, 1, None], [2, 1, None]]), evaluations("b", [[3, 3, None], [3, 2, None]])])
+    summary = build_summary(SummaryInputs([evaluations("a", [[1, 1, None], [2, 1, None]]),
+                                           evaluations("b", [[3, 3, None], [3, 2, None]])]))
     assert [(c.model_a, c.model_b, c.criterion) for c in summary.comparisons] == [("b", "a", "accuracy"), ("b", "a", "style")]
     page = render_html(summary)
     png = page.split("data:image/png;base64,")[1].split("'")[0]
@@ -175,7 +176,7 @@ def test_the_judges_seconds_per_verdict_are_its_wall_time_over_new_calls_and_unk
     assert scored[col.JUDGE_SECONDS] == [0.0, 3.0, 3.0]  # the 6 s are the two new verdicts'; a cached one costs none
     usage = model_scores(scored, rubric=handbook).judge_usage
     assert (usage.calls, usage.seconds, usage.seconds_per_verdict) == (2, 6.0, 3.0)
-    assert "3.00" in table_rows(build_summary([scored], rubric=handbook))[0]
+    assert "3.00" in table_rows(build_summary(SummaryInputs([scored], rubric=handbook)))[0]
     # Rows scored before the judge's time was recorded: unknown, not zero.
     old = model_scores(scored.remove_columns(col.JUDGE_SECONDS), rubric=handbook).judge_usage
     assert (old.calls, old.seconds, old.seconds_per_verdict) == (2, None, None)
@@ -196,7 +197,7 @@ def test_bootstrap_of_integer_scores_by_value_counts_matches_resampling_rows():
 def test_a_report_of_a_summary_stored_without_run_and_scales_can_still_be_labelled(tmp_path):
     from llm_engineering.run_report import write_reports
 
-    stored = build_summary([evaluations("a", [[1, 1, None]])], rubric=load_rubric("handbook")).model_copy(
+    stored = build_summary(SummaryInputs([evaluations("a", [[1, 1, None]])], rubric=load_rubric("handbook"))).model_copy(
         update={"run": "", "scales": {}})  # as summaries were stored before they named their run and scales
     assert "Labelling needs a summary" in render_html(stored)
     _, page = write_reports(stored, "evaluating-old", tmp_path)
@@ -207,7 +208,7 @@ def test_a_report_of_a_summary_stored_without_run_and_scales_can_still_be_labell
 
 
 def test_a_summary_names_its_judges_and_one_stored_before_the_list_reads_them_from_its_judge_or_jury():
-    summary = build_summary([evaluations("a", [[1, 1, None]])])
+    summary = build_summary(SummaryInputs([evaluations("a", [[1, 1, None]])]))
     assert summary.judges == [summary.judge_model] and summary.jury == []
     older = summary.model_dump(exclude={"judges"})
     assert EvaluationSummary.model_validate(older).judges == [summary.judge_model]
@@ -218,12 +219,12 @@ def test_a_summary_names_its_judges_and_one_stored_before_the_list_reads_them_fr
 def test_the_power_line_says_what_change_the_rows_can_detect_and_four_times_the_rows_halve_it():
     from llm_engineering.evaluation.report.text import power_lines
 
-    few = build_summary([evaluations("m", [[1, 3, None], [3, 1, None]] * 5)]).models[0].criterion("accuracy")
-    many = build_summary([evaluations("m", [[1, 3, None], [3, 1, None]] * 20)]).models[0].criterion("accuracy")
+    few = build_summary(SummaryInputs([evaluations("m", [[1, 3, None], [3, 1, None]] * 5)])).models[0].criterion("accuracy")
+    many = build_summary(SummaryInputs([evaluations("m", [[1, 3, None], [3, 1, None]] * 20)])).models[0].criterion("accuracy")
     assert many.detectable == pytest.approx(few.detectable / 2, rel=0.05)
     assert many.rows_for_tenth == pytest.approx(few.rows_for_tenth, rel=0.1)  # the spread, not the rows, sets it
     assert few.detectable > 1  # ten rows of 1s and 3s: only a change over a point shows
-    (line,) = power_lines(build_summary([evaluations("m", [[1, 3, None], [3, 1, None]] * 20)]))
+    (line,) = power_lines(build_summary(SummaryInputs([evaluations("m", [[1, 3, None], [3, 1, None]] * 20)])))
     assert line.startswith(f"Power of m (40 scored rows): a paired comparison with another run detects a change of at "
                            f"least accuracy {many.detectable:.2f}")
     assert f"a change of 0.1 needs about accuracy {many.rows_for_tenth}" in line
@@ -232,7 +233,7 @@ def test_the_power_line_says_what_change_the_rows_can_detect_and_four_times_the_
 def test_scores_that_do_not_vary_have_no_detectable_change_and_the_power_line_says_why():
     from llm_engineering.evaluation.report.text import power_lines
 
-    summary = build_summary([evaluations("m", [[1, 1, None], [1, 2, None]] * 5)])  # accuracy 1 on every row
+    summary = build_summary(SummaryInputs([evaluations("m", [[1, 1, None], [1, 2, None]] * 5)]))  # accuracy 1 on every row
     accuracy, style = summary.models[0].criteria
     assert (accuracy.detectable, accuracy.rows_for_tenth) == (None, None) and style.detectable > 0
     (line,) = power_lines(summary)
@@ -242,7 +243,7 @@ def test_scores_that_do_not_vary_have_no_detectable_change_and_the_power_line_sa
 def test_a_report_names_the_run_reported_even_when_its_summary_was_made_by_an_earlier_run(tmp_path):
     from llm_engineering.run_report import write_reports
 
-    cached = build_summary([evaluations("a", [[1, 1, None]])], run="evaluating-first")  # a cached summarize step's
+    cached = build_summary(SummaryInputs([evaluations("a", [[1, 1, None]])], run="evaluating-first"))  # a cached summarize step's
     json_path, html_path = write_reports(cached, "evaluating-second", tmp_path)
     assert json.loads(json_path.read_text())["run"] == "evaluating-second"
     assert json.loads(html_path.read_text().split("id='label-data'>")[1].split("</script>")[0])["run"] == "evaluating-second"

@@ -83,7 +83,7 @@ def test_judge_check_rates_count_failed_pairs_in_the_denominator():
 
 @pytest.mark.parametrize("threshold, flagged", [(0.0, False), (0.5, False), (0.51, True), (1.0, True)])
 def test_no_signal_flag_follows_the_threshold(threshold, flagged):
-    check = judge_check_from_pairs("j", [pair(3, 1), pair(3, 1, 1), pair(2, 2, 2), pair(1, 2, 3)], threshold)
+    check = judge_check_from_pairs("j", [pair(3, 1), pair(3, 1, 1), pair(2, 2, 2), pair(1, 2, 3)], threshold=threshold)
     assert check.reference_higher.rate == 0.5
     assert check.no_signal is flagged
     assert ("NO SIGNAL" in check.verdict) is flagged
@@ -308,8 +308,8 @@ def test_ask_judge_keys_the_cache_by_schema(tmp_path):
     conversation = [[{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]]
     judge = KeyedJudge(lambda prompt: pairwise_reply("A"))
     schema = ReplySchema("pairwise_verdict", {"type": "object"})
-    ask_judge(judge, conversation, cache, lambda text: True, schema)
-    ask_judge(judge, conversation, cache, lambda text: True, schema)
+    ask_judge(judge, conversation, cache=cache, is_valid=lambda text: True, reply_schema=schema)
+    ask_judge(judge, conversation, cache=cache, is_valid=lambda text: True, reply_schema=schema)
     assert len(judge.asked) == 1  # cached under its schema
-    ask_judge(judge, conversation, cache, lambda text: True)
+    ask_judge(judge, conversation, cache=cache, is_valid=lambda text: True)
     assert len(judge.asked) == 2  # another task, another key

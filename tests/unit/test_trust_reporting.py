@@ -18,7 +18,7 @@ from llm_engineering.evaluation.stored.trust import JudgeCheckPair, TrustChecks
 from llm_engineering.evaluation.trust.similarity import add_reference_similarity, cosine_similarities
 from llm_engineering.evaluation.report.html import render_html
 from llm_engineering.evaluation.report.text import table_rows, trust_lines
-from llm_engineering.evaluation.report.summary import build_summary
+from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
 
 
 def test_variants_give_one_model_its_own_sampling():
@@ -103,8 +103,8 @@ def trust_inputs(rate_of_higher_pairs):
 @pytest.mark.parametrize("discrimination, flagged", [(0.25, True), (1.0, False)])
 def test_summary_report_and_table_carry_the_trust_checks(discrimination, flagged):
     checks, report = trust_inputs(discrimination)
-    summary = build_summary([evaluations("a", [2, 3], [0.5, 0.7]), evaluations("b", [3, 3], [0.6, None])],
-                        checks=checks, pairwise=report)
+    summary = build_summary(SummaryInputs([evaluations("a", [2, 3], [0.5, 0.7]), evaluations("b", [3, 3], [0.6, None])],
+                                          checks=checks, pairwise=report))
     assert summary.judge_check.no_signal is flagged
     assert {m.model_id: m.similarity_mean for m in summary.models} == {"a": 0.6, "b": 0.6}
     assert {m.model_id: m.similarity_rows for m in summary.models} == {"a": 2, "b": 1}

@@ -63,8 +63,8 @@ def answer_test_split(
     units = _units(engine, test_split, sampling, prompt)
     records = _skipped(units, max_model_len)
     skipped = len(records)
-    resumed, todo, seconds = _generate(engine, units, records, sampling, checkpoint, fresh)
-    generations = _generations(test_split, units, records, model_id, sampling)
+    resumed, todo, seconds = _generate(engine, units, records, sampling=sampling, checkpoint=checkpoint, fresh=fresh)
+    generations = _generations(test_split, units, records, model_id=model_id, sampling=sampling)
     rows = [records[u] for u in range(len(units.keys))]
     new_tokens = sum(records[u].completion_tokens for u in todo)
     stats = GenerationStats(
@@ -115,7 +115,7 @@ def _skipped(units: _Units, max_model_len: int) -> dict[int, AnswerRecord]:
     return records
 
 
-def _generate(engine: GenerationEngine, units: _Units, records: dict[int, AnswerRecord], sampling: SamplingConfig,
+def _generate(engine: GenerationEngine, units: _Units, records: dict[int, AnswerRecord], *, sampling: SamplingConfig,
               checkpoint: Optional[AnswerCheckpoint], fresh: bool) -> tuple[int, dict[int, str], float]:
     """Fill `records` with the checkpoint's answers and the engine's, each saved as it comes. Returns the answers
     resumed, those asked for (unit -> prompt) and the seconds the engine took."""
@@ -152,7 +152,7 @@ def _generate(engine: GenerationEngine, units: _Units, records: dict[int, Answer
     return len(resumed), todo, seconds
 
 
-def _generations(test_split: Dataset, units: _Units, records: dict[int, AnswerRecord], model_id: str,
+def _generations(test_split: Dataset, units: _Units, records: dict[int, AnswerRecord], *, model_id: str,
                  sampling: SamplingConfig) -> Dataset:
     """The `generations` artifact: the split's rows with their prompts as sent, one row per answer."""
     rows = [records[u] for u in range(len(units.keys))]

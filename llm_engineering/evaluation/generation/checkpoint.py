@@ -64,7 +64,7 @@ def row_key(row_id: str, prompt: str, sample: int = 0) -> str:
 class AnswerCheckpoint:
     """Append-only store of finished answers for one generation configuration."""
 
-    def __init__(self, directory: Path, model_id: str, model_path: str,
+    def __init__(self, directory: Path, model_id: str, model_path: str, *,
                  sampling: SamplingConfig, engine: EngineConfig, adapter: Optional[str] = None) -> None:
         config = {
             **model_fingerprint(model_path),

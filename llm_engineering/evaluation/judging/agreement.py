@@ -69,7 +69,7 @@ def krippendorff_alpha(scores: Scores, level: str = "ordinal", values: Optional[
     return None if math.isnan(alpha) else round(float(alpha), 4)
 
 
-def alpha_with_ci(scores: Scores, level: str = "ordinal", values: Optional[Sequence[int]] = None,
+def alpha_with_ci(scores: Scores, *, level: str = "ordinal", values: Optional[Sequence[int]] = None,
                   samples: int = 1000, seed: int = 0) -> tuple[Optional[float], Optional[list[float]]]:
     """Alpha and its 95% percentile-bootstrap interval, resampling rows with replacement.
 
@@ -138,6 +138,6 @@ def jury_agreement(evaluations: list[Dataset], rubric: Rubric, judges: int) -> l
         rows = [scores for dataset in evaluations if col.jury_scores(c.name) in dataset.column_names
                 for scores in dataset[col.jury_scores(c.name)] if scores and sum(s is not None for s in scores) >= 2]
         matrix = [[row[k] for row in rows] for k in range(judges)]
-        alpha, ci = alpha_with_ci(matrix, "ordinal", c.values) if rows else (None, None)
+        alpha, ci = alpha_with_ci(matrix, level="ordinal", values=c.values) if rows else (None, None)
         figures.append(JuryAgreement(criterion=c.name, alpha=alpha, ci=ci, rows=len(rows)))
     return figures

@@ -83,7 +83,7 @@ def parse_pairwise(raw: str) -> tuple[Optional[Preference], Optional[str]]:
 
 
 def _comparison_messages(
-    system: str, template: str, rubric: Rubric, instruction: str, first: str, second: str, reference: Optional[str],
+    system: str, template: str, rubric: Rubric, *, instruction: str, first: str, second: str, reference: Optional[str],
 ) -> list[dict[str, str]]:
     """`template` filled with the two answers and `rubric`'s criteria (with the reference when the rubric is
     reference-guided); the rubric's system prompt, then `system` (how to reply)."""
@@ -97,11 +97,11 @@ def _comparison_messages(
 
 
 def pairwise_messages(
-    rubric: Rubric, instruction: str, answer_a: str, answer_b: str, reference: Optional[str] = None
+    rubric: Rubric, instruction: str, *, answer_a: str, answer_b: str, reference: Optional[str] = None
 ) -> list[dict[str, str]]:
     """Ask which answer is better on `rubric`'s criteria: an analysis, then A, B or tie."""
-    return _comparison_messages(PAIRWISE_SYSTEM_PROMPT, PAIRWISE_PROMPT_TEMPLATE, rubric, instruction, answer_a, answer_b,
-                                reference)
+    return _comparison_messages(PAIRWISE_SYSTEM_PROMPT, PAIRWISE_PROMPT_TEMPLATE, rubric, instruction=instruction,
+                                first=answer_a, second=answer_b, reference=reference)
 
 
 def ask_both_orders(
@@ -111,10 +111,12 @@ def ask_both_orders(
     position A, then in B): per pair two `(winner, problem)` readings, in that order, and the replies."""
     conversations = []
     for instruction, answer_a, answer_b, reference in pairs:
-        conversations += [pairwise_messages(judge.rubric, instruction, answer_a, answer_b, reference),
-                          pairwise_messages(judge.rubric, instruction, answer_b, answer_a, reference)]
-    replies = ask_judge(judge.backend, conversations, judge.cache, lambda text: parse_pairwise(text)[0] is not None,
-                        pairwise_schema(judge.max_analysis_chars))
+        conversations += [
+            pairwise_messages(judge.rubric, instruction, answer_a=answer_a, answer_b=answer_b, reference=reference),
+            pairwise_messages(judge.rubric, instruction, answer_a=answer_b, answer_b=answer_a, reference=reference)]
+    replies = ask_judge(judge.backend, conversations, cache=judge.cache,
+                        is_valid=lambda text: parse_pairwise(text)[0] is not None,
+                        reply_schema=pairwise_schema(judge.max_analysis_chars))
     return [parse_pairwise(r.text) if r.text is not None else (None, r.error) for r in replies], replies
 
 
@@ -139,11 +141,11 @@ PREFERENCE_SCHEMA = ReplySchema("preference", {
 
 
 def preference_messages(
-    rubric: Rubric, instruction: str, answer_1: str, answer_2: str, reference: Optional[str] = None
+    rubric: Rubric, instruction: str, *, answer_1: str, answer_2: str, reference: Optional[str] = None
 ) -> list[dict[str, str]]:
     """Ask which answer is better as one number (1 or 2), on `rubric`'s criteria."""
-    return _comparison_messages(COMPARE_SYSTEM_PROMPT, PREFERENCE_PROMPT_TEMPLATE, rubric, instruction, answer_1, answer_2,
-                                reference)
+    return _comparison_messages(COMPARE_SYSTEM_PROMPT, PREFERENCE_PROMPT_TEMPLATE, rubric, instruction=instruction,
+                                first=answer_1, second=answer_2, reference=reference)
 
 
 def first_answer_preferred(reply: JudgeReply) -> tuple[Optional[float], Optional[str]]:
@@ -153,7 +155,8 @@ def first_answer_preferred(reply: JudgeReply) -> tuple[Optional[float], Optional
     found = _PREFERENCE.search(reply.text)
     if found is None:
         return None, f"no preference in the reply ({reply.text[:80]!r})"
-    distribution = value_distribution(reply.text, reply.logprobs or [], found.start(1), found.group(1), "better", [1, 2])
+    distribution = value_distribution(reply.text, reply.logprobs or [], offset=found.start(1), digits=found.group(1),
+                                      criterion="better", values=[1, 2])
     if distribution.probabilities is None:
         return None, distribution.problem if reply.logprobs else "the judge backend returned no token logprobs"
     return distribution.probabilities[0], None
@@ -176,10 +179,11 @@ def ask_preferences(
     shown first is better (or None and why; without token logprobs the written number's 1 or 0), and the replies."""
     conversations = []
     for instruction, answer_a, answer_b, reference in pairs:
-        conversations += [preference_messages(judge.rubric, instruction, answer_a, answer_b, reference),
-                          preference_messages(judge.rubric, instruction, answer_b, answer_a, reference)]
-    replies = ask_judge(judge.backend, conversations, judge.cache,
-                        lambda text: _PREFERENCE.search(text) is not None, PREFERENCE_SCHEMA)
+        conversations += [
+            preference_messages(judge.rubric, instruction, answer_1=answer_a, answer_2=answer_b, reference=reference),
+            preference_messages(judge.rubric, instruction, answer_1=answer_b, answer_2=answer_a, reference=reference)]
+    replies = ask_judge(judge.backend, conversations, cache=judge.cache,
+                        is_valid=lambda text: _PREFERENCE.search(text) is not None, reply_schema=PREFERENCE_SCHEMA)
     return [written_or_read_preference(reply) for reply in replies], replies
 
 

@@ -52,7 +52,7 @@ def _score_offset(text: str, criterion: str) -> Optional[tuple[int, str]]:
 
 
 def score_distribution(
-    text: str, tokens: Optional[Sequence[TokenChoices]], criterion: str, values: Sequence[int], score: int
+    text: str, tokens: Optional[Sequence[TokenChoices]], *, criterion: str, values: Sequence[int], score: int
 ) -> ScoreDistribution:
     """The judge's distribution over `values` where it wrote `criterion`'s `score` in `text`.
 
@@ -65,11 +65,12 @@ def score_distribution(
     found = _score_offset(text, criterion)
     if found is None or int(found[1]) != score:
         return _unavailable(f"the {criterion} score was not found in the reply text")
-    return value_distribution(text, tokens, *found, criterion, values)
+    offset, digits = found
+    return value_distribution(text, tokens, offset=offset, digits=digits, criterion=criterion, values=values)
 
 
 def value_distribution(
-    text: str, tokens: Sequence[TokenChoices], offset: int, digits: str, criterion: str, values: Sequence[int]
+    text: str, tokens: Sequence[TokenChoices], *, offset: int, digits: str, criterion: str, values: Sequence[int]
 ) -> ScoreDistribution:
     """The judge's distribution over `values` at the number `digits` written at char `offset` of `text` (a
     criterion's score, or any other number a reply holds); `criterion` names it in the reasons."""

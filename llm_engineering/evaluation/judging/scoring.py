@@ -66,7 +66,8 @@ def read_reply(rubric: Rubric, reply: JudgeReply, first_score_only: bool = False
     distributions = {}
     if verdict.criteria is not None and reply.logprobs is not None:
         distributions = {
-            c.name: score_distribution(reply.text, reply.logprobs, c.name, c.values, verdict.criteria[c.name].score)
+            c.name: score_distribution(reply.text, reply.logprobs, criterion=c.name, values=c.values,
+                                        score=verdict.criteria[c.name].score)
             for c in rubric.criteria if c.name in verdict.criteria
         }
     return Reading(reply, verdict, distributions)
@@ -164,7 +165,8 @@ def score_answers(dataset: Dataset, judge: Judge, only_failed: bool = False, fir
     is_valid = verdict_checker(rubric, first_score_only)
     schema = ReplySchema("first_score", first_score_schema(rubric, judge.max_analysis_chars)) if first_score_only else None
     readings = [dict(zip(todo, (read_reply(rubric, r, first_score_only)
-                                for r in ask_judge(backend, conversations, judge.cache, is_valid, schema))))
+                                for r in ask_judge(backend, conversations, cache=judge.cache, is_valid=is_valid,
+                                                   reply_schema=schema))))
                 for backend in judges]
     unanswered = JudgeReply(None, "not judged: the prompt is longer than engine.max_model_len, so no answer was generated")
     judge_ids = [j.judge_id for j in judges]

@@ -113,6 +113,7 @@ class JudgeBackend(Protocol):
 def ask_judge(
     judge: JudgeBackend,
     conversations: list[list[dict[str, str]]],
+    *,
     cache: Optional[JudgeCache],
     is_valid: Callable[[str], bool],
     reply_schema: Optional[ReplySchema] = None,

@@ -71,7 +71,7 @@ def _long_text(text: str) -> str:
             f"<div style='white-space:pre-wrap'>{html.escape(text)}</div></details>")
 
 
-def _cell(content: str, value: object, model: Optional[str] = None, failed: Optional[bool] = None,
+def _cell(content: str, value: object, *, model: Optional[str] = None, failed: Optional[bool] = None,
           verdict: bool = False) -> str:
     attributes = f" data-value='{html.escape(str(value)[:_PREVIEW_CHARS], quote=True)}'"
     if verdict:  # the judge's: hidden while a person labels blind
@@ -106,26 +106,26 @@ def _answer_cells(answers: list[AnswerView], model: str, criteria: list[str], wi
     """A model's cells of one item: its answer (several answers per prompt: side by side, numbered), each
     criterion's verdict (several: each sample's, sorted by their mean) and the similarity."""
     if not answers:  # this model has no row for the item
-        return "".join(_cell("", "", model) for _ in range(1 + len(criteria) + with_similarity))
+        return "".join(_cell("", "", model=model) for _ in range(1 + len(criteria) + with_similarity))
     body = _answer_body(answers[0])
     if len(answers) > 1:  # side by side, one column per sample
         body = "<div style='display:flex;gap:12px'>" + "".join(
             f"<div class='sample' style='flex:1;min-width:12em'><strong>sample {a.sample + 1}</strong> "
             f"{_answer_body(a)}</div>" for a in answers) + "</div>"
     failed = any(a.failed for a in answers)
-    cells = [_cell(body, len(answers[0].answer), model, failed)]  # an answer column sorts by length
+    cells = [_cell(body, len(answers[0].answer), model=model, failed=failed)]  # an answer column sorts by length
     for name in criteria:
         values = [a.expected.get(name) if a.expected.get(name) is not None else a.scores.get(name) for a in answers]
         if all(value is None for value in values):
-            cells.append(_cell("failed", -1, model, verdict=True))
+            cells.append(_cell("failed", -1, model=model, verdict=True))
             continue
         shown = " · ".join(_verdict_text(a, name) for a in answers)
         valid = [value for value in values if value is not None]
-        cells.append(_cell(shown, sum(valid) / len(valid), model, verdict=True))
+        cells.append(_cell(shown, sum(valid) / len(valid), model=model, verdict=True))
     if with_similarity:
         similarity = answers[0].similarity
         cells.append(_cell("" if similarity is None else f"{similarity:.2f}", -1 if similarity is None else similarity,
-                           model, verdict=True))
+                           model=model, verdict=True))
     return "".join(cells)
 
 

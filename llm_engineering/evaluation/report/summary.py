@@ -7,6 +7,7 @@ Its types are stored ones (`evaluation.stored.summary`). The report that shows a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from collections import Counter
 from typing import Any, Optional
@@ -70,7 +71,7 @@ def criteria_of(evaluations: Dataset) -> list[str]:
     return [name.removesuffix("_score") for name in evaluations.column_names if name.endswith("_score")]
 
 
-def _criterion_scores(name: str, scored: list[dict], values: Optional[list[int]], judges: list[str],
+def _criterion_scores(name: str, scored: list[dict], *, values: Optional[list[int]], judges: list[str],
                       samples: int = 1, pass_score: Optional[float] = None) -> CriterionScores:
     answers = [r[col.score(name)] for r in scored]
     expected = [r.get(col.expected(name)) for r in scored]
@@ -116,6 +117,7 @@ def _criterion_scores(name: str, scored: list[dict], values: Optional[list[int]]
 
 def model_scores(
     evaluations: Dataset,
+    *,
     stats: Optional[GenerationStats] = None,
     prices: Optional[tuple[float, float]] = None,
     rubric: Optional[Rubric] = None,
@@ -139,8 +141,8 @@ def model_scores(
         failed=len(rows) - len(scored),
         failure_rate=round((len(rows) - len(scored)) / len(rows), 4) if rows else 0.0,
         samples=samples,
-        criteria=[_criterion_scores(n, scored, rubric.criterion(n).values if rubric else None, judges or [], samples,
-                                    pass_score) for n in names],
+        criteria=[_criterion_scores(n, scored, values=rubric.criterion(n).values if rubric else None, judges=judges or [],
+                                    samples=samples, pass_score=pass_score) for n in names],
         mean_completion_tokens=round(
             sum(r.get(col.COMPLETION_TOKENS) or 0 for r in rows) / len(rows), 2
         ) if rows else 0.0,
@@ -166,33 +168,41 @@ def compare_models(a: Dataset, b: Dataset, criterion: str) -> ModelComparison:
     )
 
 
-def build_summary(
-    evaluations: list[Dataset],
-    *,
-    stats: Optional[list[GenerationStats]] = None,
-    prices: Optional[tuple[float, float]] = None,
-    checks: Optional[TrustChecks] = None,
-    pairwise: Optional[PairwiseReport] = None,
-    rubric: Optional[Rubric] = None,
-    jury_aggregate: Optional[str] = None,
-    labels: Optional[LabelAgreement] = None,
-    run: str = "",
-    pass_score: Optional[float] = None,
-) -> EvaluationSummary:
+@dataclass(frozen=True)
+class SummaryInputs:
+    """What a summary is built from: one model's `evaluations` each (the first is the baseline), and what the run
+    found beside them. `prices`: USD per million input, output tokens of the judge; `rubric`: None for runs stored
+    before rubrics were named; `run`: the pipeline run's name."""
+
+    evaluations: list[Dataset]
+    stats: Optional[list[GenerationStats]] = None
+    prices: Optional[tuple[float, float]] = None
+    checks: Optional[TrustChecks] = None
+    pairwise: Optional[PairwiseReport] = None
+    rubric: Optional[Rubric] = None
+    jury_aggregate: Optional[str] = None
+    labels: Optional[LabelAgreement] = None
+    run: str = ""
+    pass_score: Optional[float] = None
+
+
+def build_summary(inputs: SummaryInputs) -> EvaluationSummary:
     """Per-model scores per criterion, each model compared with the first (the baseline), the ranking,
     the jury's agreement, and the trust checks, agreement with human `labels` and bias warnings of the
     run. The judges are read from the rows' judge ids (a jury's: its members)."""
     from llm_engineering.evaluation.judging.rubric import load_rubric
 
-    rubric = rubric or load_rubric(RUBRIC_OF_OLD_RUNS)
+    evaluations, checks = inputs.evaluations, inputs.checks
+    rubric = inputs.rubric or load_rubric(RUBRIC_OF_OLD_RUNS)
     judge_ids = sorted({j for dataset in evaluations for j in set(dataset[col.JUDGE_MODEL])})
     judges = members(judge_ids[0]) if judge_ids else []
     jury = judges if len(judges) > 1 else []
-    by_model = {s.model_id: s for s in stats or []}
+    by_model = {s.model_id: s for s in inputs.stats or []}
     scores = []
     for dataset in evaluations:
         model_id = dataset[0][col.MODEL_ID] if len(dataset) else "?"
-        scores.append(model_scores(dataset, by_model.get(model_id), prices, rubric, jury, pass_score))
+        scores.append(model_scores(dataset, stats=by_model.get(model_id), prices=inputs.prices, rubric=rubric, judges=jury,
+                                   pass_score=inputs.pass_score))
     comparisons = [
         compare_models(other, evaluations[0], criterion)
         for other in evaluations[1:] if len(other) and len(evaluations[0])
@@ -205,7 +215,7 @@ def build_summary(
     return EvaluationSummary(
         judge_model=", ".join(judge_ids),
         judges=judges,
-        run=run,
+        run=inputs.run,
         headline=judge_headline(", ".join(judge_ids), judge_check),
         rubric=rubric.name,
         criteria=rubric.names,
@@ -216,11 +226,11 @@ def build_summary(
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         judge_check=judge_check,
         similarity_check=checks.similarity if checks else None,
-        pairwise=pairwise.comparisons if pairwise else [],
+        pairwise=inputs.pairwise.comparisons if inputs.pairwise else [],
         jury=jury,
-        jury_aggregate=jury_aggregate if jury else None,
+        jury_aggregate=inputs.jury_aggregate if jury else None,
         agreement=jury_agreement(evaluations, rubric, len(jury)) if jury else [],
-        labels=labels,
+        labels=inputs.labels,
         warnings=self_preference_warnings([JudgeId.parse(j).model for j in judges], [s.model_id for s in scores],
                                           judge_check),
         notes=(checks.notes if checks else []) + ([REFERENCE_GUIDED_CHECK] if judge_check and rubric.reference_guided else []),

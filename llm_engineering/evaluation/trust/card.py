@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 
 
 def _worse_answers(
-    tier: str, sample: list[int], instructions: list[str], references: list[str], right: dict[int, str], seed: int,
+    tier: str, sample: list[int], *, instructions: list[str], references: list[str], right: dict[int, str], seed: int,
     embeddings: Optional[np.ndarray],
 ) -> dict[int, tuple[str, str]]:
     """Sampled row -> (the worse answer of `tier`, the id-like label of where it came from); `right`: each sampled
@@ -40,7 +40,8 @@ def _worse_answers(
     if tier == "mismatch":
         return {i: (references[m], str(m)) for i, m in zip(sample, check_tiers.mismatched(sample, seed))}
     if tier == "same_topic":
-        chosen = check_tiers.same_topic(embeddings, sample, instructions, references, [right[i] for i in sample])
+        chosen = check_tiers.same_topic(embeddings, sample, instructions=instructions, references=references,
+                                        right=[right[i] for i in sample])
         return {i: (references[m], str(m)) for i, m in zip(sample, chosen)}
     if tier == "truncated":
         return {i: (check_tiers.unfinished(instructions[i], references[i], len(right[i])), "truncated") for i in sample}
@@ -50,7 +51,7 @@ def _worse_answers(
 
 
 def run_judge_check(
-    dataset: Dataset, judge: Judge, config: JudgeCheckConfig, embedder: Any = None, whole_verdicts: bool = False,
+    dataset: Dataset, judge: Judge, config: JudgeCheckConfig, *, embedder: Any = None, whole_verdicts: bool = False,
 ) -> JudgeCheck:
     """Score `config.rows` sampled right answers and, per tier, their worse answers with the judge's first backend;
     see the module doc.
@@ -75,8 +76,9 @@ def run_judge_check(
         if copies:
             logger.warning("Judge check: %d of %d rewordings of the reference failed or lost a fact; those pairs' right "
                            "answer is the reference itself", len(copies), len(sample))
-    worse = {tier: _worse_answers(tier, sample, instructions, references, right, seed, embeddings) for tier in tiers
-             if tier != "same_topic" or embeddings is not None}
+    worse = {tier: _worse_answers(tier, sample, instructions=instructions, references=references, right=right, seed=seed,
+                                  embeddings=embeddings)
+             for tier in tiers if tier != "same_topic" or embeddings is not None}
     conversations = [judge_messages(rubric, instructions[i], right[i], references[i]) for i in sample]
     for answers in worse.values():
         conversations += [judge_messages(rubric, instructions[i], text, references[i]) for i, (text, _) in answers.items()]
@@ -84,7 +86,8 @@ def run_judge_check(
     # see `first_score_schema`), which spares it the rest of the verdict.
     first_only = not whole_verdicts
     reply_schema = ReplySchema("first_score", first_score_schema(rubric, judge.max_analysis_chars)) if first_only else None
-    replies = ask_judge(judge.backend, conversations, judge.cache, verdict_checker(rubric, first_only), reply_schema)
+    replies = ask_judge(judge.backend, conversations, cache=judge.cache, is_valid=verdict_checker(rubric, first_only),
+                        reply_schema=reply_schema)
     readings = [read_reply(rubric, reply, first_only) for reply in replies]
     criterion = rubric.names[0]
 
@@ -110,8 +113,8 @@ def run_judge_check(
                 right_answer=right[i] if right[i] != references[i] else None, worse_answer=text,
                 rules={name: rule(instructions[i], right[i], text) for name, rule in RULES.items()}))
         offset += len(answers)
-        checks[tier] = judge_check_from_pairs(judge.backend.judge_id, pairs, config.threshold, criterion, problem, tier,
-                                              scale, kind)
+        checks[tier] = judge_check_from_pairs(judge.backend.judge_id, pairs, threshold=config.threshold, criterion=criterion,
+                                              expected_problem=problem, tier=tier, scale=scale, right_answers=kind)
     check = checks.pop("mismatch")
     fresh = [r for r in replies if not r.cached]
     check = check.model_copy(update={

@@ -57,7 +57,7 @@ def _mean_ci(values: list[int]) -> Optional[list[float]]:
 
 
 def judge_check_from_pairs(
-    judge_id: str, pairs: list[JudgeCheckPair], threshold: float, criterion: str = "accuracy",
+    judge_id: str, pairs: list[JudgeCheckPair], *, threshold: float, criterion: str = "accuracy",
     expected_problem: Optional[str] = None, tier: str = "mismatch", scale: Optional[list[int]] = None,
     right_answers: str = "reference",
 ) -> JudgeCheck:

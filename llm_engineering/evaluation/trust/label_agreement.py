@@ -30,7 +30,7 @@ from llm_engineering.evaluation.stored.labels import CriterionAgreement, LabelAg
 from llm_engineering.evaluation.stored.pairwise import Preference
 
 
-def label_verdict(figure: str, value: Optional[float], ci: Optional[list[float]], baselines: dict[str, Optional[float]],
+def label_verdict(figure: str, value: Optional[float], ci: Optional[list[float]], *, baselines: dict[str, Optional[float]],
                   valid: bool) -> str:
     """Whether the judge beats the judge-free baselines on the labels: `figure` is what is compared (exact
     agreement...), `baselines` each baseline's figure by its name (`the length-only rule`)."""
@@ -80,7 +80,7 @@ def nearest_level(expected: Optional[float], values: Sequence[int]) -> Optional[
 
 
 def criterion_agreement(
-    criterion: str, values: Sequence[int], human: list[int], judge: list[Optional[int]], lengths: list[int],
+    criterion: str, values: Sequence[int], *, human: list[int], judge: list[Optional[int]], lengths: list[int],
     expected: Optional[list[Optional[float]]] = None, expected_problem: Optional[str] = None,
     samples: int = BOOTSTRAP_SAMPLES, seed: int = 0,
 ) -> CriterionAgreement:
@@ -91,23 +91,25 @@ def criterion_agreement(
     exact agreement. Exact agreement, not kappa: the rule is built to match the labels' score proportions,
     and the share of answers given the human's score is the figure both can be held to.
     """
-    judged = agreement(judge, human, values, samples, seed)
+    judged = agreement(judge, human, values, samples=samples, seed=seed)
     scored = [i for i, score in enumerate(judge) if score is not None]
     rounded = None
     if expected is not None and scored and all(expected[i] is not None for i in scored):
         rounded = agreement([nearest_level(e, values) if j is not None else None for e, j in zip(expected, judge)],
-                            human, values, samples, seed)
+                            human, values, samples=samples, seed=seed)
         expected_problem = None
     elif not scored:
         expected_problem = "no labelled answer has a verdict"
     else:
         expected_problem = expected_problem or "some verdicts have no expected score"
-    length = agreement(length_baseline(lengths, human, values), human, values, samples, seed)
+    length = agreement(length_baseline(lengths, human, values), human, values, samples=samples, seed=seed)
     valid = valid_against_baseline(judged.exact_ci, length.exact)
-    verdict = label_verdict("exact agreement", judged.exact, judged.exact_ci, {"the length-only rule": length.exact}, valid)
+    verdict = label_verdict("exact agreement", judged.exact, judged.exact_ci, baselines={"the length-only rule": length.exact},
+                            valid=valid)
     return CriterionAgreement(
         criterion=criterion, scale=list(values), rows=len(human), judge=judged, judge_expected=rounded,
-        expected_problem=expected_problem, majority=agreement(majority_baseline(human), human, values, samples, seed),
+        expected_problem=expected_problem,
+        majority=agreement(majority_baseline(human), human, values, samples=samples, seed=seed),
         length=length, valid=valid, verdict=verdict,
     )
 
@@ -122,7 +124,7 @@ def combined_preference(in_order: Optional[Preference], swapped: Optional[Prefer
 
 
 def preference_agreement(
-    human: list[str], in_order: list[Optional[str]], swapped: list[Optional[str]], length_a: list[int], length_b: list[int]
+    human: list[str], in_order: list[Optional[str]], swapped: list[Optional[str]], *, length_a: list[int], length_b: list[int]
 ) -> PreferenceAgreement:
     """The pairwise report. Valid: the lower bound of the judge's agreement (95% Wilson) lies above the agreement
     of both baselines: a judge that names no answer matches the most common preference where most labels are ties."""
@@ -137,12 +139,12 @@ def preference_agreement(
     return PreferenceAgreement(
         rows=len(human), judge=judged, order_disagreement=rate(sum(orders_disagree(a, b) for a, b in both), len(both)),
         majority=majority, length=length, valid=valid,
-        verdict=label_verdict("agreement", judged.agreement.rate, judged.agreement.ci, baselines, valid),
+        verdict=label_verdict("agreement", judged.agreement.rate, judged.agreement.ci, baselines=baselines, valid=valid),
     )
 
 
 def pointwise_report(
-    labels: Labels, rubric: Rubric, judge_id: str, scores: list[Optional[int]], expected: list[Optional[float]],
+    labels: Labels, rubric: Rubric, judge_id: str, *, scores: list[Optional[int]], expected: list[Optional[float]],
     errors: Optional[list[Optional[str]]] = None, expected_problem: Optional[str] = None,
     samples: int = BOOTSTRAP_SAMPLES, seed: int = 0,
 ) -> LabelAgreement:
@@ -158,8 +160,9 @@ def pointwise_report(
     for name in [n for n in rubric.names if any(r.criterion == n for r in labels.rows)]:
         picked = [i for i, r in enumerate(labels.rows) if r.criterion == name]
         criteria.append(criterion_agreement(
-            name, rubric.criterion(name).values, [labels.rows[i].score for i in picked], [scores[i] for i in picked],
-            [len(labels.rows[i].answer) for i in picked], [expected[i] for i in picked], expected_problem, samples, seed))
+            name, rubric.criterion(name).values, human=[labels.rows[i].score for i in picked],
+            judge=[scores[i] for i in picked], lengths=[len(labels.rows[i].answer) for i in picked],
+            expected=[expected[i] for i in picked], expected_problem=expected_problem, samples=samples, seed=seed))
     details = [LabelledVerdict(id=r.id, criterion=r.criterion, human=r.score, judge=s, expected=e, error=x)
                for r, s, e, x in zip(labels.rows, scores, expected, errors)]
     return LabelAgreement(kind="pointwise", judge_model=judge_id, rubric=rubric.name, rows=len(labels.rows),
@@ -167,7 +170,7 @@ def pointwise_report(
 
 
 def pairwise_report(
-    labels: Labels, rubric: Rubric, judge_id: str, in_order: list[Optional[str]], swapped: list[Optional[str]],
+    labels: Labels, rubric: Rubric, judge_id: str, *, in_order: list[Optional[str]], swapped: list[Optional[str]],
     errors: Optional[list[Optional[str]]] = None,
 ) -> LabelAgreement:
     """The report of pairwise labels: `in_order[i]` judged label i's pair as (answer_a, answer_b), `swapped[i]` as
@@ -176,7 +179,7 @@ def pairwise_report(
         raise ValueError(f"{len(in_order)} and {len(swapped)} verdicts for {len(labels.rows)} labels")
     rows = labels.rows
     report = preference_agreement([r.preferred for r in rows], in_order, swapped,
-                                  [len(r.answer_a) for r in rows], [len(r.answer_b) for r in rows])
+                                  length_a=[len(r.answer_a) for r in rows], length_b=[len(r.answer_b) for r in rows])
     errors = errors or [None] * len(rows)
     details = [LabelledVerdict(id=r.id, human=r.preferred, judge=combined_preference(a, b), error=x)
                for r, a, b, x in zip(rows, in_order, swapped, errors)]

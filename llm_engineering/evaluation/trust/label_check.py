@@ -54,9 +54,9 @@ def _pointwise(rows: Dataset, labels: Labels, at: list[int], judge: Judge) -> La
     picked = [verdict[(at[i], r.answer)] for i, r in enumerate(labels.rows)]
     problems = [v[col.EXPECTED_PROBLEM] for v in picked if v[col.EXPECTED_PROBLEM]]
     report = pointwise_report(
-        labels, judge.rubric, judge.backend.judge_id, [v[col.score(r.criterion)] for v, r in zip(picked, labels.rows)],
-        [v[col.expected(r.criterion)] for v, r in zip(picked, labels.rows)], [v[col.JUDGE_ERROR] for v in picked],
-        expected_problem=problems[0] if problems else None)
+        labels, judge.rubric, judge.backend.judge_id, scores=[v[col.score(r.criterion)] for v, r in zip(picked, labels.rows)],
+        expected=[v[col.expected(r.criterion)] for v, r in zip(picked, labels.rows)],
+        errors=[v[col.JUDGE_ERROR] for v in picked], expected_problem=problems[0] if problems else None)
     fresh = [v for v in scored if not v[col.JUDGE_CACHED]]
     tokens = sum((v[col.JUDGE_PROMPT_TOKENS] or 0) + (v[col.JUDGE_COMPLETION_TOKENS] or 0) for v in fresh)
     return report.model_copy(update={"judge_calls": len(scored), "judge_tokens": tokens})
@@ -67,9 +67,9 @@ def _pairwise(rows: Dataset, labels: Labels, at: list[int], judge: Judge) -> Lab
     instructions = rows[col.INSTRUCTION]
     winners, replies = ask_both_orders(judge, [(instructions[k], r.answer_a, r.answer_b, references[k])
                                                for k, r in zip(at, labels.rows)])
-    report = pairwise_report(labels, judge.rubric, judge.backend.judge_id, [w for w, _ in winners[0::2]],
-                             [w for w, _ in winners[1::2]],
-                             [a[1] or b[1] for a, b in zip(winners[0::2], winners[1::2])])
+    report = pairwise_report(labels, judge.rubric, judge.backend.judge_id, in_order=[w for w, _ in winners[0::2]],
+                             swapped=[w for w, _ in winners[1::2]],
+                             errors=[a[1] or b[1] for a, b in zip(winners[0::2], winners[1::2])])
     tokens = sum(r.prompt_tokens + r.completion_tokens for r in replies if not r.cached)
     return report.model_copy(update={"judge_calls": len(replies), "judge_tokens": tokens})
 

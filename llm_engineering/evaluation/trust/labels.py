@@ -165,7 +165,7 @@ def _kappa(human: Sequence[int], judge: Sequence[int], values: Sequence[int]) ->
     return None if np.isnan(kappa) else round(float(kappa), 4) + 0.0  # + 0.0: no "-0.00" in reports
 
 
-def _kappa_ci(human: list[int], judge: list[int], values: Sequence[int], samples: int, seed: int) -> Optional[list[float]]:
+def _kappa_ci(human: list[int], judge: list[int], values: Sequence[int], *, samples: int, seed: int) -> Optional[list[float]]:
     """Percentile bootstrap over rows; resamples with an undefined kappa are skipped."""
     return bootstrap_rows_ci(len(human), lambda rows: _kappa([human[i] for i in rows], [judge[i] for i in rows], values),
                              samples, seed)
@@ -175,7 +175,7 @@ def _share(hits: list[float]) -> Optional[float]:
     return round(sum(hits) / len(hits), 4) if hits else None
 
 
-def agreement(judge: list[Optional[int]], human: list[int], values: Sequence[int],
+def agreement(judge: list[Optional[int]], human: list[int], values: Sequence[int], *,
               samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> PointwiseAgreement:
     """How far a judge's scores agree with human scores on one criterion whose scale is `values`."""
     if len(judge) != len(human):
@@ -195,7 +195,7 @@ def agreement(judge: list[Optional[int]], human: list[int], values: Sequence[int
         exact=_share(exact), exact_ci=bootstrap_ci(exact, samples, seed),
         within_one=_share(within_one), within_one_ci=bootstrap_ci(within_one, samples, seed),
         spearman=spearman, kappa=kappa,
-        kappa_ci=_kappa_ci(scored_human, scored_judge, values, samples, seed) if kappa is not None else None,
+        kappa_ci=_kappa_ci(scored_human, scored_judge, values, samples=samples, seed=seed) if kappa is not None else None,
     )
 
 

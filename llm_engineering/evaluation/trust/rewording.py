@@ -55,7 +55,7 @@ def reworded_references(judge: Judge, references: Sequence[str]) -> list[Optiona
     rewording failed, was cut, or lost a fact."""
     conversations = [[{"role": "system", "content": SYSTEM}, {"role": "user", "content": PROMPT.format(reference=r)}]
                      for r in references]
-    replies = ask_judge(judge.backend, conversations, judge.cache, lambda text: read_rewording(text) is not None,
-                        rewording_schema(references))
+    replies = ask_judge(judge.backend, conversations, cache=judge.cache, is_valid=lambda text: read_rewording(text) is not None,
+                        reply_schema=rewording_schema(references))
     worded = [read_rewording(reply.text) for reply in replies]
     return [w if w is not None and keeps_the_facts(r, w) else None for w, r in zip(worded, references)]

@@ -55,7 +55,7 @@ def _nearest(embeddings: np.ndarray, sample: Sequence[int], k: int) -> list[list
     return [[int(j) for j in np.argsort(-row, kind="stable")[:k] if j != i] for i, row in zip(sample, similarity)]
 
 
-def same_topic(embeddings: np.ndarray, sample: Sequence[int], instructions: Sequence[str],
+def same_topic(embeddings: np.ndarray, sample: Sequence[int], *, instructions: Sequence[str],
                references: Sequence[str], right: Sequence[str], k: int = SAME_TOPIC_CANDIDATES) -> list[int]:
     """For each sampled row, of the `k` other rows whose references are nearest by cosine, the nearest whose reference
     holds as many of the row's instruction words as its right answer (`right`, one per sampled row) does; where none
