@@ -95,7 +95,8 @@ def run_ray(rows: list[tuple[str, str]], max_tokens: int, replicas: int, batch_s
     engine = EngineConfig(backend="ray", cpu_kvcache_space_gib=KV_CACHE_GIB, ray=ray)
     arrivals, answers = [], {}
     started = time.perf_counter()
-    for row in generate_rows(rows, path, SamplingConfig(temperature=0.0, max_tokens=max_tokens), engine, ray):
+    for row in generate_rows(rows, path, sampling=SamplingConfig(temperature=0.0, max_tokens=max_tokens), engine=engine,
+                             ray_config=ray):
         arrivals.append((time.perf_counter() - started, row[col.COMPLETION_TOKENS]))
         answers[row[col.ID]] = row[col.ANSWER]
     return _result(arrivals, time.perf_counter() - started, answers, replicas=replicas,

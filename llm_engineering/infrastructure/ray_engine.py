@@ -43,6 +43,7 @@ LOCAL_HOST = "127.0.0.1"
 def generate_rows(
     rows: Iterable[tuple[str, str]],
     model_path: str,
+    *,
     sampling: SamplingConfig,
     engine: EngineConfig,
     ray_config: RayConfig,
@@ -93,7 +94,8 @@ def generate_rows(
             yield {
                 col.ID: str(row[col.ID]),
                 col.ANSWER: str(row["generated_text"]).strip(),
-                col.FINISH_REASON: finish_reason(tokens, prompt_tokens, stop_ids, sampling.max_tokens, engine.max_model_len),
+                col.FINISH_REASON: finish_reason(tokens, prompt_tokens, stop_ids=stop_ids, max_tokens=sampling.max_tokens,
+                                                   max_model_len=engine.max_model_len),
                 col.PROMPT_TOKENS: prompt_tokens,
                 col.COMPLETION_TOKENS: len(tokens),
             }
@@ -142,7 +144,7 @@ def replica_cpu_environment(engine: EngineConfig, ray_config: RayConfig) -> dict
 
 
 def finish_reason(
-    tokens: list[int], prompt_tokens: int, stop_ids: frozenset[int], max_tokens: int, max_model_len: int
+    tokens: list[int], prompt_tokens: int, *, stop_ids: frozenset[int], max_tokens: int, max_model_len: int
 ) -> str:
     """vLLM's finish reason, which Ray's output rows drop, from the tokens (its scheduler's order of checks)."""
     if tokens and tokens[-1] in stop_ids:
@@ -293,7 +295,8 @@ class RayEngine:
 
     def generate_rows(self, rows: Iterable[tuple[str, str]], sampling: SamplingConfig,
                       samples: Optional[Mapping[str, int]] = None) -> Generator[dict[str, Any], None, None]:
-        return generate_rows(rows, self.model_path, sampling, self.engine, self.engine.ray, samples)
+        return generate_rows(rows, self.model_path, sampling=sampling, engine=self.engine, ray_config=self.engine.ray,
+                             samples=samples)
 
     def close(self) -> None:
         """Nothing to free: the cluster this engine started is shut down when its stream ends."""

@@ -43,7 +43,7 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def vllm_server(
-    model_path: str, served_name: str, log_path: Path, startup_timeout_s: float = 300, cpu: bool = True,
+    model_path: str, served_name: str, log_path: Path, *, startup_timeout_s: float = 300, cpu: bool = True,
     port: Optional[int] = None,
 ) -> Iterator[str]:
     """Run the server until the block ends; yields its base URL (`http://127.0.0.1:PORT/v1`)."""

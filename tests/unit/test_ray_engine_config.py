@@ -96,7 +96,7 @@ def test_gpu_replicas_ask_for_gpus_of_a_type_and_keep_the_model_dtype():
     ],
 )
 def test_finish_reason_follows_vllm_order_of_checks(tokens, prompt_tokens, expected):
-    assert finish_reason(tokens, prompt_tokens, frozenset({2}), max_tokens=4, max_model_len=100) == expected
+    assert finish_reason(tokens, prompt_tokens, stop_ids=frozenset({2}), max_tokens=4, max_model_len=100) == expected
 
 
 @pytest.mark.parametrize(
