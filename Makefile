@@ -94,6 +94,7 @@ MAX_MODULE_LINES := 300
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports --no-logo
+	$(VENV)/bin/mypy
 	@over=$$(find llm_engineering steps pipelines tools -name '*.py' -exec wc -l {} + | \
 		awk '$$2 != "total" && $$1 > $(MAX_MODULE_LINES) {print "  " $$2 ": " $$1 " lines"}'); \
 	if [ -n "$$over" ]; then \
