@@ -50,7 +50,7 @@ def _score_publish_summarize(
         publish_results(rows, publish=config.publish, dataset=config.dataset, sampling=sampling, checks=checks,
                         pairwise=pairwise)
     summarize(evaluations, stats, judges=config.panel, checks=checks, pairwise=pairwise, jury=config.jury, labels=labels,
-              pass_score=config.pass_score)
+              human_labels=config.labels, pass_score=config.pass_score)
 
 
 @pipeline(name="evaluating")

@@ -175,6 +175,11 @@ def fmt(value: Optional[float], digits: int = 2) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
 
 
+def with_ci(mean: Optional[float], ci: Optional[list[float]]) -> str:
+    """`2.50 [2.00, 3.00]`: a mean and its 95% interval."""
+    return fmt(mean) + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+
+
 def rate_with_ci(value: Optional[float], ci: Optional[list[float]]) -> str:
     """`75% [56%, 100%]`: a rate and its 95% interval, `n/a` when missing."""
     return "n/a" if value is None else f"{value:.0%}" + (f" [{ci[0]:.0%}, {ci[1]:.0%}]" if ci else "")

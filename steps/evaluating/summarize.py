@@ -7,6 +7,7 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeConfig, JuryConfig
 from llm_engineering.evaluation.stored.generation import GenerationStats
 from llm_engineering.evaluation.stored.labels import LabelAgreement
+from llm_engineering.evaluation.trust.labels import Labels
 from llm_engineering.evaluation.stored.pairwise import PairwiseReport
 from llm_engineering.evaluation.prices import judge_prices
 from llm_engineering.evaluation.report.text import trust_lines
@@ -26,6 +27,7 @@ def summarize(
     pairwise: Optional[PairwiseReport] = None,
     jury: Optional[JuryConfig] = None,
     labels: Optional[LabelAgreement] = None,
+    human_labels: Optional[Labels] = None,
     pass_score: Optional[float] = None,
 ) -> Annotated[EvaluationSummary, col.EVALUATION_SUMMARY]:
     """Aggregate scores per model, compare models, and say how far the scores can be trusted
@@ -36,7 +38,7 @@ def summarize(
         evaluations, stats=generation_stats, prices=prices.pop() if len(prices) == 1 else None, checks=checks,
         pairwise=pairwise, rubric=judges[0].resolved_rubric(),
         jury_aggregate=(jury or JuryConfig()).aggregate, labels=labels, run=get_step_context().pipeline_run.name,
-        pass_score=pass_score))
+        pass_score=pass_score, human_labels=human_labels))
     log_metadata(
         metadata={
             "ranking": summary.ranking,

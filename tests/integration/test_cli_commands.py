@@ -2,6 +2,7 @@
 (two generation settings of the bundled model), the OpenAI-compatible stub judges with scripted
 failures, the Hub stub takes the pushes. Each step reads the runs the step itself made."""
 
+import json
 import os
 import subprocess
 import sys
@@ -97,11 +98,20 @@ def test_evaluate_two_models_publish_after_a_failed_push_rescore_only_failed_fro
 
         # 5. The same evaluation again: generation cached, publishing to the Hub not (it pushes these
         # results, not a replay of the failed first push). With --no-cache: generated again, ignoring the
-        # answers saved in the checkpoint.
+        # answers saved in the checkpoint. With labels of one model's answers: its accuracy gets a corrected
+        # (PPI++) mean once enough rows are labelled, and here, with two, the summary says how many more.
         pushes = len(hub.state.commits)
-        result = run_cli("evaluate", "--config", config, *models)
+        labelled = evaluations[0]
+        labels = tmp_path / "labels.jsonl"
+        labels.write_text("".join(json.dumps({"id": i, "answer": a, "criterion": "accuracy", "score": 1}) + "\n"
+                                  for i, a in zip(labelled[col.ID], labelled[col.ANSWER])))
+        result = run_cli("evaluate", "--config", config, *models, "--labels", labels)
         assert result.exit_code == 0, result.output[-3000:]
-        cached, _ = _run(result)
+        cached, report = _run(result)
+        (ppi,) = [m["criteria"][0]["ppi"] for m in report["models"] if m["model_id"] == labelled[0][col.MODEL_ID]]
+        assert (ppi["labelled"], ppi["unlabelled"], ppi["mean"], ppi["labels_only"]["mean"]) == (ROWS, 0, None, 1.0)
+        assert ppi["problem"].startswith(f"{ROWS} labelled rows with a judge score: label ")
+        assert f"no corrected mean ({ppi['problem']})" in result.stdout
         assert _status(cached, "generate_answers") == {"cached"} and _status(cached, "publish_results") == {"completed"}
         assert len(hub.state.commits) == pushes + 2 * len(MODELS)  # answers, then answers with verdicts
         fresh, _ = _run(run_cli("evaluate", "--config", config, *models, "--no-cache"))

@@ -138,6 +138,16 @@ def test_labelling_by_keys_and_clicks_survives_a_reload_and_downloads_files_the_
         ("b", "base says b.", "tuned says b.", "tie"), ("c", "base says c.", "tuned says c.", "A")]
 
 
+def test_label_at_random_shuffles_the_unlabelled_rows_and_says_what_needs_it(page):
+    orders = set()
+    for _ in range(6):  # 720 orders of the six rows: six the same would be one chance in 720 ** 5
+        page.click("#label-random")
+        orders.add(tuple(_visible_ids(page)))
+    assert len(orders) > 1 and all(sorted(order) == ["a", "b", "c", "d", "e", "f"] for order in orders)
+    assert page.inner_text("#label-order").startswith("Order: at random: the 6 unlabelled rows shuffled")
+    assert "corrected means (PPI++) hold for labels of a random sample" in page.inner_text("#label-order")
+
+
 def test_label_next_proposes_unlabelled_rows_spread_over_the_judges_scores(page):
     page.click("#label-next")
     # Worst totals: c, d -1 (failed), e 2, b 4, f 5, a 6: each level in turn, then the next row of a level.

@@ -3,7 +3,15 @@
 import numpy as np
 import ppi_py
 import pytest
+from datasets import Dataset
 
+from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.judging.rubric import load_rubric
+from llm_engineering.evaluation.report.html import render_html
+from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
+from llm_engineering.evaluation.report.text import trust_lines
+from llm_engineering.evaluation.stored.labels import LabelAgreement
+from llm_engineering.evaluation.trust.labels import Labels, PointwiseLabel
 from llm_engineering.evaluation.trust.ppi import MIN_LABELLED, ppi_mean
 
 
@@ -54,3 +62,53 @@ def test_rows_the_judge_could_not_score_are_left_out():
     with_failures = ppi_mean(list(truth[:12]) + [1.0], list(judge[:12]) + [None], list(judge[12:]) + [None])
     assert (with_failures.labelled, with_failures.unlabelled) == (12, 50)
     assert with_failures == ppi_mean(truth[:12], judge[:12], judge[12:])
+
+
+def _judged(model, judge_scores, answers=None):
+    """One model's judged rows: row k answered `answers[k]` (default `answer-k`) and scored `judge_scores[k]` on
+    accuracy and 3 on style (None: a failed verdict)."""
+    n = len(judge_scores)
+    answers = answers or [f"answer-{k}" for k in range(n)]
+    return Dataset.from_dict({
+        col.ID: [str(k) for k in range(n)], col.MODEL_ID: [model] * n, col.INSTRUCTION: ["q"] * n,
+        col.ANSWER: answers, col.JUDGE_MODEL: ["vllm:j"] * n,
+        col.JUDGE_ERROR: [None if s is not None else "invalid JSON" for s in judge_scores],
+        col.score("accuracy"): judge_scores, col.score("style"): [3 if s is not None else None for s in judge_scores],
+    })
+
+
+def test_the_summary_corrects_a_labelled_criterion_and_says_so_in_words_html_and_json():
+    # The judge gives 3 everywhere but people give 1 on every third row and 2 on the others: its mean 3.0 is far off.
+    judge = [3] * 60
+    truth = [1 if k % 3 == 0 else 2 for k in range(60)]
+    labels = Labels(kind="pointwise", rows=[PointwiseLabel(id=str(k), answer=f"answer-{k}", criterion="accuracy",
+                                                          score=truth[k]) for k in range(0, 60, 2)])
+    other = _judged("other", [3] * 60, answers=[f"other-{k}" for k in range(60)])  # no label names its answers
+    summary = build_summary(SummaryInputs([_judged("m", judge), other], rubric=load_rubric("handbook"),
+                                          human_labels=labels))
+    accuracy = summary.models[0].criterion("accuracy")
+    p = accuracy.ppi
+    assert (p.labelled, p.unlabelled, p.judge_only.mean) == (30, 30, 3.0)
+    # A constant judge predicts nothing: the estimate is the labels' own, and it holds the true mean.
+    assert p.power_tuning == 0 and p.mean == p.labels_only.mean and p.ci[0] <= sum(truth) / 60 <= p.ci[1]
+    assert p.bias == pytest.approx(3.0 - sum(truth[::2]) / 30, abs=1e-4)
+    assert summary.models[0].criterion("style").ppi is None and summary.models[1].criterion("accuracy").ppi is None
+    lines = "\n".join(trust_lines(summary))
+    assert "Corrected by human labels (PPI++" in lines and "m accuracy: " in lines and "from 30 labelled and 30 other" in lines
+    assert "judge's bias +1." in lines
+    assert "Corrected by human labels" in render_html(summary.model_copy(update={"labels": _agreement()}))
+    assert summary.model_dump()["models"][0]["criteria"][0]["ppi"]["labelled"] == 30
+
+
+def test_too_few_labels_in_a_run_say_how_many_more():
+    labels = Labels(kind="pointwise", rows=[PointwiseLabel(id="1", answer="answer-1", criterion="accuracy", score=1)])
+    summary = build_summary(SummaryInputs([_judged("m", [3, 2, 3, None])], human_labels=labels))
+    p = summary.models[0].criterion("accuracy").ppi
+    assert p.mean is None and (p.labelled, p.unlabelled) == (1, 2)
+    assert f"m accuracy: no corrected mean (1 labelled rows with a judge score: label {MIN_LABELLED - 1} more" \
+        in "\n".join(trust_lines(summary))
+
+
+def _agreement():
+    """The label agreement a run with labels also has (the HTML shows the corrected means in its labels block)."""
+    return LabelAgreement(judge_model="vllm:j", rubric="handbook", kind="pointwise", rows=30)

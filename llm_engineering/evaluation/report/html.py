@@ -10,6 +10,7 @@ from llm_engineering.evaluation.report.plots import distribution_png, trust_png
 from llm_engineering.evaluation.report.rows import row_browser_html
 from llm_engineering.evaluation.report.comparison import RunComparison
 from llm_engineering.evaluation.report import comparison_text as compared
+from llm_engineering.evaluation.report.ppi_text import PPI_HEADER, PPI_TITLE, ppi_rows
 from llm_engineering.evaluation.report.text import (
     expected_lines,
     COMPARISON_HEADER,
@@ -75,8 +76,10 @@ def _labels_html(summary: EvaluationSummary) -> str:
     if report.pairwise:
         verdicts.append(_verdict(report.pairwise.valid, report.pairwise.verdict))
     header, method = (PAIRWISE_LABELS_HEADER, PAIRWISE_LABELS_METHOD) if report.pairwise else (LABELS_HEADER, LABELS_METHOD)
+    corrected = ppi_rows(summary)
     return (f"<h3>{_text(labels_title(report))}</h3>" + "".join(verdicts)
-            + html_table(header, label_rows(summary)) + f"<p>{_text(method)}</p>")
+            + html_table(header, label_rows(summary)) + f"<p>{_text(method)}</p>"
+            + (f"<h3>{_text(PPI_TITLE)}</h3>" + html_table(PPI_HEADER, corrected) if corrected else ""))
 
 
 def _trust_html(summary: EvaluationSummary) -> str:

@@ -177,8 +177,26 @@
     table.querySelectorAll('th[data-dir]').forEach(h => { delete h.dataset.dir; });
     document.getElementById('label-order').textContent = 'Order: label next: the ' + open.length +
       ' unlabelled rows, taking the worst total scores ' + [...buckets.keys()].sort((x, y) => x - y).join(', ') +
-      ' in turn so that labels cover the judge\'s scale; labelled rows last.';
+      ' in turn so that labels cover the judge\'s scale; labelled rows last. Not a random sample: for the ' +
+      'corrected means (PPI++) label at random instead.';
     moveTo(order[0] || rows[0]);
+  });
+
+  // Label at random: the unlabelled rows in a random order. The corrected means (PPI++) of a rescore with these
+  // labels hold only for labels of a random sample of the rows: label from the top, skip none.
+  document.getElementById('label-random').addEventListener('click', () => {
+    const rows = [...body.rows], open = rows.filter(r => !labelled(r));
+    for (let i = open.length - 1; i > 0; i--) {
+      const j = Math.floor(Math.random() * (i + 1));
+      [open[i], open[j]] = [open[j], open[i]];
+    }
+    [...open, ...rows.filter(labelled)].forEach(r => body.appendChild(r));
+    table.querySelectorAll('th[data-dir]').forEach(h => { delete h.dataset.dir; });
+    document.getElementById('label-order').textContent = 'Order: at random: the ' + open.length +
+      ' unlabelled rows shuffled; labelled rows last. Label from the top and skip none: the corrected means ' +
+      '(PPI++) hold for labels of a random sample of the rows' + (data.kept < data.total ? ', and this report ' +
+      'keeps only the ' + data.kept + ' worst of ' + data.total + ' items, so its rows are not one' : '') + '.';
+    moveTo(open[0] || rows[0]);
   });
 
   function download(name, lines) {

@@ -27,6 +27,7 @@ def _data(summary: EvaluationSummary, items: list[ItemView]) -> str:
     data = {
         "run": summary.run, "rubric": summary.rubric, "criteria": summary.criteria, "scales": summary.scales,
         "models": [m.model_id for m in summary.models],
+        "kept": len(items), "total": summary.items_total or len(items),  # a random order is of the rows kept
         # Of several answers per prompt, the first is the one labelled.
         "answers": {item.id: {a.model_id: a.answer for a in item.answers if a.sample == 0} for item in items},
     }
@@ -43,6 +44,7 @@ def _legend(summary: EvaluationSummary) -> str:
     return (f"<div class='label-legend'><b>Label rows</b> (kept in this browser for run {html.escape(summary.run or '?')}):"
             f" the highlighted row takes your keys: a digit scores the outlined criterion;{pairs} j / k: next / previous"
             " row; u: undo. Or click the buttons. &middot; <button type='button' id='label-next'>Label next</button>"
+            " <button type='button' id='label-random'>Label at random</button>"
             " <button type='button' id='download-labels'>Download labels</button>"
             " <label><input type='checkbox' id='label-blind'> hide the judge's verdicts (label blind)</label>"
             " <span id='label-count'></span>"

@@ -32,6 +32,8 @@ from llm_engineering.evaluation.samples import (
     verdict_means,
 )
 from llm_engineering.evaluation.stored.trust import TrustChecks
+from llm_engineering.evaluation.trust.labels import Labels
+from llm_engineering.evaluation.trust.ppi import ppi_by_criterion
 from llm_engineering.evaluation.judging.rubric import Rubric
 from llm_engineering.evaluation.report.trust_text import REFERENCE_GUIDED_CHECK, judge_headline, self_preference_warnings
 from llm_engineering.evaluation.stored.judge_id import JudgeId, members
@@ -157,6 +159,15 @@ def model_scores(
     )
 
 
+def with_ppi(scores: ModelScores, evaluations: Dataset, labels: Optional[Labels]) -> ModelScores:
+    """The model's scores with each labelled criterion's PPI++ mean (`trust.ppi`), where labels name its answers."""
+    estimates = ppi_by_criterion(evaluations.to_list(), labels, [c.name for c in scores.criteria]) if labels else {}
+    if not estimates:
+        return scores
+    criteria = [c.model_copy(update={"ppi": estimates.get(c.name)}) for c in scores.criteria]
+    return scores.model_copy(update={"criteria": criteria})
+
+
 def compare_models(a: Dataset, b: Dataset, criterion: str) -> ModelComparison:
     """Paired difference of means on the ids both models have a valid verdict for."""
     scores_a, scores_b = (verdict_means(d.to_list(), col.score(criterion)) for d in (a, b))
@@ -184,6 +195,7 @@ class SummaryInputs:
     labels: Optional[LabelAgreement] = None
     run: str = ""
     pass_score: Optional[float] = None
+    human_labels: Optional[Labels] = None  # pointwise labels: each criterion's mean corrected by them (PPI++)
 
 
 def build_summary(inputs: SummaryInputs) -> EvaluationSummary:
@@ -201,8 +213,8 @@ def build_summary(inputs: SummaryInputs) -> EvaluationSummary:
     scores = []
     for dataset in evaluations:
         model_id = dataset[0][col.MODEL_ID] if len(dataset) else "?"
-        scores.append(model_scores(dataset, stats=by_model.get(model_id), prices=inputs.prices, rubric=rubric, judges=jury,
-                                   pass_score=inputs.pass_score))
+        scores.append(with_ppi(model_scores(dataset, stats=by_model.get(model_id), prices=inputs.prices, rubric=rubric,
+                                            judges=jury, pass_score=inputs.pass_score), dataset, inputs.human_labels))
     comparisons = [
         compare_models(other, evaluations[0], criterion)
         for other in evaluations[1:] if len(other) and len(evaluations[0])

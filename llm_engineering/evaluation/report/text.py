@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
-from llm_engineering.evaluation.rates import fmt, rate_with_ci
+from llm_engineering.evaluation.rates import fmt, rate_with_ci, with_ci
 from llm_engineering.evaluation.stored.summary import CriterionScores, EvaluationSummary
+from llm_engineering.evaluation.report.ppi_text import ppi_lines
 from llm_engineering.evaluation.trust.rules import RULE_NAMES
 from llm_engineering.evaluation.report.trust_text import (
     LABEL_RATERS,
@@ -50,11 +49,6 @@ LABELS_HEADER = ["criterion", "rater", "exact (95% CI)", "within one (95% CI)", 
 PAIRWISE_LABELS_HEADER = ["rater", "agreement with the human preference"]
 PAIRWISE_HEADER = ["model A vs model B", "win rate of A (95% CI)", "A wins", "ties", "A loses", "failed",
                    "orders disagree", "first position chosen"]
-
-
-def with_ci(mean: Optional[float], ci: Optional[list[float]]) -> str:
-    """`2.50 [2.00, 3.00]`: a mean and its 95% interval."""
-    return fmt(mean) + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
 
 
 def criterion_cell(c: CriterionScores) -> str:
@@ -268,7 +262,7 @@ def trust_lines(summary: EvaluationSummary) -> list[str]:
             per_verdict = f", {s.judge_seconds_per_verdict:.2f} s per verdict" if s.judge_seconds_per_verdict else ""
             lines.append(f"  the check asked for {s.judge_calls} verdicts ({s.judge_tokens} tokens not from the cache"
                          f"{per_verdict})")
-    lines += _label_lines(summary)
+    lines += _label_lines(summary) + ppi_lines(summary)
     if summary.similarity_check:
         c = summary.similarity_check
         lines.append(f"Similarity metric check ({c.embedding_model}): {similarity_check_finding(c)}")

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field, model_validator
 from llm_engineering.evaluation.stored.figures import JuryAgreement, LengthCorrelation
 from llm_engineering.evaluation.stored.labels import LabelAgreement
 from llm_engineering.evaluation.stored.pairwise import PairwiseComparison
+from llm_engineering.evaluation.stored.ppi import PPIEstimate
 from llm_engineering.evaluation.stored.trust import JudgeCheck, SimilarityCheck
 
 
@@ -99,6 +100,8 @@ class CriterionScores(BaseModel):
     pass_score: Optional[float] = Field(None, description="with samples: the score at or above which an answer passes")
     reducers: dict[str, Reduced] = Field(default_factory=dict, description="with samples: mean, max, majority, "
                                          "pass@1 and pass@k of a row's scores, averaged over rows")
+    ppi: Optional[PPIEstimate] = Field(None, description="with human labels (--labels): the mean corrected by them "
+                                       "(PPI++), beside the labels' own and the judge's")
 
 
 class ModelScores(BaseModel):

@@ -5,16 +5,18 @@ that bias, and PPI subtracts it (Angelopoulos, Bates, Fannjiang, Jordan and Zrni
 Duchi and Zrnic, 2023) weighs the judge by how well it predicts the labels (lambda, tuned to the narrowest interval):
 a judge that predicts nothing gets lambda 0 and the estimate is the labels' own mean, so it is never worse than the
 labels alone. The estimators are the method authors' `ppi-python`. The 95% interval holds when the labelled rows are
-a uniform random sample of the rows (the report's "Label next" offers a random order for it).
+a uniform random sample of the rows (the report's "Label at random" gives that order).
 """
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.stored.ppi import Estimate, PPIEstimate
+from llm_engineering.evaluation.trust.labels import Labels, PointwiseLabel
 
 MIN_LABELLED = 10  # the intervals are normal approximations: fewer labelled rows than this give none
 ALPHA = 0.05
@@ -61,3 +63,26 @@ def ppi_mean(human: Sequence[float], judge_labelled: Sequence[Optional[float]],
     return PPIEstimate(mean=round(mean, 4), ci=_interval(np.atleast_1d(low)[0], np.atleast_1d(high)[0]),
                        labels_only=labels_only, bias=round(float(yhat.mean() - y.mean()), 4),
                        power_tuning=round(lam, 4), **figures)
+
+
+def ppi_by_criterion(rows: list[dict[str, Any]], labels: Labels, criteria: list[str]) -> dict[str, PPIEstimate]:
+    """Each criterion's PPI++ mean over one model's `rows`: a row is labelled on a criterion where a pointwise label
+    names its id and its exact answer (several labels of one row: their mean); the judge's score is the row's integer
+    score (the table's). Empty without pointwise labels of this model's answers."""
+    human: dict[tuple[str, str, str], list[float]] = {}
+    for label in (r for r in labels.rows if isinstance(r, PointwiseLabel)):
+        human.setdefault((label.id, label.answer, label.criterion), []).append(float(label.score))
+    out = {}
+    for name in criteria:
+        labelled, judged_labelled, rest = [], [], []
+        for row in rows:
+            given = human.get((str(row[col.ID]), row.get(col.ANSWER) or "", name))
+            score = row.get(col.score(name)) if row.get(col.JUDGE_ERROR) is None else None
+            if given:
+                labelled.append(sum(given) / len(given))
+                judged_labelled.append(score)
+            else:
+                rest.append(score)
+        if labelled:
+            out[name] = ppi_mean(labelled, judged_labelled, rest)
+    return out
