@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Any, Iterable, Optional
 
 from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -122,4 +122,6 @@ def settings_from_secrets(secret_names: Iterable[str]) -> Settings:
     for name in secret_names:
         secret = Client().get_secret(name, allow_partial_name_match=False, allow_partial_id_match=False)
         values.update(secret.secret_values)
-    return _ValuesOnly(**{key: value for key, value in values.items() if key in Settings.model_fields})
+    # Text for fields of any type: pydantic converts each value (Any, not str, as the fields are not all text).
+    fields: dict[str, Any] = {key: value for key, value in values.items() if key in Settings.model_fields}
+    return _ValuesOnly(**fields)

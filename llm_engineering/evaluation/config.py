@@ -180,7 +180,8 @@ class JudgeConfig(Strict):
     def _flat_keys_into_groups(cls, data: Any) -> Any:
         if not isinstance(data, dict) or not _FLAT_KEYS.keys() & data.keys():
             return data
-        data, groups = dict(data), {}
+        data = dict(data)
+        groups: dict[str, dict[str, Any]] = {}  # group -> its keys that were given flat
         for key in _FLAT_KEYS.keys() & data.keys():
             group, name = _FLAT_KEYS[key]
             groups.setdefault(group, {})[name] = data.pop(key)

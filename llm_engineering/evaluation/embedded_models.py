@@ -195,7 +195,8 @@ def convert_gguf(gguf: Path, target: Path, dtype: str = "float32") -> Path:
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
     # save_pretrained refuses a model still marked as GGUF-quantised; its weights are already fp32.
-    model.hf_quantizer = None
+    # torch's Module.__setattr__ is typed for tensors and modules only; any value may be set (None: not quantised)
+    model.hf_quantizer = None  # type: ignore[assignment]
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     model.to(getattr(torch, dtype))  # save_pretrained records the weights' dtype in config.json

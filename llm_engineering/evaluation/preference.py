@@ -6,7 +6,7 @@ and the rules that need no judge all give one. `None` is a decision that could n
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sized
+from typing import Any, Optional, Sized, overload
 
 from llm_engineering.evaluation.stored.pairwise import Preference
 
@@ -15,6 +15,10 @@ PREFERENCES: tuple[Preference, ...] = ("A", "B", "tie")
 _NUMBERS: dict[str, Preference] = {"1": "A", "2": "B", "0": "tie"}
 
 
+@overload
+def compare(a: float, b: float) -> Preference: ...
+@overload
+def compare(a: Optional[float], b: Optional[float]) -> Optional[Preference]: ...
 def compare(a: Optional[float], b: Optional[float]) -> Optional[Preference]:
     """The higher of two figures (scores, lengths, probabilities); None when either is missing."""
     if a is None or b is None:
@@ -39,4 +43,4 @@ def read(value: Any) -> Optional[Preference]:
     if isinstance(value, bool):
         return None
     text = str(value).strip() if isinstance(value, (int, str)) else ""
-    return _NUMBERS.get(text) or (text if text in PREFERENCES else None)  # type: ignore[return-value]
+    return _NUMBERS.get(text) or (text if text in PREFERENCES else None)

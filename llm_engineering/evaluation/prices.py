@@ -20,4 +20,4 @@ def judge_prices(judge: JudgeConfig) -> Optional[tuple[float, float]]:
     if judge.backend not in ENDPOINT_BACKENDS or judge.endpoint.base_url is not None or judge.model not in KNOWN_PRICES:
         return None
     prices = KNOWN_PRICES[judge.model]
-    return tuple(p * BATCH_DISCOUNT for p in prices) if judge.backend == "openai-batch" else prices
+    return (prices[0] * BATCH_DISCOUNT, prices[1] * BATCH_DISCOUNT) if judge.backend == "openai-batch" else prices

@@ -63,22 +63,22 @@ def two_level_ci(groups: Sequence[Sequence[float]], samples: int = BOOTSTRAP_SAM
     """95% percentile interval of the mean of row means: rows drawn with replacement, then each drawn row's own
     values drawn with replacement (as many as it has). With one value per row it is the interval over rows
     (`bootstrap_ci`). None for fewer than two rows."""
-    groups = [list(g) for g in groups if len(g)]
-    if len(groups) < 2:
+    nonempty = [list(g) for g in groups if len(g)]
+    if len(nonempty) < 2:
         return None
-    if all(len(g) == 1 for g in groups):
-        return bootstrap_ci([g[0] for g in groups], samples, seed)
+    if all(len(g) == 1 for g in nonempty):
+        return bootstrap_ci([g[0] for g in nonempty], samples, seed)
     rng = np.random.default_rng(seed)
-    widest = max(map(len, groups))
-    values = np.array([g + [0.0] * (widest - len(g)) for g in groups])
-    counts = np.array([len(g) for g in groups])
-    chunk = max(1, _CELLS_PER_CHUNK // (len(groups) * widest))
+    widest = max(map(len, nonempty))
+    values = np.array([g + [0.0] * (widest - len(g)) for g in nonempty])
+    counts = np.array([len(g) for g in nonempty])
+    chunk = max(1, _CELLS_PER_CHUNK // (len(nonempty) * widest))
     means = []
     for start in range(0, samples, chunk):
         size = min(chunk, samples - start)
-        rows = rng.integers(0, len(groups), size=(size, len(groups)))
+        rows = rng.integers(0, len(nonempty), size=(size, len(nonempty)))
         # a uniform draw scaled by each drawn row's count: a position among that row's own values
-        within = (rng.random((size, len(groups), widest)) * counts[rows][..., None]).astype(int)
+        within = (rng.random((size, len(nonempty), widest)) * counts[rows][..., None]).astype(int)
         drawn = values[rows[..., None], within]
         used = np.arange(widest) < counts[rows][..., None]
         means.append(((drawn * used).sum(axis=2) / counts[rows]).mean(axis=1))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional, Protocol
 
 if TYPE_CHECKING:
     import torch
@@ -29,7 +29,11 @@ FAST_TOP_P = "LLM_EVAL_CPU_FAST_TOP_P"
 # Sorting n of V logits instead of all V pays off below this share of the vocabulary.
 MAX_FINITE_SHARE = 1 / 8
 
-TopKTopP = Callable[["torch.Tensor", Optional["torch.Tensor"], Optional["torch.Tensor"]], "torch.Tensor"]
+
+class TopKTopP(Protocol):
+    """vLLM's `apply_top_k_top_p`, parameter names included (the function takes its place)."""
+
+    def __call__(self, logits: torch.Tensor, k: Optional[torch.Tensor], p: Optional[torch.Tensor]) -> torch.Tensor: ...
 
 
 def few_finite_top_k_top_p(reference: Callable[..., torch.Tensor]) -> TopKTopP:

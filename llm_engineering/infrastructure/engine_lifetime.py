@@ -41,7 +41,7 @@ def die_with_parent() -> None:
     parent = multiprocessing.parent_process()
     if parent is None:  # a program's own process (the CLI, a test, `vllm serve`), not one of its engine's
         return
-    if starter == ENGINE_CORE_CHILDREN and _name(parent.pid) != _ENGINE_CORE:
+    if starter == ENGINE_CORE_CHILDREN and (parent.pid is None or _name(parent.pid) != _ENGINE_CORE):
         return  # a Ray replica's engine core itself: its actor may have started it from a passing thread
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:

@@ -21,7 +21,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Final, Optional
 
 import openai
 from openai.types import Batch
@@ -36,7 +36,7 @@ from llm_engineering.infrastructure.zenml_runs import log_on_running_step
 
 logger = logging.getLogger(__name__)
 
-ENDPOINT = "/v1/chat/completions"
+ENDPOINT: Final = "/v1/chat/completions"
 # OpenAI's limits on one batch input file.
 MAX_REQUESTS = 50_000
 MAX_BYTES = 200_000_000

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 import openai
 from openai.types.chat import ChatCompletion
@@ -23,7 +23,7 @@ from llm_engineering.evaluation.judging.score_probs import TOP_LOGPROBS, compact
 logger = logging.getLogger(__name__)
 
 # Fallback order when an endpoint rejects a response format (HTTP 400).
-_FORMATS = ["json_schema", "json_object", "none"]
+_FORMATS: list[Literal["json_schema", "json_object", "none"]] = ["json_schema", "json_object", "none"]
 
 
 def describe(error: BaseException) -> str:

@@ -38,6 +38,12 @@ def _retry_after(error: Optional[BaseException]) -> Optional[float]:
         return None  # an HTTP date: fall back to backoff
 
 
+def _log_retry(state: RetryCallState) -> None:
+    error = state.outcome.exception() if state.outcome is not None else None
+    assert error is not None  # tenacity sleeps only after an attempt that raised (the retry is on exceptions)
+    logger.info("Judge request retry %d: %s", state.attempt_number, describe(error))
+
+
 class OpenAIJudge:
     def __init__(self, config: JudgeConfig, api_key: Optional[str], client: Any = None):
         self._config = config
@@ -72,8 +78,7 @@ class OpenAIJudge:
             stop=stop_after_attempt(self._config.endpoint.max_attempts),
             wait=self._wait,
             reraise=True,
-            before_sleep=lambda s: logger.info("Judge request retry %d: %s", s.attempt_number,
-                                               describe(s.outcome.exception())),
+            before_sleep=_log_retry,
         )
         try:
             return retrying(self._create, messages, reply_schema)

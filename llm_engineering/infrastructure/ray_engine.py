@@ -41,13 +41,8 @@ LOCAL_HOST = "127.0.0.1"
 
 
 def generate_rows(
-    rows: Iterable[tuple[str, str]],
-    model_path: str,
-    *,
-    sampling: SamplingConfig,
-    engine: EngineConfig,
-    ray_config: RayConfig,
-    samples: Optional[Mapping[str, int]] = None,
+    rows: Iterable[tuple[str, str]], model_path: str, *, sampling: SamplingConfig, engine: EngineConfig,
+    ray_config: RayConfig, samples: Optional[Mapping[str, int]] = None,
 ) -> Generator[dict[str, Any], None, None]:
     """Generate one answer per `(id, prompt)` on Ray Data LLM replicas, yielding rows as they finish; an id's
     answer is its `samples[id]`-th sample (seed + sample; 0 where absent).
@@ -192,11 +187,12 @@ def ray_cluster(ray_config: RayConfig, engine: EngineConfig) -> Iterator[bool]:
     finally:
         ray.shutdown()
         if reaper is not None:  # anything of the local cluster still running ends now
+            assert reaper.stdin is not None  # started with stdin=PIPE
             reaper.stdin.close()
             reaper.wait(timeout=30)
 
 
-def _start_local_cluster(ray_config: RayConfig) -> subprocess.Popen:
+def _start_local_cluster(ray_config: RayConfig) -> subprocess.Popen[bytes]:
     """Start a local cluster, and the reaper that ends its processes when this one ends (`cluster_reaper`)."""
     import ray
     from ray._private import ray_constants
@@ -205,6 +201,7 @@ def _start_local_cluster(ray_config: RayConfig) -> subprocess.Popen:
     mark = secrets.token_hex(8)
     reaper = subprocess.Popen([sys.executable, cluster_reaper.__file__, mark], stdin=subprocess.PIPE,
                               start_new_session=True)
+    assert reaper.stdin is not None  # stdin=PIPE
     # Ray replaces 127.0.0.1 by the machine's network address, and its servers then listen on every
     # interface, unless multi-node clusters are off (as on macOS/Windows): then everything binds to loopback.
     saved = ray_constants.ENABLE_RAY_CLUSTER

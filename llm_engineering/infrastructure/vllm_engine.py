@@ -16,9 +16,9 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, cast
 
 from tqdm.auto import tqdm
 
@@ -70,7 +70,7 @@ class EnginePool:
 
     def get(self, model_path: str, engine: EngineConfig) -> LLM:
         """The engine for `model_path` and `engine`: the held one if it serves them, else a new one (the old freed first)."""
-        if self.serves(model_path, engine):
+        if self.llm is not None and self.serves(model_path, engine):
             return self.llm
         self.release()
         from vllm import LLM
@@ -161,7 +161,7 @@ def sampling_params(config: SamplingConfig, sample: int = 0) -> SamplingParams:
 
 def stream_generate(
     llm: LLM, prompts: dict[int, str], params: dict[int, SamplingParams], lora_request: Optional[LoRARequest] = None
-) -> Iterator[tuple[int, RequestOutput]]:
+) -> Generator[tuple[int, RequestOutput], None, None]:
     """Yield `(index, RequestOutput)` as each request finishes; all requests share one batch (through
     `lora_request`'s adapter when given), each prompt with its own `params`.
 
@@ -185,7 +185,8 @@ def stream_generate(
                 for output in engine.step():
                     if output.finished and output.request_id in pending:
                         bar.update()
-                        yield pending.pop(output.request_id)[1], output
+                        # step() is typed to give pooling outputs too; requests enqueued for generation give RequestOutputs
+                        yield pending.pop(output.request_id)[1], cast("RequestOutput", output)
     finally:
         if pending:
             engine.abort_request([rid for rid, _ in pending.values()], internal=True)
@@ -197,6 +198,6 @@ def answer_record(output: RequestOutput) -> AnswerRecord:
     return AnswerRecord(
         answer=result.text.strip(),
         finish_reason=result.finish_reason or "unknown",
-        prompt_tokens=len(output.prompt_token_ids),
+        prompt_tokens=len(output.prompt_token_ids or []),  # None for a prompt given as embeddings
         completion_tokens=len(result.token_ids),
     )

@@ -3,7 +3,7 @@ token logprobs at every step (after the grammar mask: vLLM applies it to the log
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, cast
 
 from llm_engineering.evaluation.config import JudgeConfig
 from llm_engineering.evaluation.engine_config import EngineConfig
@@ -12,6 +12,9 @@ from llm_engineering.evaluation.judging.transport import JudgeReply, OnReply, Re
 from llm_engineering.evaluation.judging.verdict import verdict_schema
 from llm_engineering.evaluation.judging.score_probs import TOP_LOGPROBS, TokenChoices, compact
 from llm_engineering.infrastructure.vllm_engine import EnginePool
+
+if TYPE_CHECKING:
+    from vllm.renderers.chat_utils import ChatCompletionMessageParam
 
 
 class VLLMJudge:
@@ -45,7 +48,9 @@ class VLLMJudge:
             # Compact JSON (no whitespace between tokens) is the engine's setting (`engine_kwargs`).
             structured_outputs=StructuredOutputsParams(json=self._schema(reply_schema)),
         )
-        for index, output in enumerate(llm.chat(conversations, params, use_tqdm=True)):
+        # vLLM types a message as its union of message dicts, in invariant lists: plain role/content dicts are one.
+        messages = cast("list[list[ChatCompletionMessageParam]]", conversations)
+        for index, output in enumerate(llm.chat(messages, params, use_tqdm=True)):
             completion = output.outputs[0]
             on_reply(index, JudgeReply(
                 text=completion.text,

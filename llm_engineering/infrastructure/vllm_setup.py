@@ -77,7 +77,8 @@ def _kernel_scan_that_survives_this_process() -> None:
         from vllm.triton_utils import dispatcher
     except ImportError:
         return
-    dispatcher.vars = _namespace_or_nothing  # the module's own name `vars`, found before the builtin
+    # The module's own name `vars`, found before the builtin: a deliberate patch of a name vLLM's module lacks.
+    dispatcher.vars = _namespace_or_nothing  # type: ignore[attr-defined]
 
 
 @contextlib.contextmanager

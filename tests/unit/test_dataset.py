@@ -103,3 +103,19 @@ def test_prompts_use_the_alpaca_template_or_keep_the_instruction_for_chat():
 
 def test_embedded_file_ships_with_the_package():
     assert embedded_split_path().is_file()
+
+
+@pytest.mark.timeout(20)
+def test_a_cause_chain_that_loops_still_names_a_cause(tmp_path, monkeypatch):
+    from llm_engineering.evaluation.generation import dataset
+
+    inner, outer = OSError("disk gone"), RuntimeError("generation failed")
+    inner.__cause__, outer.__cause__ = outer, inner  # each the other's cause
+
+    def load(*args, **kwargs):
+        raise outer
+
+    monkeypatch.setattr(dataset, "load_dataset", load)
+    path = write_jsonl(tmp_path / "rows.jsonl", ROWS)
+    with pytest.raises(DatasetError, match=r"\(OSError: disk gone\)"):
+        read_test_split(DatasetConfig(source=str(path)))

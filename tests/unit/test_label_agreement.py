@@ -283,3 +283,11 @@ def test_the_summary_cli_lines_html_and_metadata_show_the_labels_verdict():
     # ZenML stores the summary as JSON: the labels' report must survive the round trip.
     assert type(summary).model_validate_json(summary.model_dump_json()) == summary
     assert not any("Agreement with labels" in line for line in trust_lines(build_summary(SummaryInputs([_evaluations()]))))
+
+
+def test_a_report_given_labels_of_the_other_kind_says_so():
+    pairwise = Labels(kind="pairwise", rows=[PairwiseLabel(id="1", answer_a="a", answer_b="b", preferred="A")])
+    with pytest.raises(LabelsError, match="pointwise labels are needed here, but these are pairwise"):
+        pointwise_report(pairwise, HANDBOOK, "judge", scores=[2], expected=[None])
+    with pytest.raises(LabelsError, match="pairwise labels are needed here, but these are pointwise"):
+        pairwise_report(pointwise([("q1", "x", "accuracy", 2)]), HANDBOOK, "judge", in_order=["A"], swapped=["B"])

@@ -195,3 +195,15 @@ def test_a_prompts_samples_are_drawn_as_vllms_own_n_draws_its_child_requests(see
         ours = sampling_params(config, sample)
         assert (child.seed, child.temperature, child.top_p, child.stop, child.n) == (
             ours.seed, ours.temperature, ours.top_p, ours.stop, ours.n)
+
+
+def test_an_answer_without_prompt_token_ids_counts_no_prompt_tokens():
+    from types import SimpleNamespace
+
+    from llm_engineering.infrastructure.vllm_engine import answer_record
+
+    # vLLM gives no prompt token ids for a prompt given as embeddings.
+    output = SimpleNamespace(prompt_token_ids=None,
+                             outputs=[SimpleNamespace(text=" An answer. ", finish_reason="stop", token_ids=[7, 8, 9])])
+    record = answer_record(output)
+    assert (record.answer, record.prompt_tokens, record.completion_tokens) == ("An answer.", 0, 3)

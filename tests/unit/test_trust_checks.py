@@ -313,3 +313,13 @@ def test_ask_judge_keys_the_cache_by_schema(tmp_path):
     assert len(judge.asked) == 1  # cached under its schema
     ask_judge(judge, conversation, cache=cache, is_valid=lambda text: True)
     assert len(judge.asked) == 2  # another task, another key
+
+
+def test_tally_leaves_a_row_without_both_orders_out_of_the_order_figures():
+    # compare_answers sets both orders wherever it sets points; a row made otherwise (read back, or built by hand)
+    # still counts in the outcomes, but order disagreement and position preference need both of its orders.
+    rows = [PairwiseRow(id="1", in_order="A", swapped="B", points=1.0), PairwiseRow(id="2", in_order="A", points=1.0)]
+    result = tally("a", "b", "j", rows)
+    assert (result.wins.count, result.win_rate) == (2, 1.0)
+    assert (result.order_disagreement.count, result.order_disagreement.total) == (0, 1)
+    assert (result.position_a_preferred.count, result.position_a_preferred.total) == (1, 2)

@@ -128,7 +128,7 @@ def _generate(engine: GenerationEngine, units: _Units, records: dict[int, Answer
         stored = checkpoint.load() if checkpoint else {}
         resumed = [u for u in range(len(keys)) if u not in records and keys[u] in stored]
         records.update({u: stored[keys[u]] for u in resumed})
-        if resumed:
+        if checkpoint and resumed:  # answers are resumed from a checkpoint only
             logger.info("Resuming: %d of %d answers are in %s; generating the other %d.",
                         len(resumed), len(keys), checkpoint.path, len(keys) - len(records))
         todo = {u: units.prompts[units.rows_of[u]] for u in range(len(keys)) if u not in records}

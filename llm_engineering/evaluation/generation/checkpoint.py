@@ -151,5 +151,5 @@ class CheckpointWriter:
     def __enter__(self) -> "CheckpointWriter":
         return self
 
-    def __exit__(self, *exc: Optional[BaseException]) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

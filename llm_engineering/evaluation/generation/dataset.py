@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from importlib import resources
 from pathlib import Path
 from typing import Optional
@@ -82,8 +83,10 @@ def read_split(source: str, split: str = "test", revision: Optional[str] = None)
 
 def _root_cause(error: BaseException) -> str:
     """The innermost cause: `datasets` wraps a parse error of line N in a generic one."""
-    while error.__cause__ is not None or error.__context__ is not None:
-        error = error.__cause__ or error.__context__
+    seen = {id(error)}  # a chain can loop (`raise error from error`): it stops before an error met again
+    while (inner := error.__cause__ or error.__context__) is not None and id(inner) not in seen:
+        seen.add(id(inner))
+        error = inner
     return f"{type(error).__name__}: {error}"
 
 
@@ -120,9 +123,8 @@ def validate_split(dataset: Dataset) -> Dataset:
             problems.append(f"row {row} (id {row_id}): empty or non-text {instruction!r}")
         if not isinstance(ref, str) or not ref.strip():
             problems.append(f"row {row} (id {row_id}): empty or non-text {reference!r}")
-    seen: set[str] = set()
-    duplicates = sorted({row_id for row_id, raw in zip(ids, raw_ids)
-                         if raw is not None and (row_id in seen or seen.add(row_id))})
+    given = Counter(row_id for row_id, raw in zip(ids, raw_ids) if raw is not None)
+    duplicates = sorted(row_id for row_id, count in given.items() if count > 1)
     if duplicates:
         problems.append(f"duplicate ids {duplicates[:5]}: every row needs a unique id")
     if problems:

@@ -22,7 +22,7 @@ Answers = Generator[tuple[int, AnswerRecord], None, None]
 class Tokenizer(ChatTokenizer, Protocol):
     """The model's Hugging Face tokenizer: its chat template, and `tokenizer(texts)["input_ids"]` for lengths."""
 
-    def __call__(self, text: Any, **kwargs: Any) -> Any: ...
+    def __call__(self, text: Any, /, *, add_special_tokens: bool = ...) -> Any: ...
 
 
 class GenerationEngine(Protocol):

@@ -14,7 +14,7 @@ ALPACA_TURN_MARKERS = ("### Instruction:", "### Input:", "### Response:")
 
 
 class ChatTokenizer(Protocol):
-    def apply_chat_template(self, conversation: Any, **kwargs: Any) -> Any: ...
+    def apply_chat_template(self, conversation: Any, /, *, tokenize: bool = ..., add_generation_prompt: bool = ...) -> Any: ...
 
 
 def alpaca_prompt(instruction: str) -> str:

@@ -19,6 +19,7 @@ from llm_engineering.evaluation.judging.rubric import Rubric
 from llm_engineering.evaluation.stored.figures import JuryAgreement, LengthCorrelation, Rate
 
 Scores = list[list[Optional[float]]]  # scores[j][i]: judge j's score for row i, None where it gave none
+Level = Literal["nominal", "ordinal", "interval", "ratio"]  # Krippendorff's levels of measurement
 
 
 def _check_judges(scores: Scores) -> int:
@@ -41,7 +42,7 @@ def jury_aggregate(scores: Scores, method: Literal["mean", "majority"]) -> list[
         raise ValueError(f"unknown method {method!r}: use 'mean' or 'majority'")
     verdicts: list[Optional[float]] = []
     for i in range(_check_judges(scores)):
-        values = [judge[i] for judge in scores if judge[i] is not None]
+        values = [v for judge in scores if (v := judge[i]) is not None]
         if not values:
             verdicts.append(None)
         elif method == "mean":
@@ -51,7 +52,7 @@ def jury_aggregate(scores: Scores, method: Literal["mean", "majority"]) -> list[
     return verdicts
 
 
-def krippendorff_alpha(scores: Scores, level: str = "ordinal", values: Optional[Sequence[int]] = None) -> Optional[float]:
+def krippendorff_alpha(scores: Scores, level: Level = "ordinal", values: Optional[Sequence[int]] = None) -> Optional[float]:
     """Krippendorff's alpha of judges (coders) x rows (units); None where alpha is undefined.
 
     Undefined: fewer than 2 judges, fewer than 2 rows scored by at least 2 judges, or no variation
@@ -69,7 +70,7 @@ def krippendorff_alpha(scores: Scores, level: str = "ordinal", values: Optional[
     return None if math.isnan(alpha) else round(float(alpha), 4)
 
 
-def alpha_with_ci(scores: Scores, *, level: str = "ordinal", values: Optional[Sequence[int]] = None,
+def alpha_with_ci(scores: Scores, *, level: Level = "ordinal", values: Optional[Sequence[int]] = None,
                   samples: int = 1000, seed: int = 0) -> tuple[Optional[float], Optional[list[float]]]:
     """Alpha and its 95% percentile-bootstrap interval, resampling rows with replacement.
 

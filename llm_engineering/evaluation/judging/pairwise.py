@@ -82,13 +82,19 @@ def parse_pairwise(raw: str) -> tuple[Optional[Preference], Optional[str]]:
         return None, f"invalid verdict ({validation_problems(error, 'reply')})"
 
 
+def _first_sentence(text: str) -> str:
+    match = _FIRST_SENTENCE.match(text)
+    assert match is not None  # the pattern's last branch, `.*`, matches any text
+    return match.group()
+
+
 def _comparison_messages(
     system: str, template: str, rubric: Rubric, *, instruction: str, first: str, second: str, reference: Optional[str],
 ) -> list[dict[str, str]]:
     """`template` filled with the two answers and `rubric`'s criteria (with the reference when the rubric is
     reference-guided); the rubric's system prompt, then `system` (how to reply)."""
     # Each criterion's question, without the scoring instructions a pointwise description may go on with.
-    focus = "; ".join(f"{c.name} ({_FIRST_SENTENCE.match(c.description).group()})" for c in rubric.criteria)
+    focus = "; ".join(f"{c.name} ({_first_sentence(c.description)})" for c in rubric.criteria)
     # A reference can be a model's text, even the judge's own: it shows what a right answer holds, not the only wording.
     shown = REFERENCE_LINE.format(reference=reference) if rubric.reference_guided and reference else ""
     prompt = template.format(instruction=instruction, first=first, second=second, focus=focus, reference=shown)
@@ -206,12 +212,13 @@ def orders_disagree(in_order: Preference, swapped: Preference) -> bool:
 def tally(model_a: str, model_b: str, judge_id: str, rows: list[PairwiseRow]) -> PairwiseComparison:
     """Outcome rates, win rate with its interval, and order disagreement (pure bookkeeping)."""
     judged = [r for r in rows if r.points is not None]
-    points = [r.points for r in judged]
-    verdicts = [w for r in judged for w in (r.in_order, r.swapped)]
-    decisive = [w for w in verdicts if w != "tie"]
+    points = [p for r in judged if (p := r.points) is not None]
+    # Both orders are set wherever the points are; a row built otherwise is left out of the order figures.
+    orders = [(a, b) for r in judged if (a := r.in_order) is not None and (b := r.swapped) is not None]
+    decisive = [w for pair in orders for w in pair if w != "tie"]
     total = len(rows)
-    measured = [r for r in rows if r.length_a is not None and r.length_b is not None]
-    lengths = ([r.points for r in measured], [r.length_a for r in measured], [r.length_b for r in measured])
+    measured = [(r.points, la, lb) for r in rows if (la := r.length_a) is not None and (lb := r.length_b) is not None]
+    lengths = ([p for p, _, _ in measured], [la for _, la, _ in measured], [lb for _, _, lb in measured])
     return PairwiseComparison(
         model_a=model_a,
         model_b=model_b,
@@ -223,7 +230,7 @@ def tally(model_a: str, model_b: str, judge_id: str, rows: list[PairwiseRow]) ->
         failed=rate(total - len(judged), total),
         win_rate=round(sum(points) / len(points), 4) if points else None,
         win_rate_ci=bootstrap_ci(points),
-        order_disagreement=rate(sum(orders_disagree(r.in_order, r.swapped) for r in judged), len(judged)),
+        order_disagreement=rate(sum(orders_disagree(a, b) for a, b in orders), len(orders)),
         position_a_preferred=rate(decisive.count("A"), len(decisive)),
         tie_broken_win_rate=(round(sum(broken) / len(broken), 4)
                              if (broken := [p for r in judged if (p := r.tie_broken_points) is not None]) else None),

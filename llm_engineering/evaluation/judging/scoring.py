@@ -64,7 +64,7 @@ def read_reply(rubric: Rubric, reply: JudgeReply, first_score_only: bool = False
     (`first_score_only`: a reply asked with `first_score_schema`, of which only the first score is read)."""
     verdict = parse_verdict(rubric, reply.text, first_score_only) if reply.text is not None else ParsedVerdict(None, reply.error)
     distributions = {}
-    if verdict.criteria is not None and reply.logprobs is not None:
+    if verdict.criteria is not None and reply.logprobs is not None and reply.text is not None:  # a verdict has a text
         distributions = {
             c.name: score_distribution(reply.text, reply.logprobs, criterion=c.name, values=c.values,
                                         score=verdict.criteria[c.name].score)
@@ -91,7 +91,8 @@ def _single_row(rubric: Rubric, judge_id: str, reading: Reading) -> dict[str, An
 
 
 def _mean(values: list[Optional[float]]) -> Optional[float]:
-    return round(sum(values) / len(values), 6) if values and None not in values else None
+    known = [v for v in values if v is not None]
+    return round(sum(known) / len(known), 6) if known and len(known) == len(values) else None
 
 
 def _jury_row(
@@ -107,8 +108,8 @@ def _jury_row(
         expected = [r.distributions[name].expected if name in r.distributions else None for r in readings]
         voted = jury_aggregate([[s] for s in scores], aggregate)[0]
         row[col.score(name)] = None if voted is None else math.floor(voted + 0.5)
-        row[col.analysis(name)] = "\n\n".join(f"[{j}] {r.verdict.criteria[name].analysis}" for j, r in answered
-                                              if name in r.verdict.criteria) or None
+        row[col.analysis(name)] = "\n\n".join(f"[{j}] {criteria[name].analysis}" for j, r in answered
+                                              if (criteria := r.verdict.criteria) and name in criteria) or None
         row[col.expected(name)] = _mean([e for e, s in zip(expected, scores) if s is not None])
         probabilities = [r.distributions[name].probabilities for _, r in answered if name in r.distributions]
         row[col.probabilities(name)] = (

@@ -25,6 +25,7 @@ def _verdict_model(rubric_json: str, first_score_only: bool = False) -> type[Bas
         # listed levels, as an enum, which vLLM's grammars and OpenAI's strict mode both accept.
         levels = WithJsonSchema({"type": "integer", "enum": c.values})
         score = (Annotated[int, Field(ge=c.values[0], le=c.values[-1]), levels], ...)
+        parts: dict[str, Any]  # field name -> (type, default), as create_model takes them
         if first_score_only and rubric.score_first:
             parts = {"score": score}
         elif rubric.score_first:

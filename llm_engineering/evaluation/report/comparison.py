@@ -95,9 +95,9 @@ def _row_changes(model_id: str, criteria: list[str], current: list[dict], previo
         old = before.get((row[col.ID], sample_of(row)))
         if old is None or row.get(col.JUDGE_ERROR) or old.get(col.JUDGE_ERROR):
             continue
-        now_scores = {c: row.get(col.score(c)) for c in criteria}
-        old_scores = {c: old.get(col.score(c)) for c in criteria}
-        if None in now_scores.values() or None in old_scores.values() or now_scores == old_scores:
+        now_scores = {c: s for c in criteria if (s := row.get(col.score(c))) is not None}
+        old_scores = {c: s for c in criteria if (s := old.get(col.score(c))) is not None}
+        if now_scores.keys() != set(criteria) or old_scores.keys() != set(criteria) or now_scores == old_scores:
             continue
         changes.append(RowChange(
             model_id=model_id, id=str(row[col.ID]), sample=sample_of(row), instruction=(row.get(col.INSTRUCTION) or "")[:200],

@@ -45,6 +45,7 @@ def _label(model_id: str) -> str:
 
 def _judge_check_panel(axis: Any, summary: EvaluationSummary) -> None:
     s = summary.judge_check
+    assert s is not None  # trust_png draws this panel only for a run with a judge check
     tiers = [s, *s.tiers]
     for y, t in enumerate(tiers):
         _stacked_bar(axis, y, [("right answer higher", t.reference_higher.rate, "tab:green"),
@@ -79,12 +80,11 @@ def _pairwise_panel(axis: Any, summary: EvaluationSummary) -> None:
 
 
 def _similarity_panel(axis: Any, summary: EvaluationSummary) -> None:
-    scored = [m for m in summary.models if m.similarity_mean is not None]
-    for y, m in enumerate(scored):
-        low, high = m.similarity_ci or [m.similarity_mean, m.similarity_mean]
-        axis.errorbar(m.similarity_mean, y, xerr=[[m.similarity_mean - low], [high - m.similarity_mean]],
-                      fmt="o", capsize=4, color="tab:purple")
-    axis.set_yticks(range(len(scored)), [_label(m.model_id) for m in scored], fontsize=7)
+    scored = [(m, similarity) for m in summary.models if (similarity := m.similarity_mean) is not None]
+    for y, (m, mean) in enumerate(scored):
+        low, high = m.similarity_ci or [mean, mean]
+        axis.errorbar(mean, y, xerr=[[mean - low], [high - mean]], fmt="o", capsize=4, color="tab:purple")
+    axis.set_yticks(range(len(scored)), [_label(m.model_id) for m, _ in scored], fontsize=7)
     axis.set_ylim(-0.5, len(scored) - 0.5)
     axis.set_xlabel("mean cosine similarity (95% CI)")
     axis.set_xlim(0, 1)

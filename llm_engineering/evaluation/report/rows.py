@@ -151,7 +151,9 @@ def row_browser_html(summary: EvaluationSummary) -> str:
         return ""
     models = [m.model_id for m in summary.models]
     with_similarity = any(a.similarity is not None for item in items for a in item.answers)
-    headers = [("id", None), ("worst total score", None), ("instruction", None), ("reference", None)]
+    # (heading, the model whose column it is: None for the item's own)
+    headers: list[tuple[str, Optional[str]]] = [("id", None), ("worst total score", None), ("instruction", None),
+                                                ("reference", None)]
     for model in models:
         headers += [(f"{model}: answer (length)", model)] + [(f"{model}: {c}", model) for c in summary.criteria]
         headers += [(f"{model}: similarity", model)] if with_similarity else []

@@ -40,6 +40,7 @@ def _worse_answers(
     if tier == "mismatch":
         return {i: (references[m], str(m)) for i, m in zip(sample, check_tiers.mismatched(sample, seed))}
     if tier == "same_topic":
+        assert embeddings is not None  # run_judge_check leaves the tier out without embeddings
         chosen = check_tiers.same_topic(embeddings, sample, instructions=instructions, references=references,
                                         right=[right[i] for i in sample])
         return {i: (references[m], str(m)) for i, m in zip(sample, chosen)}
@@ -123,6 +124,6 @@ def run_judge_check(
         "judge_seconds_per_verdict": sum(r.seconds for r in fresh) / len(fresh) if fresh else None,
     })
     logger.info("Judge check: %s", check.verdict)
-    for tier in check.tiers:
-        logger.info("Judge check, %s", tier.verdict)
+    for sub in check.tiers:
+        logger.info("Judge check, %s", sub.verdict)
     return check

@@ -63,20 +63,21 @@ def judge_check_from_pairs(
 ) -> JudgeCheck:
     """Rates, intervals, the judge-free rules and the no-signal flag from the checked pairs (pure bookkeeping).
     `scale`: the criterion's lowest and highest level (for the share of worse answers at the lowest)."""
-    scored = [p for p in pairs if p.reference_accuracy is not None and p.mismatched_accuracy is not None]
-    higher = sum(p.reference_accuracy > p.mismatched_accuracy for p in scored)
-    lower = sum(p.reference_accuracy < p.mismatched_accuracy for p in scored)
+    scored = [(p, ref, mis) for p in pairs
+              if (ref := p.reference_accuracy) is not None and (mis := p.mismatched_accuracy) is not None]
+    higher = sum(r > w for _, r, w in scored)
+    lower = sum(r < w for _, r, w in scored)
     total = len(pairs)
     discrimination = rate(higher, total)
-    orders = [p.expected_order for p in scored]
+    orders = [p.expected_order for p, _, _ in scored]
     tie_broken = rate(orders.count(1), total) if scored and None not in orders else None
     if scored and tie_broken is None and expected_problem is None:
         expected_problem = "some checked verdicts have no expected score"
     baselines = {name: rate(sum(p.rules.get(name) == 1 for p in pairs), total) for name in RULES
                  if pairs and all(name in p.rules for p in pairs)}
     best = max((r.rate for r in baselines.values() if r.rate is not None), default=None)
-    right = [p.reference_accuracy for p in scored]
-    wrong = [p.mismatched_accuracy for p in scored]
+    right = [r for _, r, _ in scored]
+    wrong = [w for _, _, w in scored]
     check = JudgeCheck(
         judge_model=judge_id,
         criterion=criterion,

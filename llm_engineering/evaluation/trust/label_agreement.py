@@ -59,9 +59,10 @@ def check_labels_fit(labels: Labels, rubric: Rubric) -> None:
                           f"report of a run with {rubric.name!r}")
     if labels.kind != "pointwise":
         return
-    for index, row in enumerate(labels.rows):
+    rows = labels.pointwise_rows
+    for index, row in enumerate(rows):
         if row.criterion not in rubric.names:
-            missing = sorted({r.criterion for r in labels.rows} - set(rubric.names))
+            missing = sorted({r.criterion for r in rows} - set(rubric.names))
             raise LabelsError(
                 f"{_where(labels, index)}: the labels score {', '.join(map(repr, missing))}, which rubric {rubric.name!r} "
                 f"lacks (its criteria: {', '.join(rubric.names)}); label those criteria, or judge with a rubric that "
@@ -124,7 +125,8 @@ def combined_preference(in_order: Optional[Preference], swapped: Optional[Prefer
 
 
 def preference_agreement(
-    human: list[str], in_order: list[Optional[str]], swapped: list[Optional[str]], *, length_a: list[int], length_b: list[int]
+    human: list[Preference], in_order: list[Optional[Preference]], swapped: list[Optional[Preference]], *,
+    length_a: list[int], length_b: list[int],
 ) -> PreferenceAgreement:
     """The pairwise report. Valid: the lower bound of the judge's agreement (95% Wilson) lies above the agreement
     of both baselines: a judge that names no answer matches the most common preference where most labels are ties."""
@@ -153,31 +155,32 @@ def pointwise_report(
     One `CriterionAgreement` per criterion the labels score, in the rubric's order.
     """
     check_labels_fit(labels, rubric)
-    if not len(scores) == len(expected) == len(labels.rows):
-        raise ValueError(f"{len(scores)} scores and {len(expected)} expected scores for {len(labels.rows)} labels")
-    errors = errors or [None] * len(labels.rows)
+    rows = labels.pointwise_rows
+    if not len(scores) == len(expected) == len(rows):
+        raise ValueError(f"{len(scores)} scores and {len(expected)} expected scores for {len(rows)} labels")
+    errors = errors or [None] * len(rows)
     criteria = []
-    for name in [n for n in rubric.names if any(r.criterion == n for r in labels.rows)]:
-        picked = [i for i, r in enumerate(labels.rows) if r.criterion == name]
+    for name in [n for n in rubric.names if any(r.criterion == n for r in rows)]:
+        picked = [i for i, r in enumerate(rows) if r.criterion == name]
         criteria.append(criterion_agreement(
-            name, rubric.criterion(name).values, human=[labels.rows[i].score for i in picked],
-            judge=[scores[i] for i in picked], lengths=[len(labels.rows[i].answer) for i in picked],
+            name, rubric.criterion(name).values, human=[rows[i].score for i in picked],
+            judge=[scores[i] for i in picked], lengths=[len(rows[i].answer) for i in picked],
             expected=[expected[i] for i in picked], expected_problem=expected_problem, samples=samples, seed=seed))
     details = [LabelledVerdict(id=r.id, criterion=r.criterion, human=r.score, judge=s, expected=e, error=x)
-               for r, s, e, x in zip(labels.rows, scores, expected, errors)]
-    return LabelAgreement(kind="pointwise", judge_model=judge_id, rubric=rubric.name, rows=len(labels.rows),
+               for r, s, e, x in zip(rows, scores, expected, errors)]
+    return LabelAgreement(kind="pointwise", judge_model=judge_id, rubric=rubric.name, rows=len(rows),
                           criteria=criteria, details=details)
 
 
 def pairwise_report(
-    labels: Labels, rubric: Rubric, judge_id: str, *, in_order: list[Optional[str]], swapped: list[Optional[str]],
-    errors: Optional[list[Optional[str]]] = None,
+    labels: Labels, rubric: Rubric, judge_id: str, *, in_order: list[Optional[Preference]],
+    swapped: list[Optional[Preference]], errors: Optional[list[Optional[str]]] = None,
 ) -> LabelAgreement:
     """The report of pairwise labels: `in_order[i]` judged label i's pair as (answer_a, answer_b), `swapped[i]` as
     (answer_b, answer_a), each naming the position it preferred."""
-    if not len(in_order) == len(swapped) == len(labels.rows):
-        raise ValueError(f"{len(in_order)} and {len(swapped)} verdicts for {len(labels.rows)} labels")
-    rows = labels.rows
+    rows = labels.pairwise_rows
+    if not len(in_order) == len(swapped) == len(rows):
+        raise ValueError(f"{len(in_order)} and {len(swapped)} verdicts for {len(rows)} labels")
     report = preference_agreement([r.preferred for r in rows], in_order, swapped,
                                   length_a=[len(r.answer_a) for r in rows], length_b=[len(r.answer_b) for r in rows])
     errors = errors or [None] * len(rows)

@@ -41,7 +41,8 @@ def _row_of_each_label(rows: Dataset, labels: Labels) -> list[int]:
 
 def _pointwise(rows: Dataset, labels: Labels, at: list[int], judge: Judge) -> LabelAgreement:
     # One verdict scores every criterion: each labelled answer is judged once, however many criteria it has.
-    answers = list(dict.fromkeys((at[i], r.answer) for i, r in enumerate(labels.rows)))
+    labelled = labels.pointwise_rows
+    answers = list(dict.fromkeys((at[i], r.answer) for i, r in enumerate(labelled)))
     ids, instructions = rows[col.ID], rows[col.INSTRUCTION]
     data = {col.ID: [str(ids[k]) for k, _ in answers], col.INSTRUCTION: [instructions[k] for k, _ in answers],
             col.ANSWER: [answer for _, answer in answers], col.MODEL_ID: [LABELLED] * len(answers)}
@@ -51,11 +52,11 @@ def _pointwise(rows: Dataset, labels: Labels, at: list[int], judge: Judge) -> La
     # The first judge only: labels measure one judge (a jury's members each have their own agreement).
     scored = score_answers(Dataset.from_dict(data), replace(judge, backends=(judge.backend,))).to_list()
     verdict = {key: row for key, row in zip(answers, scored)}
-    picked = [verdict[(at[i], r.answer)] for i, r in enumerate(labels.rows)]
+    picked = [verdict[(at[i], r.answer)] for i, r in enumerate(labelled)]
     problems = [v[col.EXPECTED_PROBLEM] for v in picked if v[col.EXPECTED_PROBLEM]]
     report = pointwise_report(
-        labels, judge.rubric, judge.backend.judge_id, scores=[v[col.score(r.criterion)] for v, r in zip(picked, labels.rows)],
-        expected=[v[col.expected(r.criterion)] for v, r in zip(picked, labels.rows)],
+        labels, judge.rubric, judge.backend.judge_id, scores=[v[col.score(r.criterion)] for v, r in zip(picked, labelled)],
+        expected=[v[col.expected(r.criterion)] for v, r in zip(picked, labelled)],
         errors=[v[col.JUDGE_ERROR] for v in picked], expected_problem=problems[0] if problems else None)
     fresh = [v for v in scored if not v[col.JUDGE_CACHED]]
     tokens = sum((v[col.JUDGE_PROMPT_TOKENS] or 0) + (v[col.JUDGE_COMPLETION_TOKENS] or 0) for v in fresh)
@@ -66,7 +67,7 @@ def _pairwise(rows: Dataset, labels: Labels, at: list[int], judge: Judge) -> Lab
     references = rows[col.REFERENCE] if col.REFERENCE in rows.column_names else [None] * len(rows)
     instructions = rows[col.INSTRUCTION]
     winners, replies = ask_both_orders(judge, [(instructions[k], r.answer_a, r.answer_b, references[k])
-                                               for k, r in zip(at, labels.rows)])
+                                               for k, r in zip(at, labels.pairwise_rows)])
     report = pairwise_report(labels, judge.rubric, judge.backend.judge_id, in_order=[w for w, _ in winners[0::2]],
                              swapped=[w for w, _ in winners[1::2]],
                              errors=[a[1] or b[1] for a, b in zip(winners[0::2], winners[1::2])])

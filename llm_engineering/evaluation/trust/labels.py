@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import warnings
 from pathlib import Path
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, TypeVar, Union
 
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError, field_validator
@@ -76,6 +76,9 @@ class PairwiseLabel(_Label):
     preferred: Preference
 
 
+_L = TypeVar("_L", PointwiseLabel, PairwiseLabel)
+
+
 class Labels(BaseModel):
     """The rows of one labels file, all of one kind."""
 
@@ -85,6 +88,25 @@ class Labels(BaseModel):
     lines: list[int] = Field(default_factory=list, description="each row's line in that file")
     run: Optional[str] = Field(None, description="the run the labels name (the report they were written in)")
     rubric: Optional[str] = Field(None, description="the rubric the labels name")
+
+    @property
+    def pointwise_rows(self) -> list[PointwiseLabel]:
+        """The rows, for pointwise labels; a LabelsError for pairwise ones."""
+        return self._rows_of("pointwise", PointwiseLabel)
+
+    @property
+    def pairwise_rows(self) -> list[PairwiseLabel]:
+        """The rows, for pairwise labels; a LabelsError for pointwise ones."""
+        return self._rows_of("pairwise", PairwiseLabel)
+
+    def _rows_of(self, kind: Kind, model: type[_L]) -> list[_L]:
+        where = self.source or "the labels"
+        if self.kind != kind:
+            raise LabelsError(f"{where}: {kind} labels are needed here, but these are {self.kind} labels")
+        rows = [r for r in self.rows if isinstance(r, model)]
+        if len(rows) != len(self.rows):
+            raise LabelsError(f"{where}: the labels say {kind}, but not every row is a {kind} label")
+        return rows
 
 
 def _needs() -> str:
@@ -175,7 +197,7 @@ def _share(hits: list[float]) -> Optional[float]:
     return round(sum(hits) / len(hits), 4) if hits else None
 
 
-def agreement(judge: list[Optional[int]], human: list[int], values: Sequence[int], *,
+def agreement(judge: Sequence[Optional[int]], human: Sequence[int], values: Sequence[int], *,
               samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> PointwiseAgreement:
     """How far a judge's scores agree with human scores on one criterion whose scale is `values`."""
     if len(judge) != len(human):

@@ -8,14 +8,15 @@ the decisive labels (people preferred A or B), where a tie is a miss, is therefo
 from __future__ import annotations
 
 from collections import Counter
-from typing import Optional
+from typing import Optional, Sequence
 
 from llm_engineering.evaluation.preference import PREFERENCES, longer
 from llm_engineering.evaluation.rates import rate
 from llm_engineering.evaluation.stored.labels import PairwiseAgreement
+from llm_engineering.evaluation.stored.pairwise import Preference
 
 
-def pairwise_agreement(judge: list[Optional[str]], human: list[str]) -> PairwiseAgreement:
+def pairwise_agreement(judge: Sequence[Optional[str]], human: Sequence[str]) -> PairwiseAgreement:
     """The share of rows where the judge's preference is the human's, over all rows and over the decisive ones, with
     95% Wilson intervals."""
     if len(judge) != len(human):
@@ -29,14 +30,14 @@ def pairwise_agreement(judge: list[Optional[str]], human: list[str]) -> Pairwise
                              agreement_decisive=rate(sum(j == h for j, h in decisive), len(decisive)))
 
 
-def majority_preference(human: list[str]) -> list[str]:
+def majority_preference(human: Sequence[str]) -> list[Preference]:
     """The most common human preference for every pair; a tie between counts goes to the first of A, B, tie."""
     counts = Counter(human)
     top = max(PREFERENCES, key=lambda p: counts[p])
     return [top] * len(human)
 
 
-def longer_preferred(length_a: list[int], length_b: list[int]) -> list[str]:
+def longer_preferred(length_a: list[int], length_b: list[int]) -> list[Preference]:
     """The length-only pairwise rule: the longer answer is preferred, a tie when both are as long."""
     if len(length_a) != len(length_b):
         raise ValueError(f"{len(length_a)} lengths of A for {len(length_b)} of B")
