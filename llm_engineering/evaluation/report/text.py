@@ -269,8 +269,8 @@ def trust_lines(summary: EvaluationSummary) -> list[str]:
     for p in summary.pairwise:
         lines.append(f"Pairwise {pairwise_name(p)} ({PAIRWISE_METHODS[p.method]}): {pairwise_finding(p)}")
     lines += power_lines(summary) + sample_lines(summary)
-    for s in summary.models:
-        lengths = [f"{c.name} {fmt(c.length.spearman)}" for c in s.criteria if c.length and c.length.spearman is not None]
+    for m in summary.models:
+        lengths = [f"{c.name} {fmt(c.length.spearman)}" for c in m.criteria if c.length and c.length.spearman is not None]
         if lengths:
-            lines.append(f"Length bias of {s.model_id} (Spearman, score vs answer length): {', '.join(lengths)}")
+            lines.append(f"Length bias of {m.model_id} (Spearman, score vs answer length): {', '.join(lengths)}")
     return lines + [note_text(note) for note in summary.notes]

@@ -39,7 +39,8 @@ class ItemView(BaseModel):
 
     def worst(self) -> float:
         """The lowest total score over the item's answers; a failed answer is the worst of all (-1)."""
-        return min((-1.0 if a.failed else float(sum(a.scores.values())) for a in self.answers), default=-1.0)
+        return min((-1.0 if a.failed else float(sum(s for s in a.scores.values() if s is not None)) for a in self.answers),
+                   default=-1.0)
 
 
 class JudgeUsage(BaseModel):
