@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from datasets import Dataset
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -110,16 +110,20 @@ def pairwise_messages(
                                 first=answer_a, second=answer_b, reference=reference)
 
 
+def _in_both_orders(pairs: list[tuple[str, str, str, Optional[str]]],
+                    messages: Callable[[str, str, str, Optional[str]], list[dict[str, str]]]) -> list[list[dict[str, str]]]:
+    """Each `(instruction, answer_a, answer_b, reference)`'s messages with a shown first, then b."""
+    return [conversation for instruction, a, b, reference in pairs
+            for conversation in (messages(instruction, a, b, reference), messages(instruction, b, a, reference))]
+
+
 def ask_both_orders(
     judge: Judge, pairs: list[tuple[str, str, str, Optional[str]]],
 ) -> tuple[list[tuple[Optional[Preference], Optional[str]]], list[JudgeReply]]:
     """Each `(instruction, answer_a, answer_b, reference)` asked of the judge's first backend in both orders (a in
     position A, then in B): per pair two `(winner, problem)` readings, in that order, and the replies."""
-    conversations = []
-    for instruction, answer_a, answer_b, reference in pairs:
-        conversations += [
-            pairwise_messages(judge.rubric, instruction, answer_a=answer_a, answer_b=answer_b, reference=reference),
-            pairwise_messages(judge.rubric, instruction, answer_a=answer_b, answer_b=answer_a, reference=reference)]
+    conversations = _in_both_orders(pairs, lambda instruction, first, second, reference: pairwise_messages(
+        judge.rubric, instruction, answer_a=first, answer_b=second, reference=reference))
     replies = ask_judge(judge.backend, conversations, cache=judge.cache,
                         is_valid=lambda text: parse_pairwise(text)[0] is not None,
                         reply_schema=pairwise_schema(judge.max_analysis_chars))
@@ -183,11 +187,8 @@ def ask_preferences(
     """Each `(instruction, answer_a, answer_b, reference)` asked as a preference of the judge's first backend in both
     orders (a in position 1, then in 2): per pair two readings, in that order, of the probability that the answer
     shown first is better (or None and why; without token logprobs the written number's 1 or 0), and the replies."""
-    conversations = []
-    for instruction, answer_a, answer_b, reference in pairs:
-        conversations += [
-            preference_messages(judge.rubric, instruction, answer_1=answer_a, answer_2=answer_b, reference=reference),
-            preference_messages(judge.rubric, instruction, answer_1=answer_b, answer_2=answer_a, reference=reference)]
+    conversations = _in_both_orders(pairs, lambda instruction, first, second, reference: preference_messages(
+        judge.rubric, instruction, answer_1=first, answer_2=second, reference=reference))
     replies = ask_judge(judge.backend, conversations, cache=judge.cache,
                         is_valid=lambda text: _PREFERENCE.search(text) is not None, reply_schema=PREFERENCE_SCHEMA)
     return [written_or_read_preference(reply) for reply in replies], replies
