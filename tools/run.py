@@ -22,6 +22,7 @@ from tools.execution import DEFAULT_CONFIG, Request  # noqa: E402
 from tools.execution import execute as _execute  # noqa: E402
 from tools.execution import export_settings as _export_settings  # noqa: E402
 from tools.execution import prepare_environment as _prepare_environment  # noqa: E402
+from tools.judge_bench import calibration_options  # noqa: E402
 
 EPILOG = """
 \b
@@ -270,6 +271,7 @@ Examples:
   python tools/run.py judge-bench --pairs my-pairs.csv --judge smollm2-135m --limit 20
   python tools/run.py judge-bench --pairs pairs.jsonl --config configs/jury.yaml   # a jury, pointwise
   python tools/run.py judge-bench --pairs pairs.jsonl --half 2   # the half a rubric was not chosen on
+  python tools/run.py judge-bench --pairs a.jsonl --calibration b.jsonl --target-agreement 0.85
 \b
 A pairs file (.jsonl or .csv) holds one pair a line: instruction, output_1, output_2, label (1: output_1 is
 better, 2: output_2, 0: a tie); id and reference optional. A second run asks only what the judge cache lacks.
@@ -279,6 +281,7 @@ better, 2: output_2, 0: a tie); id and reference optional. A second run asks onl
 @click.option("--limit", type=click.IntRange(min=1), help="Only the first N pairs.")
 @click.option("--half", type=click.IntRange(1, 2), help="Every other pair: 1 the 1st, 3rd, 5th...; 2 the 2nd, 4th... "
               "Choose a rubric or prompt on one half, report it on the other.")
+@calibration_options
 @_config_option()
 @click.option("--judge", "judge_model", metavar="MODEL", help="The judge's model (an alias, folder or Hub id; or the "
               "endpoint's model name with an openai backend), instead of the config's.")

@@ -19,7 +19,7 @@ def test_a_bad_pairs_file_stops_before_any_judge_with_its_line(run_cli, tmp_path
 
 @pytest.mark.slow
 @pytest.mark.skipif(not (LABELS / "llmbar-natural.jsonl").is_file(), reason="shared/judge-labels is not beside the repo")
-def test_the_real_judge_measures_agreement_on_human_pairs_and_a_rerun_asks_nothing(run_cli):
+def test_the_real_judge_measures_agreement_on_human_pairs_and_a_rerun_asks_nothing(run_cli, tmp_path):
     args = ("judge-bench", "--pairs", LABELS / "llmbar-natural.jsonl", "--limit", 3, "--judge", "smollm2-135m")
     result = run_cli(*args)
     assert result.exit_code == 0, result.output[-3000:]
@@ -34,9 +34,17 @@ def test_the_real_judge_measures_agreement_on_human_pairs_and_a_rerun_asks_nothi
     # The real engine gives logprobs, so each pair's preference has probabilities in both orders.
     assert all(None not in d["preference"] and 0.0 <= d["preference"][2] <= 1.0 for d in report["details"])
     assert report["judge_calls"] == 18 and "Judge benchmark" in result.stdout  # 3 pairs: 2 + 2 + 2 verdicts each
-    again = run_cli(*args)
-    assert again.exit_code == 0
+    # Again, with the same three pairs as calibration pairs (a file outside the repository, as the labels are):
+    # everything from the cache, and three pairs are too few to show any confidence agrees over 80%.
+    calibration = tmp_path / "calibration.jsonl"
+    calibration.write_text("".join((LABELS / "llmbar-natural.jsonl").read_text().splitlines(keepends=True)[:3]))
+    again = run_cli(*args, "--calibration", calibration)
+    assert again.exit_code == 0, again.output[-3000:]
     rerun = json.loads(Path(again.stdout.split("JSON report: ")[1].split("\n")[0]).read_text())
     failed = sum(report["failed"][way]["count"] for way in ("pairwise", "preference", "pointwise_integer"))
     assert rerun["cached"] >= rerun["judge_calls"] - 2 * failed  # every valid verdict came from the cache
     assert rerun["agreement"] == report["agreement"]
+    assert (rerun["calibration_file"], rerun["target_agreement"]) == (str(calibration), 0.8)
+    for way in ("preference_averaged", "preference"):
+        assert rerun["selective"][way]["threshold"] is None and rerun["selective"][way]["coverage"]["count"] == 0
+    assert "Verdicts kept above a confidence threshold" in again.stdout

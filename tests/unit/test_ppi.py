@@ -112,3 +112,38 @@ def test_too_few_labels_in_a_run_say_how_many_more():
 def _agreement():
     """The label agreement a run with labels also has (the HTML shows the corrected means in its labels block)."""
     return LabelAgreement(judge_model="vllm:j", rubric="handbook", kind="pointwise", rows=30)
+
+
+def _simulate(runs, bias, noise, n_labelled=40, n_rest=300, seed=0):
+    """`runs` simulated runs of a 1-3 scale: people's scores, a judge's (theirs plus `bias` plus noise, rounded and
+    clipped to the scale), a uniform random sample of rows labelled. Each run's estimate and the true mean."""
+    rng = np.random.default_rng(seed)
+    results = []
+    for _ in range(runs):
+        truth = rng.choice([1.0, 2.0, 3.0], size=n_labelled + n_rest, p=[0.3, 0.4, 0.3])
+        judge = np.clip(np.round(truth + bias + rng.normal(0, noise, truth.size)), 1, 3)
+        labelled = rng.choice(truth.size, n_labelled, replace=False)
+        rest = np.setdiff1d(np.arange(truth.size), labelled)
+        results.append((ppi_mean(truth[labelled], judge[labelled], judge[rest]), truth.mean()))
+    return results
+
+
+@pytest.mark.parametrize("bias", [0.0, 0.8])
+def test_the_interval_covers_the_true_mean_at_its_nominal_rate_with_an_unbiased_and_a_lenient_judge(bias):
+    results = _simulate(500, bias=bias, noise=0.5, seed=int(bias * 10))
+    covered = sum(e.ci[0] <= true <= e.ci[1] for e, true in results)
+    assert covered >= 0.93 * 500, covered
+    if bias:  # the judge alone misses the true mean by its bias
+        assert all(e.judge_only.mean > true + 0.3 for e, true in results)
+
+
+def test_the_interval_is_narrower_than_the_labels_alone_with_a_judge_that_follows_people_and_no_wider_without():
+    def widths(results):
+        return (np.mean([e.ci[1] - e.ci[0] for e, _ in results]),
+                np.mean([e.labels_only.ci[1] - e.labels_only.ci[0] for e, _ in results]))
+
+    ppi, labels = widths(_simulate(200, bias=0.5, noise=0.3, seed=1))
+    assert ppi < 0.8 * labels  # a judge that follows people (noise 0.3 on a 1-3 scale)
+    unrelated = _simulate(200, bias=0.0, noise=50.0, seed=2)  # noise that swamps the truth: the judge says nothing
+    ppi, labels = widths(unrelated)
+    assert ppi <= 1.05 * labels

@@ -41,6 +41,23 @@ def bench_cost_line(report: JudgeBenchReport) -> str:
     return f"{report.judge_calls} verdicts ({report.cached} from the judge cache){seconds}{written}."
 
 
+SELECTIVE_HEADER = ["way", "confidence threshold", "agreement at it on the calibration pairs", "agreement kept",
+                    "coverage (decisions kept)"]
+
+
+def selective_title(report: JudgeBenchReport) -> str:
+    return (f"Verdicts kept above a confidence threshold found on {report.calibration_file} (agreement over "
+            f"{report.target_agreement:.0%} with at most a {report.risk:.0%} risk; fixed-sequence testing), applied to "
+            f"these pairs")
+
+
+def selective_rows(report: JudgeBenchReport) -> list[list[str]]:
+    """One row per way with a confidence (`SELECTIVE_HEADER`); none without --calibration."""
+    return [[WAY_NAMES[way], "none met the target" if f.threshold is None else f"{f.threshold:.2f}",
+             _cell(f.calibration_agreement) if f.calibration_agreement else "n/a", f.agreement.describe(),
+             f.coverage.describe()] for way, f in report.selective.items()]
+
+
 _SHOWN = {"A": "1", "B": "2", "tie": "tie", None: "failed"}
 
 
@@ -56,6 +73,8 @@ def render_bench_html(report: JudgeBenchReport) -> str:
         f"<h2>{html.escape(bench_title(report))}</h2>"
         + html_table(BENCH_HEADER, bench_rows(report))
         + f"<p>{html.escape(BENCH_METHOD)}</p><p>{html.escape(bench_cost_line(report))}</p>"
+        + (f"<h3>{html.escape(selective_title(report))}</h3>" + html_table(SELECTIVE_HEADER, selective_rows(report))
+           if report.selective else "")
         + "<h3>Every pair (the output chosen: per order of showing, or once)</h3>"
         + html_table(["id", "people"] + [WAY_NAMES[w] for w in ways] + ["problems"], details)
         + "</body></html>"

@@ -33,6 +33,7 @@ from llm_engineering.evaluation.judging.pairwise import ask_both_orders, ask_pre
 from llm_engineering.evaluation.preference import compare, longer, swapped
 from llm_engineering.evaluation.rates import rate
 from llm_engineering.evaluation.stored.pairwise import Preference
+from llm_engineering.evaluation.trust.selective import SelectiveFigures
 from llm_engineering.evaluation.stored.figures import Rate
 from llm_engineering.evaluation.judging.scoring import score_answers
 
@@ -91,6 +92,11 @@ class JudgeBenchReport(BaseModel):
     written_preferences: int = Field(0, description="preference readings taken from the number the judge wrote, its "
                                      "backend giving no token logprobs (each a certainty)")
     details: list[PairDecisions] = Field(default_factory=list)
+    calibration_file: Optional[str] = Field(None, description="--calibration: the pairs the thresholds were found on")
+    target_agreement: Optional[float] = None
+    risk: Optional[float] = Field(None, description="the chance the threshold's agreement is under the target")
+    selective: dict[str, SelectiveFigures] = Field(default_factory=dict, description="per way with a confidence: the "
+                                                   "verdicts kept at the threshold found on the calibration pairs")
 
     def json_report(self) -> dict:
         """The JSON report: `agreement.<way>.rate` and `.total` for each way and baseline, then the other figures."""
@@ -100,6 +106,9 @@ class JudgeBenchReport(BaseModel):
                 "half": self.half, "tie_labels": self.tie_labels, **figures, "seconds": self.seconds,
                 "judge_calls": self.judge_calls,
                 "cached": self.cached, "written_preferences": self.written_preferences,
+                **({"calibration_file": self.calibration_file, "target_agreement": self.target_agreement,
+                    "risk": self.risk, "selective": {way: f.model_dump() for way, f in self.selective.items()}}
+                   if self.selective else {}),
                 "details": [d.model_dump() for d in self.details]}
 
 
