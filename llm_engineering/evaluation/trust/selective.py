@@ -2,11 +2,11 @@
 with a stated risk (Jung, Brahman and Choi, "Trust or Escalate", 2024), and what share of verdicts clears it.
 
 On labelled calibration pairs, candidate thresholds (those keeping 5%, 10%... of the verdicts) are tested from the
-most confident down (fixed-sequence testing): at each, the verdicts at or above it are kept and an exact one-sided binomial test asks whether their
-agreement exceeds the target; the first threshold whose test fails ends the sequence, and the last one that passed
-is the answer. Tested in this fixed order, the chance that the chosen threshold's true agreement is under the target
-is at most the risk, with no correction for the number of thresholds tried. Verdicts under it are the ones to hand
-to a person or a stronger judge.
+most confident down (fixed-sequence testing): at each, the verdicts at or above it are kept and an exact one-sided
+binomial test asks whether their agreement exceeds the target; the first threshold whose test fails ends the sequence,
+and the last one that passed is the answer. Tested in this fixed order, the chance that the chosen threshold's true
+agreement is under the target is at most the risk, with no correction for the number of thresholds tried. Verdicts
+under it are the ones to hand to a person or a stronger judge.
 
 A verdict's confidence, per way of judge-bench (others have none):
 - `preference_averaged`: how far the probability that output 1 is better, averaged over both orders, is from one
