@@ -120,6 +120,8 @@ class EvaluationConfig(BaseModel):
     def _one_panel(self) -> "EvaluationConfig":
         if self.judges and self.judge != JudgeConfig():
             raise ValueError("set either judge (one judge) or judges (a jury), not both; move the judge into judges")
+        if any(j.escalate_to for j in self.judges):
+            raise ValueError("escalate_to escalates from one judge, not a jury: use judge: with escalate_to")
         rubrics = [j.resolved_rubric() for j in self.judges]
         for k, rubric in enumerate(rubrics[1:], 1):
             if rubric != rubrics[0]:

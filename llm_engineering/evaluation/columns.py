@@ -34,6 +34,11 @@ JUDGE_CACHED = "judge_cached"
 JUDGE_SECONDS = "judge_seconds"
 REFERENCE_SIMILARITY = "reference_similarity"
 EXPECTED_PROBLEM = "expected_score_problem"  # why a verdict has no expected scores (no logprobs, ...)
+# escalation (`judge.escalate_to`): the first judge's probability of the score it gave (lowest over the criteria),
+# whether the row's verdict is the second judge's, and why not where the second judge failed
+CONFIDENCE = "judge_confidence"
+ESCALATED = "escalated"
+ESCALATION_ERROR = "escalation_error"
 
 
 def score(criterion: str) -> str:

@@ -174,6 +174,11 @@ class JudgeConfig(Strict):
     endpoint: EndpointConfig = Field(default_factory=EndpointConfig,
                                      description="backends openai and openai-batch: the endpoint and its limits")
     batch: BatchConfig = Field(default_factory=BatchConfig, description="backend openai-batch: how long to wait")
+    escalate_to: Optional[JudgeConfig] = Field(
+        None, description="A second judge for the rows this one is unsure of (its probability of a score it gave "
+        "under escalate_below, or no verdict): their verdicts come from it; where it fails, the first one's stay.")
+    escalate_below: float = Field(0.9, gt=0.0, le=1.0, description="With escalate_to: the confidence under which a row "
+                                  "is escalated; find one on labelled pairs with judge-bench --calibration.")
 
     @model_validator(mode="before")
     @classmethod
@@ -212,6 +217,9 @@ class JudgeConfig(Strict):
             raise ValueError(f"judge.endpoint is for backends openai and openai-batch; backend {self.backend!r} runs "
                              f"the judge in process: remove endpoint settings ({', '.join(self._changed('endpoint'))}) "
                              f"or set backend: openai")
+        if self.escalate_to is not None and (self.escalate_to.escalate_to is not None or not self.logprobs):
+            raise ValueError("judge.escalate_to: the first judge needs logprobs: true (a verdict's confidence is its "
+                             "probability of the score it gave), and the second judge escalates no further")
         if self.backend != "openai-batch" and self.batch != BatchConfig():
             raise ValueError(f"judge.batch is for backend openai-batch; remove batch settings "
                              f"({', '.join(self._changed('batch'))}) or set backend: openai-batch")

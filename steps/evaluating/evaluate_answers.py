@@ -7,6 +7,7 @@ from zenml import get_step_context, log_metadata, step
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeConfig, JuryConfig, SimilarityConfig
 from llm_engineering.evaluation.engine_config import EngineConfig
+from llm_engineering.evaluation.judging.escalation import escalate
 from llm_engineering.evaluation.judging.scoring import score_answers
 from llm_engineering.evaluation.trust.similarity import add_reference_similarity, get_embedder
 from llm_engineering.evaluation.report.summary import model_scores
@@ -42,6 +43,11 @@ def evaluate_answers(
                     aggregate=(jury or JuryConfig()).aggregate) as judge:
         rubric = judge.rubric
         evaluations = score_answers(generations, judge, only_failed)
+    second = judges[0].escalate_to if len(judges) == 1 else None
+    if second is not None:  # the rows the first judge is unsure of, judged by the second on the same rubric
+        with open_judge([second.model_copy(update={"rubric": judges[0].rubric})], engine, settings=settings,
+                        pool=ENGINE_POOL) as escalation:
+            evaluations = escalate(evaluations, escalation, judges[0].escalate_below)
     if similarity is not None and similarity.enabled:
         if col.REFERENCE in evaluations.column_names:
             evaluations = add_reference_similarity(evaluations, get_embedder(similarity.batch_size))
@@ -61,6 +67,7 @@ def evaluate_answers(
             "similarity_mean": scores.similarity_mean,
             "judge_calls": scores.judge_usage.calls,
             "judge_cache_hits": scores.judge_usage.cached,
+            **({"escalated": scores.escalated, "escalation_failed": scores.escalation_failed} if second else {}),
             "opik_traces": opik_traces if opik_traces is not None else "opik not configured",
         }
     )

@@ -156,6 +156,9 @@ def model_scores(
         similarity_mean=round(sum(similarities) / len(similarities), 4) if similarities else None,
         similarity_ci=bootstrap_ci(similarities),
         similarity_rows=len(similarities),
+        escalated=sum(bool(r.get(col.ESCALATED)) for r in rows),
+        escalation_failed=len(errors := [r[col.ESCALATION_ERROR] for r in rows if r.get(col.ESCALATION_ERROR)]),
+        escalation_error=errors[0] if errors else None,
     )
 
 

@@ -270,6 +270,11 @@ def trust_lines(summary: EvaluationSummary) -> list[str]:
         lines.append(f"Pairwise {pairwise_name(p)} ({PAIRWISE_METHODS[p.method]}): {pairwise_finding(p)}")
     lines += power_lines(summary) + sample_lines(summary)
     for m in summary.models:
+        if m.escalated or m.escalation_failed:
+            failed = (f"; {m.escalation_failed} kept the first judge's verdict, the second failing ({m.escalation_error})"
+                      if m.escalation_failed else "")
+            lines.append(f"Escalation of {m.model_id}: {m.escalated} of {m.rows} rows the first judge was unsure of "
+                         f"were judged by the second judge{failed}")
         lengths = [f"{c.name} {fmt(c.length.spearman)}" for c in m.criteria if c.length and c.length.spearman is not None]
         if lengths:
             lines.append(f"Length bias of {m.model_id} (Spearman, score vs answer length): {', '.join(lengths)}")

@@ -123,6 +123,10 @@ class ModelScores(BaseModel):
     similarity_mean: Optional[float] = Field(None, description="mean cosine similarity of answer and reference")
     similarity_ci: Optional[list[float]] = None
     similarity_rows: int = 0
+    escalated: int = Field(0, description="judge.escalate_to: rows whose verdict is the second judge's")
+    escalation_failed: int = Field(0, description="rows under the threshold the second judge could not score: they "
+                                   "keep the first judge's verdict")
+    escalation_error: Optional[str] = Field(None, description="the first of those rows' errors")
 
     @model_validator(mode="before")
     @classmethod

@@ -1,0 +1,63 @@
+"""Escalation: the rows a judge is unsure of go to a second judge, the others keep the first judge's verdict.
+
+A verdict's confidence is the judge's probability of the score it gave, the lowest over the rubric's criteria (from
+the token logprobs at each score: a judge without them, or a row it could not score, has none and is escalated). Rows
+under `threshold` (one found on labelled data, e.g. by `judge-bench --calibration`) are judged again by the second
+judge; where it answers, its verdict replaces the first, and where it fails, the row keeps the first judge's verdict
+and says why. Nothing already judged is lost.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from datasets import Dataset
+
+from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.judging.judge import Judge
+from llm_engineering.evaluation.judging.rubric import Rubric
+from llm_engineering.evaluation.judging.scoring import judge_columns, score_answers
+
+
+def verdict_confidence(row: dict[str, Any], rubric: Rubric) -> Optional[float]:
+    """The judge's probability of the score it gave, the lowest over the criteria; None without a verdict or
+    probabilities."""
+    if row.get(col.JUDGE_ERROR) is not None:
+        return None
+    chances = []
+    for criterion in rubric.criteria:
+        score, probabilities = row.get(col.score(criterion.name)), row.get(col.probabilities(criterion.name))
+        if score is None or not probabilities or score not in criterion.values:
+            return None
+        chances.append(probabilities[criterion.values.index(score)])
+    return round(min(chances), 6) if chances else None
+
+
+def escalate(rows: Dataset, second: Judge, threshold: float) -> Dataset:
+    """`rows` (scored by the first judge) with a confidence each, and the rows under `threshold` judged by `second`:
+    its verdict where it gave one (`escalated` true), else the first judge's kept with `escalation_error`."""
+    records = rows.to_list()
+    confidence = [verdict_confidence(r, second.rubric) for r in records]
+    under = [i for i, c in enumerate(confidence) if c is None or c < threshold]
+    verdict_columns = list(judge_columns(second.rubric))
+    rejudged = score_answers(rows.select(under), second).to_list() if under else []
+    for i, again in zip(under, rejudged):
+        if again[col.JUDGE_ERROR] is None:
+            records[i] |= {name: again[name] for name in verdict_columns} | {col.ESCALATED: True}
+        else:
+            records[i] |= {col.ESCALATED: False, col.ESCALATION_ERROR: f"{again[col.JUDGE_MODEL]}: {again[col.JUDGE_ERROR]}"}
+    for record, c in zip(records, confidence):
+        record[col.CONFIDENCE] = c
+        record.setdefault(col.ESCALATED, False)
+        record.setdefault(col.ESCALATION_ERROR, None)
+    return Dataset.from_list(records, features=_features(rows))
+
+
+def _features(rows: Dataset) -> Any:
+    from datasets import Value
+
+    features = rows.features.copy()
+    features[col.CONFIDENCE] = Value("float64")
+    features[col.ESCALATED] = Value("bool")
+    features[col.ESCALATION_ERROR] = Value("string")
+    return features
