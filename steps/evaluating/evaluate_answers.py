@@ -7,7 +7,7 @@ from zenml import get_step_context, log_metadata, step
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeConfig, JuryConfig, SimilarityConfig
 from llm_engineering.evaluation.engine_config import EngineConfig
-from llm_engineering.evaluation.judging.escalation import escalate
+from llm_engineering.evaluation.judging.escalation import escalate, with_confidence
 from llm_engineering.evaluation.judging.scoring import score_answers
 from llm_engineering.evaluation.trust.similarity import add_reference_similarity, get_embedder
 from llm_engineering.evaluation.report.summary import model_scores
@@ -43,6 +43,7 @@ def evaluate_answers(
                     aggregate=(jury or JuryConfig()).aggregate) as judge:
         rubric = judge.rubric
         evaluations = score_answers(generations, judge, only_failed)
+    evaluations = with_confidence(evaluations, rubric) if len(judges) == 1 else evaluations  # a jury's: none
     second = judges[0].escalate_to if len(judges) == 1 else None
     if second is not None:  # the rows the first judge is unsure of, judged by the second on the same rubric
         with open_judge([second.model_copy(update={"rubric": judges[0].rubric})], engine, settings=settings,

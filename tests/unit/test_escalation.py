@@ -9,7 +9,7 @@ from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeConfig
-from llm_engineering.evaluation.judging.escalation import escalate, verdict_confidence
+from llm_engineering.evaluation.judging.escalation import escalate, verdict_confidence, with_confidence
 from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.rubric import load_rubric
 from llm_engineering.evaluation.judging.scoring import score_answers
@@ -70,6 +70,13 @@ def test_the_confidence_is_the_lowest_probability_of_a_given_score_over_the_crit
            col.score("style"): 3, col.probabilities("style"): [0.0, 0.1, 0.9]}
     assert verdict_confidence(row, handbook) == 0.7
     assert verdict_confidence({**row, col.probabilities("style"): None}, handbook) is None
+
+
+def test_every_single_judges_verdict_is_stored_with_its_confidence():
+    judge = Judged("vllm:j", [_reply(4, 0.8), _reply(2), JudgeReply(None, "HTTP 503")])
+    rows = with_confidence(score_answers(_answers(3), Judge((judge,), HELPFULNESS)), HELPFULNESS)
+    assert rows[col.CONFIDENCE] == [pytest.approx(0.8), None, None]
+    assert with_confidence(rows, HELPFULNESS)[col.CONFIDENCE] == rows[col.CONFIDENCE]  # again: replaced, not doubled
 
 
 def test_escalation_needs_the_first_judges_logprobs_and_goes_one_step():

@@ -286,6 +286,7 @@ def test_the_preference_method_averages_probabilities_over_both_orders_so_positi
     # Each order names the answer shown first; the probabilities averaged over both give the longer answer 0.6.
     assert result.method == "preference" and result.position_a_preferred.rate == 1.0
     assert result.win_rate == 1.0 and result.details[0].preference == pytest.approx(0.6)
+    assert result.details[0].confidence == pytest.approx(0.2)  # 0.6 is 0.1 from a half: a weak preference
     # Without token logprobs the numbers written decide: "1" in both orders is a tie, as the verdict method says.
     numbers_only = compare_answers(long_a, short_b, Judge((KeyedJudge(lambda p: '{"better":1}'),), HANDBOOK))
     assert numbers_only.ties.count == 3 and numbers_only.failed.count == 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from datasets import Dataset
+from datasets import Dataset, Value
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judging.judge import Judge
@@ -31,6 +31,13 @@ def verdict_confidence(row: dict[str, Any], rubric: Rubric) -> Optional[float]:
             return None
         chances.append(probabilities[criterion.values.index(score)])
     return round(min(chances), 6) if chances else None
+
+
+def with_confidence(rows: Dataset, rubric: Rubric) -> Dataset:
+    """`rows` with each verdict's confidence (`verdict_confidence`) in `judge_confidence`."""
+    confidence = [verdict_confidence(r, rubric) for r in rows.to_list()]
+    rows = rows.remove_columns(col.CONFIDENCE) if col.CONFIDENCE in rows.column_names else rows
+    return rows.add_column(col.CONFIDENCE, confidence, feature=Value("float64"))
 
 
 def escalate(rows: Dataset, second: Judge, threshold: float) -> Dataset:
@@ -54,8 +61,6 @@ def escalate(rows: Dataset, second: Judge, threshold: float) -> Dataset:
 
 
 def _features(rows: Dataset) -> Any:
-    from datasets import Value
-
     features = rows.features.copy()
     features[col.CONFIDENCE] = Value("float64")
     features[col.ESCALATED] = Value("bool")

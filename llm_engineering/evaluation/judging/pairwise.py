@@ -254,6 +254,7 @@ def _preference_rows(judge: Judge, pairs: list[tuple[str, str, str, Optional[str
             "swapped": compare(swapped, 0.5),
             "points": None if averaged is None else _POINTS[compare(averaged, 0.5)],
             "preference": None if averaged is None else round(averaged, 6),
+            "confidence": None if averaged is None else round(abs(averaged - 0.5) * 2, 6),
             "error": (error_1 or error_2) if averaged is None else None,
         })
     return rows

@@ -16,6 +16,9 @@ class PairwiseRow(BaseModel):
     sample: int = Field(0, description="with several answers per prompt: which pair of them (the s-th of each model)")
     preference: Optional[float] = Field(
         None, description="preference method: the probability that model_a's answer is better, averaged over both orders")
+    confidence: Optional[float] = Field(
+        None, description="preference method: how far the averaged preference is from one half, doubled (0 a coin toss, "
+        "1 certain)")
     in_order: Optional[Preference] = Field(None, description="winner with model_a's answer in position A")
     swapped: Optional[Preference] = Field(None, description="winner with model_a's answer in position B")
     points: Optional[float] = Field(None, description="model_a's points: 1 win, 0.5 tie, 0 loss")
