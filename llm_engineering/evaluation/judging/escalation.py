@@ -48,15 +48,13 @@ def escalate(rows: Dataset, second: Judge, threshold: float) -> Dataset:
     under = [i for i, c in enumerate(confidence) if c is None or c < threshold]
     verdict_columns = list(judge_columns(second.rubric))
     rejudged = score_answers(rows.select(under), second).to_list() if under else []
+    for record, c in zip(records, confidence):  # a rescored run's earlier escalation is replaced, not kept
+        record |= {col.CONFIDENCE: c, col.ESCALATED: False, col.ESCALATION_ERROR: None}
     for i, again in zip(under, rejudged):
         if again[col.JUDGE_ERROR] is None:
             records[i] |= {name: again[name] for name in verdict_columns} | {col.ESCALATED: True}
         else:
-            records[i] |= {col.ESCALATED: False, col.ESCALATION_ERROR: f"{again[col.JUDGE_MODEL]}: {again[col.JUDGE_ERROR]}"}
-    for record, c in zip(records, confidence):
-        record[col.CONFIDENCE] = c
-        record.setdefault(col.ESCALATED, False)
-        record.setdefault(col.ESCALATION_ERROR, None)
+            records[i][col.ESCALATION_ERROR] = f"{again[col.JUDGE_MODEL]}: {again[col.JUDGE_ERROR]}"
     return Dataset.from_list(records, features=_features(rows))
 
 
