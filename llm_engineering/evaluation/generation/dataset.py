@@ -13,6 +13,7 @@ from datasets.exceptions import DatasetNotFoundError
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import DatasetConfig, PromptConfig
+from llm_engineering.evaluation.generation.conversation_rows import as_split, conversation_rows, is_conversation_split
 from llm_engineering.evaluation.generation.prompts import alpaca_prompt
 
 logger = logging.getLogger(__name__)
@@ -104,10 +105,13 @@ def validate_split(dataset: Dataset) -> Dataset:
     """Normalise to columns (id, instruction, reference) and reject unusable rows.
 
     The reference column may be called `answer` or `output`; a missing `id` column is filled
-    with the row number so every generated answer can be matched back to its row.
+    with the row number so every generated answer can be matched back to its row. A split with `turns` or
+    `messages` rows (conversations) becomes a row per answered turn, with the columns of `conversation_rows`.
     """
     if len(dataset) == 0:
         raise DatasetError("The test split is empty: point --dataset at a split with rows.")
+    if is_conversation_split(dataset):
+        return _conversations(dataset)
     instruction = _find_column(dataset, col.INSTRUCTION_ALIASES, "instruction")
     reference = _find_column(dataset, col.REFERENCE_ALIASES, "reference answer")
     # Plain lists in one pass: `dataset[name]` is a lazy column that reads a row per item.
@@ -127,19 +131,39 @@ def validate_split(dataset: Dataset) -> Dataset:
     duplicates = sorted(row_id for row_id, count in given.items() if count > 1)
     if duplicates:
         problems.append(f"duplicate ids {duplicates[:5]}: every row needs a unique id")
-    if problems:
-        shown = "\n  - ".join(problems[:10])
-        more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
-        raise DatasetError(f"The test split has {len(problems)} bad row(s):\n  - {shown}{more}")
-
+    _refuse(problems)
     return Dataset.from_dict(
         {col.ID: ids, col.INSTRUCTION: instructions, col.REFERENCE: references}
     )
 
 
+def _refuse(problems: list[str]) -> None:
+    if problems:
+        shown = "\n  - ".join(problems[:10])
+        more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
+        raise DatasetError(f"The test split has {len(problems)} bad row(s):\n  - {shown}{more}")
+
+
+def _conversations(dataset: Dataset) -> Dataset:
+    rows, problems = conversation_rows(dataset)
+    counts = Counter(row.id for row in rows)
+    duplicates = sorted(row_id for row_id, count in counts.items() if count > 1)
+    if duplicates:
+        problems.append(f"duplicate ids {duplicates[:5]}: every row (each turn of a conversation: <id>/turn-<k>) "
+                        f"needs a unique id")
+    _refuse(problems)
+    return as_split(rows)
+
+
 def select_rows(dataset: Dataset, limit: Optional[int]) -> Dataset:
-    """The first `limit` rows (all rows when None)."""
-    if limit is None or limit >= len(dataset):
+    """The first `limit` rows (all rows when None); of conversations, the first `limit` conversations, every turn."""
+    if limit is None:
+        return dataset
+    if col.CONVERSATION_ID in dataset.column_names:
+        conversations = dataset[col.CONVERSATION_ID]
+        kept = set(list(dict.fromkeys(conversations))[:limit])
+        return dataset.select([i for i, c in enumerate(conversations) if c in kept]).flatten_indices()
+    if limit >= len(dataset):
         return dataset
     return dataset.select(range(limit))
 
