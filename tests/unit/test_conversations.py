@@ -243,3 +243,9 @@ def test_turn_rows_of_a_summary_read_per_model_and_turn():
     assert [r[:3] for r in turn_rows(summary)] == [["m", "1", "1/1"], ["m", "2", "1/1"]]
     second = next(item for item in summary.items if item.id == "a/turn-2")
     assert second.turn == 2 and second.answers[0].history[1] == {"role": "assistant", "content": "x"}
+
+
+def test_the_embedded_conversations_are_two_turn_rows_with_a_reference_per_turn():
+    split = read_test_split(DatasetConfig(source="embedded-conversations"))
+    assert len(split) == 10 and split[col.TURN] == [1, 2] * 5
+    assert all(split[col.REFERENCE]) and split[1][col.ID] == "c001/turn-2"

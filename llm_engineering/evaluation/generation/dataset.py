@@ -20,6 +20,9 @@ logger = logging.getLogger(__name__)
 
 EMBEDDED = "embedded"
 EMBEDDED_FILE = "llm_twin_test.jsonl"
+# A few two-turn conversations written for the project (MT-Bench's shape), each second turn about the first answer.
+EMBEDDED_CONVERSATIONS = "embedded-conversations"
+EMBEDDED_FILES = {EMBEDDED: EMBEDDED_FILE, EMBEDDED_CONVERSATIONS: "conversations.jsonl"}
 _FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".csv": "csv"}
 
 
@@ -27,9 +30,10 @@ class DatasetError(ValueError):
     """The test split cannot be used as given; the message says why and how to fix it."""
 
 
-def embedded_split_path() -> Path:
-    """The evaluation set this package ships: LLM-engineering instructions with references."""
-    return Path(str(resources.files("llm_engineering.evaluation") / "data" / EMBEDDED_FILE))
+def embedded_split_path(source: str = EMBEDDED) -> Path:
+    """An evaluation set this package ships: LLM-engineering instructions with references (`embedded`), or
+    two-turn conversations about them (`embedded-conversations`)."""
+    return Path(str(resources.files("llm_engineering.evaluation") / "data" / EMBEDDED_FILES[source]))
 
 
 def _pick_split(loaded: Dataset | DatasetDict, split: str, source: str) -> Dataset:
@@ -44,9 +48,10 @@ def _pick_split(loaded: Dataset | DatasetDict, split: str, source: str) -> Datas
 
 
 def read_split(source: str, split: str = "test", revision: Optional[str] = None) -> Dataset:
-    """Read one split from 'embedded', a local file/folder, or a Hugging Face dataset id."""
-    if source == EMBEDDED:
-        return load_dataset("json", data_files={split: str(embedded_split_path())}, split=split)
+    """Read one split from 'embedded' (or 'embedded-conversations'), a local file/folder, or a Hugging Face dataset
+    id."""
+    if source in EMBEDDED_FILES:
+        return load_dataset("json", data_files={split: str(embedded_split_path(source))}, split=split)
     path = Path(source).expanduser()
     try:
         if path.is_file():
