@@ -17,7 +17,8 @@ from llm_engineering.evaluation.generation.prompts import alpaca_conversation, a
 from llm_engineering.evaluation.judging.conversation import CONVERSATION_INTRO, turn_pair
 from llm_engineering.evaluation.judging.rubric import judge_messages, load_rubric
 from llm_engineering.evaluation.report.summary import model_scores
-from llm_engineering.evaluation.report.turns_text import turn_rows
+from llm_engineering.evaluation.report.html import render_html
+from llm_engineering.evaluation.report.turns_text import pairwise_turn_rows, turn_rows
 
 TWO_TURNS = [
     {"question_id": 81, "category": "writing", "turns": ["Pick a number from 1 to 9.", "Repeat the number you said."],
@@ -243,9 +244,43 @@ def test_turn_rows_of_a_summary_read_per_model_and_turn():
     assert [r[:3] for r in turn_rows(summary)] == [["m", "1", "1/1"], ["m", "2", "1/1"]]
     second = next(item for item in summary.items if item.id == "a/turn-2")
     assert second.turn == 2 and second.answers[0].history[1] == {"role": "assistant", "content": "x"}
+    page = render_html(summary)
+    assert "Per turn of the conversations" in page and "conversation so far" in page and "<em>turn 2:</em>" in page
+
+
+def test_pairwise_win_rates_per_turn():
+    from llm_engineering.evaluation.judging.pairwise import tally
+    from llm_engineering.evaluation.stored.pairwise import PairwiseRow
+    from llm_engineering.evaluation.stored.summary import EvaluationSummary
+
+    rows = [PairwiseRow(id=f"{c}/turn-{t}", turn=t, points=points, in_order="A", swapped="B")
+            for c in "abc" for t, points in ((1, 1.0), (2, 0.0 if c != "c" else 0.5))]
+    summary = EvaluationSummary(judge_model="stub", models=[], ranking=[], created_at="now",
+                                pairwise=[tally("m1", "m2", "stub", rows)])
+    assert pairwise_turn_rows(summary) == [["m1 vs m2", "1", "100% [100%, 100%]", "3"], ["m1 vs m2", "2", "17% [0%, 50%]", "3"]]
 
 
 def test_the_embedded_conversations_are_two_turn_rows_with_a_reference_per_turn():
     split = read_test_split(DatasetConfig(source="embedded-conversations"))
     assert len(split) == 10 and split[col.TURN] == [1, 2] * 5
     assert all(split[col.REFERENCE]) and split[1][col.ID] == "c001/turn-2"
+
+
+def test_the_judge_check_reads_first_turns_with_a_reference_and_similarity_skips_turns_without_one(tmp_path):
+    import numpy as np
+
+    from llm_engineering.evaluation.trust.similarity import add_reference_similarity
+    from llm_engineering.evaluation.turns import first_turns, with_references
+
+    split = _split(tmp_path)
+    assert with_references(first_turns(split))[col.ID] == ["81/turn-1", "83/turn-1"]
+    one_turn = _split(tmp_path, [{"instruction": "Explain LoRA.", "output": "Low-rank adapters."}])
+    assert with_references(first_turns(one_turn)) is one_turn
+
+    class Embedder:
+        def encode(self, texts):
+            return np.ones((len(texts), 2)) / np.sqrt(2)
+
+    answered = split.add_column(col.ANSWER, ["an answer"] * len(split))
+    similarity = add_reference_similarity(answered, Embedder())[col.REFERENCE_SIMILARITY]
+    assert [value is None for value in similarity] == [False, True, True, True, False, False]

@@ -36,8 +36,3 @@ def pairwise_turn_rows(summary: EvaluationSummary) -> list[list[str]]:
             rows.append([pairwise_name(p), str(turn), rate_with_ci(win_rate, bootstrap_ci(points)), str(len(points))])
     return rows
 
-
-def turn_lines(summary: EvaluationSummary) -> list[str]:
-    """The per-turn means in words (logs, the step's metadata)."""
-    return [f"Turn {t.turn} of {s.model_id}: " + ", ".join(f"{c.name} {criterion_cell(c)}" for c in t.criteria)
-            + f" ({t.scored} of {t.rows} answers scored)" for s in summary.models for t in s.turns]
