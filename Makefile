@@ -14,7 +14,7 @@ export TOKENIZERS_PARALLELISM ?= false
 
 DASHBOARD_PORT ?= 8237
 
-.PHONY: install judges evaluate smoke rescore test test-fast bench bench-judge lint clean browser dashboard dashboard-stop bench-ray
+.PHONY: install judges evaluate conversations smoke rescore test test-fast bench bench-judge lint clean browser dashboard dashboard-stop bench-ray
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -48,6 +48,10 @@ judges: install
 
 evaluate: install
 	$(PY) tools/run.py evaluate
+
+# The packaged two-turn conversations, answered and judged turn by turn (docs/conversations.md).
+conversations: install
+	$(PY) tools/run.py evaluate --dataset embedded-conversations
 
 # The whole pipeline in about a minute, with a judge without signal (its summary says so first): does it all run?
 smoke: install

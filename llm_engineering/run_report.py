@@ -22,6 +22,13 @@ from llm_engineering.evaluation.report.gates import failed_gates, failed_rate_fa
 from llm_engineering.evaluation.report.html import render_html
 from llm_engineering.evaluation.stored.summary import EvaluationSummary
 from llm_engineering.evaluation.report.text import table_header, table_rows, trust_lines
+from llm_engineering.evaluation.report.turns_text import (
+    PAIRWISE_TURNS_HEADER,
+    TURNS_TITLE,
+    pairwise_turn_rows,
+    turn_header,
+    turn_rows,
+)
 from llm_engineering.infrastructure.zenml_runs import evaluations_of, run_results
 
 
@@ -96,6 +103,10 @@ def console_blocks(report: RunReport) -> list[Union[str, Table]]:
     blocks: list[Union[str, Table]] = [summary.headline] if summary.headline else []
     blocks.append(table(f"Evaluation summary · run {report.run_name} · judge {summary.judge_model} · rubric "
                          f"{summary.rubric}", table_header(summary), table_rows(summary)))
+    if turns := turn_rows(summary):
+        blocks.append(table(TURNS_TITLE, turn_header(summary), turns))
+    if pairwise_turns := pairwise_turn_rows(summary):
+        blocks.append(table(f"Pairwise, {TURNS_TITLE.lower()}", PAIRWISE_TURNS_HEADER, pairwise_turns))
     blocks += trust_lines(summary)
     if comparison is not None:
         blocks += compared.notes(comparison)

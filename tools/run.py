@@ -141,7 +141,8 @@ def _selection_options() -> Callable:
                      help="Model alias, local folder or Hub id; BASE+ADAPTER adds a LoRA adapter (PEFT folder or "
                           "Hub id); repeat to compare models."),
         click.option("--dataset",
-                     help="Hub dataset id, or a local json/jsonl/parquet/csv file or dataset folder."),
+                     help="Hub dataset id, or a local json/jsonl/parquet/csv file or dataset folder; "
+                          "embedded-conversations: the packaged two-turn rows."),
         click.option("--limit", type=click.IntRange(min=1), help="Evaluate only the first N rows."),
         click.option("--dummy", is_flag=True, help="Evaluate only 10 rows (a quick smoke run)."),
         click.option("--samples", type=click.IntRange(min=1), metavar="K",

@@ -11,6 +11,15 @@ ID = "id"
 INSTRUCTION = "instruction"
 REFERENCE = "reference"
 PROMPT = "prompt"
+# conversations (a split with multi-turn rows only: `generation.conversation_rows`): a row per turn
+CONVERSATION_ID = "conversation_id"
+TURN = "turn"  # 1-based; absent: 1 (a one-turn split)
+# the conversation before the row's user message, [{role, content}]; in the test split an assistant message whose
+# content is None stands for the model's own answer to that earlier turn, filled in at generation
+HISTORY = "history"
+# a source row's conversation: a list of user messages (MT-Bench's question.jsonl), or a chat in role/content form
+TURNS = "turns"
+MESSAGES = "messages"
 
 # generations
 # which of a prompt's answers (0..n-1 with sampling.n = n); a row's answers share its id. Absent: 0 (stored before)

@@ -29,8 +29,8 @@ class DatasetConfig(Strict):
 
     source: str = Field(
         "embedded",
-        description="'embedded', a Hugging Face dataset id, or a local path (json, jsonl, parquet, "
-        "csv, or a save_to_disk / dataset repo folder).",
+        description="'embedded', 'embedded-conversations' (two-turn rows), a Hugging Face dataset id, or a local "
+        "path (json, jsonl, parquet, csv, or a save_to_disk / dataset repo folder).",
     )
     split: str = "test"
     limit: Optional[PositiveInt] = Field(None, description="Evaluate only the first N rows.")

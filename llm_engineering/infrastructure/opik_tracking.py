@@ -55,7 +55,8 @@ def log_scoring(evaluations: Dataset, rubric: Rubric, settings: Settings, experi
             ]
             trace = client.trace(
                 name="judge",
-                input={"messages": judge_messages(rubric, row[col.INSTRUCTION], row[col.ANSWER], row.get(col.REFERENCE))},
+                input={"messages": judge_messages(rubric, row[col.INSTRUCTION], row[col.ANSWER], row.get(col.REFERENCE),
+                                                  row.get(col.HISTORY))},
                 output={"reply": row[col.JUDGE_RAW], "error": row[col.JUDGE_ERROR]},
                 metadata={"row_id": row[col.ID], "sample": sample_of(row), "model": row[col.MODEL_ID],
                           "judge": row[col.JUDGE_MODEL],

@@ -9,6 +9,7 @@ from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.evaluation.trust.card import run_judge_check
 from llm_engineering.evaluation.stored.trust import TrustChecks
 from llm_engineering.evaluation.samples import first_samples
+from llm_engineering.evaluation.turns import first_turns, with_references
 from llm_engineering.evaluation.trust.similarity import check_similarity, get_embedder
 from llm_engineering.infrastructure.judge_backends import open_judge
 from llm_engineering.settings import get_settings
@@ -27,9 +28,12 @@ def check_trust(
     """How far the scores can be trusted: the judge check and the similarity metric's own check.
 
     `rows` are any model's answers (they carry each instruction and its reference); of several answers per
-    prompt, the first (the checks pair a row with other prompts' rows).
+    prompt, the first (the checks pair a row with other prompts' rows); of conversations, the first turns with a
+    reference (a later turn reads only after the conversation before it).
     """
     rows = first_samples(rows)
+    if col.REFERENCE in rows.column_names:
+        rows = with_references(first_turns(rows))
     checks = TrustChecks()
     if col.REFERENCE not in rows.column_names:
         checks.notes.append(f"trust checks skipped: the answers have no {col.REFERENCE!r} column")

@@ -60,7 +60,9 @@ def summarize(
                              "tokens_per_second": s.tokens_per_second,
                              "judge_calls": s.judge_usage.calls,
                              "judge_seconds_per_verdict": s.judge_usage.seconds_per_verdict,
-                             "judge_cost_usd": s.judge_usage.estimated_cost_usd}
+                             "judge_cost_usd": s.judge_usage.estimated_cost_usd,
+                             **({"turns": {str(t.turn): {f"{c.name}_mean": c.mean for c in t.criteria}
+                                           for t in s.turns}} if s.turns else {})}
                 for s in summary.models
             },
         }

@@ -2,10 +2,11 @@
 
 - `prompts`: prompt templates (Alpaca, the model's chat template) and the Alpaca turn markers.
 - `dataset`: loading and validating a test split (embedded, Hub id, local files), prompts added.
+- `conversation_rows`: multi-turn rows (`turns`, `messages`) as a row per answered turn, validated.
 - `engine`: the `GenerationEngine` protocol any engine implements (in-process vLLM, Ray replicas).
 - `checkpoint`: answers appended as they finish, so an interrupted run resumes.
-- `answers`: every prompt of a model in one engine call, each answer checkpointed; throughput stats
-  (`GenerationStats`, in `evaluation.stored.generation`).
+- `answers`: every prompt of a model in one engine call (conversations: one per turn), each answer checkpointed;
+  throughput stats (`GenerationStats`, in `evaluation.stored.generation`).
 
 This room knows nothing of judging, trust or reports.
 """

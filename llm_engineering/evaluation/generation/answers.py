@@ -4,6 +4,11 @@ All prompts go to the engine at once (with vLLM: one continuous batch), and the 
 answer as it finishes, so it is appended to the checkpoint immediately: a crash or Ctrl-C loses
 nothing, and the next run generates only the rows that are missing. The engine is any
 `GenerationEngine` (in-process vLLM, Ray Data LLM replicas), handed in by the caller.
+
+Conversations (`generation.conversation_rows`) go turn by turn: every first turn in one engine call, then every
+second turn, whose prompt holds the model's own answer to the first (of the same sample), and so on. A turn's prompt
+is keyed in the checkpoint like any other, so a resumed first answer gives the same second prompt, and its saved
+answer is found.
 """
 
 from __future__ import annotations
@@ -11,34 +16,52 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from dataclasses import dataclass
-from typing import Optional
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Optional
 
-from datasets import Dataset
+from datasets import Dataset, List
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.generation.checkpoint import AnswerCheckpoint, AnswerRecord, row_key
+from llm_engineering.evaluation.generation.checkpoint import AnswerCheckpoint, AnswerRecord, CheckpointWriter, row_key
 from llm_engineering.evaluation.config import PromptConfig, SamplingConfig
-from llm_engineering.evaluation.generation.engine import GenerationEngine
-from llm_engineering.evaluation.generation.prompts import effective_template, format_prompts
+from llm_engineering.evaluation.generation.conversation_rows import MESSAGE
+from llm_engineering.evaluation.generation.engine import GenerationEngine, Tokenizer
+from llm_engineering.evaluation.generation.prompts import chat_prompt, conversation_prompt, effective_template
 from llm_engineering.evaluation.stored.generation import GenerationStats
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Units:
-    """One unit of work per answer: answer u is sample `samples[u]` of row `rows_of[u]`, saved under `keys[u]`."""
+    """One unit of work per answer: answer u is sample `samples[u]` of row `rows_of[u]`. Its prompt, the conversation
+    before it (`histories`), its prompt's tokens and its checkpoint key are set when its turn comes."""
 
     ids: list[str]
-    prompts: list[str]
-    lengths: list[int]  # each row's prompt tokens
     rows_of: list[int]
     samples: list[int]
-    keys: list[str]
+    rounds: list[int]  # per row: 1 + the model's own earlier answers its prompt holds (a conversation's turn)
+    by_turn: dict[tuple[str, int, int], int]  # (conversation id, turn, sample) -> its unit, in conversations
+    prompts: dict[int, str] = field(default_factory=dict)
+    histories: dict[int, list[dict[str, str]]] = field(default_factory=dict)
+    lengths: dict[int, int] = field(default_factory=dict)
+    keys: dict[int, str] = field(default_factory=dict)
 
     def row_id(self, u: int) -> str:
         return self.ids[self.rows_of[u]]
+
+    def of_round(self, number: int) -> list[int]:
+        return [u for u, i in enumerate(self.rows_of) if self.rounds[i] == number]
+
+
+@dataclass
+class _Tally:
+    """What the engine did over every round: answers resumed, those asked for, its seconds."""
+
+    resumed: int = 0
+    asked: list[int] = field(default_factory=list)
+    seconds: float = 0.0
 
 
 def answer_test_split(
@@ -58,54 +81,120 @@ def answer_test_split(
     emptied first, once no other run generates into it); new ones are appended to it as they finish. A prompt
     that leaves no room for the answer in `max_model_len` is not sent: its row keeps an empty answer with
     finish reason `prompt_too_long`, and the run goes on. The result has one row per answer, a row's samples
-    side by side (`sample` 0..n-1).
+    side by side (`sample` 0..n-1). Conversations go turn by turn (see the module doc).
     """
-    units = _units(engine, test_split, sampling, prompt)
-    records = _skipped(units, max_model_len)
-    skipped = len(records)
-    resumed, todo, seconds = _generate(engine, units, records, sampling=sampling, checkpoint=checkpoint, fresh=fresh)
+    units = _units(test_split, sampling)
+    rows = test_split.to_dict()
+    tokenizer = engine.get_tokenizer()
+    records: dict[int, AnswerRecord] = {}
+    tally = _Tally()
+    rounds = sorted(set(units.rounds))
+    with _held(checkpoint, fresh) as (stored, writer):
+        for number in rounds:
+            todo = units.of_round(number)
+            _prompt(units, todo, rows, records, tokenizer, prompt)
+            records.update(_skipped(units, todo, max_model_len))
+            label = "Resuming" if len(rounds) == 1 else f"Resuming turn {number}"
+            _generate(engine, units, todo, records, sampling=sampling, stored=stored, writer=writer, tally=tally,
+                      label=label, checkpoint=checkpoint)
     generations = _generations(test_split, units, records, model_id=model_id, sampling=sampling)
-    rows = [records[u] for u in range(len(units.keys))]
-    new_tokens = sum(records[u].completion_tokens for u in todo)
+    answers = [records[u] for u in range(len(units.rows_of))]
+    skipped = sum(r.finish_reason == col.PROMPT_TOO_LONG for r in answers)
+    new_tokens, seconds = sum(records[u].completion_tokens for u in tally.asked), tally.seconds
     stats = GenerationStats(
         model_id=model_id,
-        rows=len(units.keys),
+        rows=len(answers),
         samples=sampling.n,
         skipped=skipped,
-        prompt_tokens=sum(r.prompt_tokens for r in rows),
-        completion_tokens=sum(r.completion_tokens for r in rows),
+        prompt_tokens=sum(r.prompt_tokens for r in answers),
+        completion_tokens=sum(r.completion_tokens for r in answers),
         seconds=round(seconds, 3),
-        tokens_per_second=round(new_tokens / seconds, 2) if todo and seconds else 0.0,
-        prompts_per_second=round(len(todo) / seconds, 3) if todo and seconds else 0.0,
-        resumed=resumed,
-        generated=len(todo),
+        tokens_per_second=round(new_tokens / seconds, 2) if tally.asked and seconds else 0.0,
+        prompts_per_second=round(len(tally.asked) / seconds, 3) if tally.asked and seconds else 0.0,
+        resumed=tally.resumed,
+        generated=len(tally.asked),
     )
     logger.info("%s: %d answers generated (%.1f output tokens/s), %d resumed, %d skipped",
-                model_id, len(todo), stats.tokens_per_second, resumed, skipped // sampling.n)
+                model_id, len(tally.asked), stats.tokens_per_second, tally.resumed, skipped // sampling.n)
     return generations, stats
 
 
-def _units(engine: GenerationEngine, test_split: Dataset, sampling: SamplingConfig, prompt: PromptConfig) -> _Units:
-    """The prompts as the model reads them (the Alpaca template, or the model's chat template), and the answers
-    to make of them."""
-    tokenizer = engine.get_tokenizer()
-    if effective_template(prompt.template, tokenizer) == "alpaca":
-        prompts = list(test_split[col.PROMPT])
-    else:
-        prompts = format_prompts(test_split[col.INSTRUCTION], "chat", tokenizer, prompt.system_prompt)
+def _units(test_split: Dataset, sampling: SamplingConfig) -> _Units:
+    """The answers to make: each row's samples, and the round each row is asked in."""
     ids = [str(row_id) for row_id in test_split[col.ID]]
-    lengths = [len(t) for t in tokenizer(prompts, add_special_tokens=False)["input_ids"]]
-    rows_of = [i for i in range(len(prompts)) for _ in range(sampling.n)]
-    samples = [s for _ in range(len(prompts)) for s in range(sampling.n)]
-    keys = [row_key(ids[i], prompts[i], s) for i, s in zip(rows_of, samples)]
-    return _Units(ids, prompts, lengths, rows_of, samples, keys)
+    histories = test_split[col.HISTORY] if col.HISTORY in test_split.column_names else [[] for _ in ids]
+    rounds = [1 + sum(m["role"] == "assistant" and m["content"] is None for m in h) for h in histories]
+    rows_of = [i for i in range(len(ids)) for _ in range(sampling.n)]
+    samples = [s for _ in range(len(ids)) for s in range(sampling.n)]
+    by_turn = {}
+    if col.CONVERSATION_ID in test_split.column_names:
+        conversations, turns = test_split[col.CONVERSATION_ID], test_split[col.TURN]
+        by_turn = {(conversations[i], turns[i], s): u for u, (i, s) in enumerate(zip(rows_of, samples))}
+    return _Units(ids, rows_of, samples, rounds, by_turn)
 
 
-def _skipped(units: _Units, max_model_len: int) -> dict[int, AnswerRecord]:
+@contextlib.contextmanager
+def _held(checkpoint: Optional[AnswerCheckpoint], fresh: bool
+          ) -> Iterator[tuple[dict[str, AnswerRecord], Optional[CheckpointWriter]]]:
+    """The checkpoint's saved answers and its writer, held for this run (a run with the same checkpoint generating
+    now: wait for it, then reuse its answers)."""
+    if checkpoint is None:
+        yield {}, None
+        return
+    with checkpoint.exclusive():
+        if fresh:
+            checkpoint.reset()
+        stored = checkpoint.load()
+        with checkpoint.writer() as writer:
+            yield stored, writer
+
+
+def _history(units: _Units, u: int, rows: dict[str, list[Any]], records: dict[int, AnswerRecord]) -> list[dict[str, str]]:
+    """The conversation before answer u's user message, each of the model's own earlier answers filled in: the answer
+    of the same sample to the turn that assistant message follows."""
+    i = units.rows_of[u]
+    if col.HISTORY not in rows:
+        return []
+    conversation, history = rows[col.CONVERSATION_ID][i], rows[col.HISTORY][i]
+    filled, turn = [], 0
+    for message in history:
+        turn += message["role"] == "user"
+        content = message["content"]
+        if message["role"] == "assistant" and content is None:
+            earlier = units.by_turn.get((conversation, turn, units.samples[u]))
+            if earlier is None:
+                raise ValueError(f"Turn {turn} of conversation {conversation!r} is not in the test split: a later turn "
+                                 f"needs the model's answer to it; keep every turn of a conversation.")
+            content = records[earlier].answer
+        filled.append({"role": message["role"], "content": content})
+    return filled
+
+
+def _prompt(units: _Units, todo: list[int], rows: dict[str, list[Any]], records: dict[int, AnswerRecord],
+            tokenizer: Tokenizer, prompt: PromptConfig) -> None:
+    """Set the prompts of `todo` as the model reads them (the Alpaca template, or the model's chat template), with
+    the conversation so far where there is one, their lengths and checkpoint keys."""
+    template = effective_template(prompt.template, tokenizer)
+    for u in todo:
+        i = units.rows_of[u]
+        history = units.histories[u] = _history(units, u, rows, records)
+        if history:
+            text = conversation_prompt(history, rows[col.INSTRUCTION][i], template, tokenizer, prompt.system_prompt)
+        elif template == "alpaca":
+            text = rows[col.PROMPT][i]
+        else:
+            text = chat_prompt(tokenizer, rows[col.INSTRUCTION][i], prompt.system_prompt)
+        units.prompts[u] = text
+        units.keys[u] = row_key(units.ids[i], text, units.samples[u])
+    lengths = tokenizer([units.prompts[u] for u in todo], add_special_tokens=False)["input_ids"] if todo else []
+    units.lengths.update({u: len(tokens) for u, tokens in zip(todo, lengths)})
+
+
+def _skipped(units: _Units, todo: list[int], max_model_len: int) -> dict[int, AnswerRecord]:
     """The answers not asked for: a prompt that leaves no room for an answer."""
-    records = {u: AnswerRecord(answer="", finish_reason=col.PROMPT_TOO_LONG, prompt_tokens=units.lengths[i],
+    records = {u: AnswerRecord(answer="", finish_reason=col.PROMPT_TOO_LONG, prompt_tokens=units.lengths[u],
                                completion_tokens=0)
-               for u, i in enumerate(units.rows_of) if units.lengths[i] >= max_model_len}
+               for u in todo if units.lengths[u] >= max_model_len}
     if records:
         logger.warning(
             "%d prompt(s) are longer than max_model_len=%d and are skipped (finish_reason %r on their rows); raise "
@@ -115,55 +204,54 @@ def _skipped(units: _Units, max_model_len: int) -> dict[int, AnswerRecord]:
     return records
 
 
-def _generate(engine: GenerationEngine, units: _Units, records: dict[int, AnswerRecord], *, sampling: SamplingConfig,
-              checkpoint: Optional[AnswerCheckpoint], fresh: bool) -> tuple[int, dict[int, str], float]:
-    """Fill `records` with the checkpoint's answers and the engine's, each saved as it comes. Returns the answers
-    resumed, those asked for (unit -> prompt) and the seconds the engine took."""
-    keys, samples = units.keys, units.samples
-    with contextlib.ExitStack() as stack:
-        if checkpoint:  # a run with the same checkpoint generating now: wait for it, then reuse its answers
-            stack.enter_context(checkpoint.exclusive())
-            if fresh:
-                checkpoint.reset()
-        stored = checkpoint.load() if checkpoint else {}
-        resumed = [u for u in range(len(keys)) if u not in records and keys[u] in stored]
-        records.update({u: stored[keys[u]] for u in resumed})
-        if checkpoint and resumed:  # answers are resumed from a checkpoint only
-            logger.info("Resuming: %d of %d answers are in %s; generating the other %d.",
-                        len(resumed), len(keys), checkpoint.path, len(keys) - len(records))
-        todo = {u: units.prompts[units.rows_of[u]] for u in range(len(keys)) if u not in records}
-        started = time.perf_counter()
-        writer = stack.enter_context(checkpoint.writer()) if checkpoint else None
-        # Everything resumed from the checkpoint: ask the engine for nothing (no Ray replica starts).
-        answers = stack.enter_context(contextlib.closing(
-            engine.generate(todo, sampling, {u: samples[u] for u in todo}))) if todo else ()
-        for u, record in answers:
-            if u in records:
-                raise RuntimeError(f"The engine answered row {units.row_id(u)!r} (sample {samples[u]}) twice; every "
-                                   f"prompt must be answered once.")
-            records[u] = record
-            if writer:
-                writer.append(keys[u], units.row_id(u), record, samples[u])
-    seconds = time.perf_counter() - started
-    missing = sorted({units.row_id(u) for u in todo if u not in records})
+def _generate(engine: GenerationEngine, units: _Units, todo: list[int], records: dict[int, AnswerRecord], *,
+              sampling: SamplingConfig, stored: dict[str, AnswerRecord], writer: Optional[CheckpointWriter],
+              tally: _Tally, label: str, checkpoint: Optional[AnswerCheckpoint]) -> None:
+    """Fill `records` for `todo` with the checkpoint's answers and the engine's, each saved as it comes; `tally`
+    counts them."""
+    resumed = [u for u in todo if u not in records and units.keys[u] in stored]
+    records.update({u: stored[units.keys[u]] for u in resumed})
+    asked = {u: units.prompts[u] for u in todo if u not in records}
+    if checkpoint and resumed:  # answers are resumed from a checkpoint only
+        logger.info("%s: %d of %d answers are in %s; generating the other %d.",
+                    label, len(resumed), len(todo), checkpoint.path, len(asked))
+    started = time.perf_counter()
+    if asked:  # everything resumed from the checkpoint: ask the engine for nothing (no Ray replica starts)
+        with contextlib.closing(engine.generate(asked, sampling, {u: units.samples[u] for u in asked})) as answers:
+            for u, record in answers:
+                if u in records:
+                    raise RuntimeError(f"The engine answered row {units.row_id(u)!r} (sample {units.samples[u]}) "
+                                       f"twice; every prompt must be answered once.")
+                records[u] = record
+                if writer:
+                    writer.append(units.keys[u], units.row_id(u), record, units.samples[u])
+    tally.seconds += time.perf_counter() - started
+    tally.resumed += len(resumed)
+    tally.asked += list(asked)
+    missing = sorted({units.row_id(u) for u in asked if u not in records})
     if missing:  # what was answered is saved: a re-run asks only for these
         raise RuntimeError(f"The engine returned no answer for {len(missing)} row(s) (ids {missing[:5]}); "
                            f"run the same command again to generate only those.")
-    return len(resumed), todo, seconds
 
 
 def _generations(test_split: Dataset, units: _Units, records: dict[int, AnswerRecord], *, model_id: str,
                  sampling: SamplingConfig) -> Dataset:
-    """The `generations` artifact: the split's rows with their prompts as sent, one row per answer."""
-    rows = [records[u] for u in range(len(units.keys))]
-    generations = test_split.remove_columns(col.PROMPT).add_column(col.PROMPT, units.prompts)
+    """The `generations` artifact: the split's rows with their prompts as sent (and, in conversations, the
+    conversation before each with the model's own answers), one row per answer."""
+    count = len(units.rows_of)
+    answers = [records[u] for u in range(count)]
+    generations = test_split.remove_columns([c for c in (col.PROMPT, col.HISTORY) if c in test_split.column_names])
     if sampling.n > 1:
         generations = generations.select(units.rows_of).flatten_indices()
+    generations = generations.add_column(col.PROMPT, [units.prompts[u] for u in range(count)])
+    if col.HISTORY in test_split.column_names:
+        generations = generations.add_column(col.HISTORY, [units.histories[u] for u in range(count)],
+                                             feature=List(MESSAGE))
     return (
         generations.add_column(col.SAMPLE, units.samples)
-        .add_column(col.MODEL_ID, [model_id] * len(units.keys))
-        .add_column(col.ANSWER, [r.answer for r in rows])
-        .add_column(col.FINISH_REASON, [r.finish_reason for r in rows])
-        .add_column(col.PROMPT_TOKENS, [r.prompt_tokens for r in rows])
-        .add_column(col.COMPLETION_TOKENS, [r.completion_tokens for r in rows])
+        .add_column(col.MODEL_ID, [model_id] * count)
+        .add_column(col.ANSWER, [r.answer for r in answers])
+        .add_column(col.FINISH_REASON, [r.finish_reason for r in answers])
+        .add_column(col.PROMPT_TOKENS, [r.prompt_tokens for r in answers])
+        .add_column(col.COMPLETION_TOKENS, [r.completion_tokens for r in answers])
     )

@@ -13,12 +13,16 @@ from datasets.exceptions import DatasetNotFoundError
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import DatasetConfig, PromptConfig
+from llm_engineering.evaluation.generation.conversation_rows import as_split, conversation_rows, is_conversation_split
 from llm_engineering.evaluation.generation.prompts import alpaca_prompt
 
 logger = logging.getLogger(__name__)
 
 EMBEDDED = "embedded"
 EMBEDDED_FILE = "llm_twin_test.jsonl"
+# A few two-turn conversations written for the project (MT-Bench's shape), each second turn about the first answer.
+EMBEDDED_CONVERSATIONS = "embedded-conversations"
+EMBEDDED_FILES = {EMBEDDED: EMBEDDED_FILE, EMBEDDED_CONVERSATIONS: "conversations.jsonl"}
 _FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".csv": "csv"}
 
 
@@ -26,9 +30,10 @@ class DatasetError(ValueError):
     """The test split cannot be used as given; the message says why and how to fix it."""
 
 
-def embedded_split_path() -> Path:
-    """The evaluation set this package ships: LLM-engineering instructions with references."""
-    return Path(str(resources.files("llm_engineering.evaluation") / "data" / EMBEDDED_FILE))
+def embedded_split_path(source: str = EMBEDDED) -> Path:
+    """An evaluation set this package ships: LLM-engineering instructions with references (`embedded`), or
+    two-turn conversations about them (`embedded-conversations`)."""
+    return Path(str(resources.files("llm_engineering.evaluation") / "data" / EMBEDDED_FILES[source]))
 
 
 def _pick_split(loaded: Dataset | DatasetDict, split: str, source: str) -> Dataset:
@@ -43,9 +48,10 @@ def _pick_split(loaded: Dataset | DatasetDict, split: str, source: str) -> Datas
 
 
 def read_split(source: str, split: str = "test", revision: Optional[str] = None) -> Dataset:
-    """Read one split from 'embedded', a local file/folder, or a Hugging Face dataset id."""
-    if source == EMBEDDED:
-        return load_dataset("json", data_files={split: str(embedded_split_path())}, split=split)
+    """Read one split from 'embedded' (or 'embedded-conversations'), a local file/folder, or a Hugging Face dataset
+    id."""
+    if source in EMBEDDED_FILES:
+        return load_dataset("json", data_files={split: str(embedded_split_path(source))}, split=split)
     path = Path(source).expanduser()
     try:
         if path.is_file():
@@ -104,10 +110,13 @@ def validate_split(dataset: Dataset) -> Dataset:
     """Normalise to columns (id, instruction, reference) and reject unusable rows.
 
     The reference column may be called `answer` or `output`; a missing `id` column is filled
-    with the row number so every generated answer can be matched back to its row.
+    with the row number so every generated answer can be matched back to its row. A split with `turns` or
+    `messages` rows (conversations) becomes a row per answered turn, with the columns of `conversation_rows`.
     """
     if len(dataset) == 0:
         raise DatasetError("The test split is empty: point --dataset at a split with rows.")
+    if is_conversation_split(dataset):
+        return _conversations(dataset)
     instruction = _find_column(dataset, col.INSTRUCTION_ALIASES, "instruction")
     reference = _find_column(dataset, col.REFERENCE_ALIASES, "reference answer")
     # Plain lists in one pass: `dataset[name]` is a lazy column that reads a row per item.
@@ -127,19 +136,39 @@ def validate_split(dataset: Dataset) -> Dataset:
     duplicates = sorted(row_id for row_id, count in given.items() if count > 1)
     if duplicates:
         problems.append(f"duplicate ids {duplicates[:5]}: every row needs a unique id")
-    if problems:
-        shown = "\n  - ".join(problems[:10])
-        more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
-        raise DatasetError(f"The test split has {len(problems)} bad row(s):\n  - {shown}{more}")
-
+    _refuse(problems)
     return Dataset.from_dict(
         {col.ID: ids, col.INSTRUCTION: instructions, col.REFERENCE: references}
     )
 
 
+def _refuse(problems: list[str]) -> None:
+    if problems:
+        shown = "\n  - ".join(problems[:10])
+        more = f"\n  ... and {len(problems) - 10} more" if len(problems) > 10 else ""
+        raise DatasetError(f"The test split has {len(problems)} bad row(s):\n  - {shown}{more}")
+
+
+def _conversations(dataset: Dataset) -> Dataset:
+    rows, problems = conversation_rows(dataset)
+    counts = Counter(row.id for row in rows)
+    duplicates = sorted(row_id for row_id, count in counts.items() if count > 1)
+    if duplicates:
+        problems.append(f"duplicate ids {duplicates[:5]}: every row (each turn of a conversation: <id>/turn-<k>) "
+                        f"needs a unique id")
+    _refuse(problems)
+    return as_split(rows)
+
+
 def select_rows(dataset: Dataset, limit: Optional[int]) -> Dataset:
-    """The first `limit` rows (all rows when None)."""
-    if limit is None or limit >= len(dataset):
+    """The first `limit` rows (all rows when None); of conversations, the first `limit` conversations, every turn."""
+    if limit is None:
+        return dataset
+    if col.CONVERSATION_ID in dataset.column_names:
+        conversations = dataset[col.CONVERSATION_ID]
+        kept = set(list(dict.fromkeys(conversations))[:limit])
+        return dataset.select([i for i, c in enumerate(conversations) if c in kept]).flatten_indices()
+    if limit >= len(dataset):
         return dataset
     return dataset.select(range(limit))
 

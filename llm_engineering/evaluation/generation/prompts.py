@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Protocol
+from collections.abc import Sequence
+from typing import Any, Mapping, Optional, Protocol
 
-ALPACA_TEMPLATE = (
-    "Below is an instruction that describes a task. "
-    "Write a response that appropriately completes the request.\n\n"
-    "### Instruction:\n{instruction}\n\n### Response:\n"
-)
+ALPACA_PREAMBLE = ("Below is an instruction that describes a task. "
+                   "Write a response that appropriately completes the request.\n\n")
+ALPACA_TURN = "### Instruction:\n{instruction}\n\n### Response:\n"
+ALPACA_TEMPLATE = ALPACA_PREAMBLE + ALPACA_TURN
 # Where an Alpaca turn begins: an answer that reaches one has ended (the model is writing the next turn).
 ALPACA_TURN_MARKERS = ("### Instruction:", "### Input:", "### Response:")
 
@@ -67,3 +67,38 @@ def format_prompts(
             raise ValueError("The chat template needs the model's tokenizer.")
         return [chat_prompt(tokenizer, text, system_prompt) for text in instructions]
     raise ValueError(f"Unknown prompt template {template!r}; use 'auto', 'alpaca' or 'chat'.")
+
+
+Message = Mapping[str, Optional[str]]  # {role, content}
+
+
+def conversation_messages(history: Sequence[Message], instruction: str,
+                          system_prompt: Optional[str] = None) -> list[dict[str, str]]:
+    """The conversation so far, then this turn's user message; the config's system prompt first unless the
+    conversation opens with its own."""
+    own_system = bool(history) and history[0]["role"] == "system"
+    messages = [] if own_system else chat_messages(instruction, system_prompt)[:-1]
+    return messages + [{"role": str(m["role"]), "content": str(m["content"])} for m in history] + [
+        {"role": "user", "content": instruction}]
+
+
+def alpaca_conversation(history: Sequence[Message], instruction: str) -> str:
+    """A conversation in the Alpaca template: its preamble once, then each earlier turn's instruction and response, and
+    this turn's instruction (a system message has no place in it and is left out)."""
+    turns = [m for m in history if m["role"] != "system"]
+    done = "".join(ALPACA_TURN.format(instruction=user["content"]) + f"{assistant['content']}\n\n"
+                   for user, assistant in zip(turns[0::2], turns[1::2]))
+    return ALPACA_PREAMBLE + done + ALPACA_TURN.format(instruction=instruction)
+
+
+def conversation_prompt(history: Sequence[Message], instruction: str, template: str,
+                        tokenizer: Optional[ChatTokenizer] = None, system_prompt: Optional[str] = None) -> str:
+    """A turn of a conversation as the model reads it: the conversation so far (with the model's own earlier answers)
+    and this turn's message, in the model's chat template or, where the template is `alpaca`, the Alpaca one."""
+    template = effective_template(template, tokenizer)
+    if template == "alpaca":
+        return alpaca_conversation(history, instruction)
+    if tokenizer is None or not has_chat_template(tokenizer):
+        raise ValueError("The model's tokenizer has no chat template; set prompt.template to 'alpaca'.")
+    return tokenizer.apply_chat_template(conversation_messages(history, instruction, system_prompt), tokenize=False,
+                                         add_generation_prompt=True)

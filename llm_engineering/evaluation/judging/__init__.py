@@ -1,6 +1,7 @@
 """Judging: an LLM judge's verdicts on answers.
 
 - `rubric`: the criteria, scales and prompts a judge scores with (shipped rubrics in ../data/rubrics).
+- `conversation`: a turn of a conversation as the judge reads it (the conversation so far; a pair's two conversations).
 - `verdict`: a rubric's verdict model, its JSON schema (constraining generation) and the parser of replies.
 - `judge_id`: a judge's identity on verdicts and artifacts (`backend:model[@url]`, a jury's), built and read.
 - `transport`: asking a judge backend a batch of conversations, with the cache and limits.

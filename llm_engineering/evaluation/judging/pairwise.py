@@ -34,7 +34,9 @@ from llm_engineering.evaluation.preference import compare
 from llm_engineering.evaluation.judging.transport import JudgeReply, ReplySchema, ask_judge, reply_json_schema, unfenced
 from llm_engineering.evaluation.rates import bootstrap_ci, rate
 from llm_engineering.evaluation.samples import sample_of
+from llm_engineering.evaluation.judging.conversation import turn_pair
 from llm_engineering.evaluation.judging.rubric import REFERENCE_LINE, Rubric
+from llm_engineering.evaluation.turns import turn_of
 from llm_engineering.evaluation.stored.pairwise import PairwiseComparison, PairwiseRow, Preference
 
 logger = logging.getLogger(__name__)
@@ -284,10 +286,10 @@ def compare_answers(a: Dataset, b: Dataset, judge: Judge, method: str = "prefere
     if len(rows_a) < len(a) or len(rows_a) < len(rows_b):
         logger.warning("Pairwise: %d of %d / %d answers are answered by both models",
                        len(rows_a), len(a), len(rows_b))
-    pairs = [(row[col.INSTRUCTION], row[col.ANSWER], rows_b[key(row)][col.ANSWER], row.get(col.REFERENCE))
-             for row in rows_a]
+    pairs = [(*turn_pair(row[col.INSTRUCTION], row[col.ANSWER], rows_b[key(row)][col.ANSWER], row.get(col.HISTORY),
+                         rows_b[key(row)].get(col.HISTORY)), row.get(col.REFERENCE)) for row in rows_a]
     judged = _preference_rows(judge, pairs) if method == "preference" else _verdict_rows(judge, pairs)
-    rows = [PairwiseRow(id=str(row[col.ID]), sample=sample_of(row), **outcome, length_a=len(row[col.ANSWER] or ""),
+    rows = [PairwiseRow(id=str(row[col.ID]), sample=sample_of(row), turn=turn_of(row), **outcome, length_a=len(row[col.ANSWER] or ""),
                         length_b=len(rows_b[key(row)][col.ANSWER] or ""), expected_a=row.get(col.expected(criterion)),
                         expected_b=rows_b[key(row)].get(col.expected(criterion)))
             for row, outcome in zip(rows_a, judged)]

@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from llm_engineering.evaluation.config_base import validation_problems
+from llm_engineering.evaluation.judging.conversation import History, conversation_text
 
 
 DEFAULT_RUBRIC = "task-accuracy"
@@ -199,13 +200,16 @@ def default_template(rubric: Rubric, with_reference: bool = True) -> str:
             f"Instruction: {{instruction}}\n\n{reference}Answer: {{answer}}\n\n{{format}}")
 
 
-def judge_messages(rubric: Rubric, instruction: str, answer: str, reference: Optional[str] = None) -> list[dict[str, str]]:
-    """The chat messages that ask the judge for one answer's verdict."""
+def judge_messages(rubric: Rubric, instruction: str, answer: str, reference: Optional[str] = None,
+                   history: History = None) -> list[dict[str, str]]:
+    """The chat messages that ask the judge for one answer's verdict; a turn of a conversation (`history`: the
+    conversation before its user message) shows the conversation so far in place of the instruction."""
     if rubric.reference_guided and reference is None and rubric.reference_required:
         raise RubricError(f"rubric {rubric.name!r} is reference-guided but the rows have no reference answer; "
                           f"use a rubric without references (e.g. helpfulness) or a dataset with references")
     prompt = (rubric.template or default_template(rubric, reference is not None)).format(
-        instruction=instruction, answer=answer, reference=reference or "",
+        instruction=conversation_text(history, instruction) if history else instruction, answer=answer,
+        reference=reference or "",
         criteria=_criteria_text(rubric), format=_format_text(rubric),
     )
     return [{"role": "system", "content": rubric.system_prompt}, {"role": "user", "content": prompt}]

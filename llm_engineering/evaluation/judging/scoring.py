@@ -160,8 +160,11 @@ def score_answers(dataset: Dataset, judge: Judge, only_failed: bool = False, fir
     logger.info("Judging %d answers with %s (rubric %s): %d kept, %d not generated", len(dataset),
                 " + ".join(j.judge_id for j in judges), rubric.name, len(keep), len(not_generated))
     references = dataset[col.REFERENCE] if col.REFERENCE in dataset.column_names else [None] * len(dataset)
+    # A turn of a conversation: the judge reads the conversation so far, the model's own earlier answers in it.
+    histories = dataset[col.HISTORY] if col.HISTORY in dataset.column_names else [None] * len(dataset)
     conversations = [
-        judge_messages(rubric, dataset[i][col.INSTRUCTION], dataset[i][col.ANSWER], references[i]) for i in todo
+        judge_messages(rubric, dataset[i][col.INSTRUCTION], dataset[i][col.ANSWER], references[i], histories[i])
+        for i in todo
     ]
     is_valid = verdict_checker(rubric, first_score_only)
     schema = ReplySchema("first_score", first_score_schema(rubric, judge.max_analysis_chars)) if first_score_only else None

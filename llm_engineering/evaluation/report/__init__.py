@@ -2,6 +2,7 @@
 
 - `summary`: per-model aggregates with intervals, the judge's trust figures, the headline.
 - `trust_text`: the sentences about the judge that every output shares.
+- `turns_text`: conversations' figures per turn (scores, pairwise win rates).
 - `text`, `plots`, `html`, `rows`, `items`: console text, figures, the standalone HTML report, its row browser.
 - `comparison`, `comparison_text`: two runs side by side.
 - `gates`: the exit-code checks for CI (`--fail-on-regression`, thresholds).

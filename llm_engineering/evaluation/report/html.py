@@ -32,6 +32,14 @@ from llm_engineering.evaluation.report.text import (
     table_rows,
 )
 from llm_engineering.evaluation.stored.summary import EvaluationSummary
+from llm_engineering.evaluation.report.turns_text import (
+    PAIRWISE_TURNS_HEADER,
+    TURNS_METHOD,
+    TURNS_TITLE,
+    pairwise_turn_rows,
+    turn_header,
+    turn_rows,
+)
 from llm_engineering.evaluation.report.trust_text import (
     JUDGE_CHECK_METHOD,
     LABELS_METHOD,
@@ -122,6 +130,14 @@ def _samples_html(summary: EvaluationSummary) -> str:
             + f"<p>{_text(SAMPLES_METHOD)}</p>")
 
 
+def _turns_html(summary: EvaluationSummary) -> str:
+    rows, pairwise = turn_rows(summary), pairwise_turn_rows(summary)
+    if not rows:
+        return ""
+    return (f"<h3>{_text(TURNS_TITLE)}</h3>" + html_table(turn_header(summary), rows) + f"<p>{_text(TURNS_METHOD)}</p>"
+            + (html_table(PAIRWISE_TURNS_HEADER, pairwise) if pairwise else ""))
+
+
 def _run_comparison_html(comparison: Optional[RunComparison]) -> str:
     if comparison is None:
         return ""
@@ -157,6 +173,7 @@ def render_html(summary: EvaluationSummary, comparison: Optional[RunComparison] 
         f"{html.escape(summary.rubric)} &middot; {html.escape(summary.created_at)}</p>"
         + html_table(table_header(summary), table_rows(summary))
         + f"<p>{_text(SCORES_METHOD)}</p>"
+        + _turns_html(summary)
         + comparisons
         + _samples_html(summary)
         + _run_comparison_html(comparison)

@@ -15,6 +15,7 @@ from datasets import Dataset
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.samples import sample_of
 from llm_engineering.evaluation.stored.summary import AnswerView, ItemView
+from llm_engineering.evaluation.turns import turn_of
 
 ITEM_LIMIT = 2000
 TEXT_LIMIT = 4000
@@ -37,6 +38,7 @@ def _answer_view(row: dict, criteria: list[str]) -> AnswerView:
         similarity=row.get(col.REFERENCE_SIMILARITY),
         error=error,
         finish_reason=row.get(col.FINISH_REASON),
+        history=[{"role": m["role"], "content": _cut(m["content"])} for m in row.get(col.HISTORY) or []],
     )
 
 
@@ -49,7 +51,7 @@ def item_views(evaluations: list[Dataset], criteria: list[str], limit: int = ITE
         for row in dataset.to_list():
             item = items.setdefault(str(row[col.ID]), ItemView(
                 id=str(row[col.ID]), instruction=_cut(row.get(col.INSTRUCTION)),
-                reference=_cut(row.get(col.REFERENCE)), answers=[]))
+                reference=_cut(row.get(col.REFERENCE)), answers=[], turn=turn_of(row)))
             item.answers.append(_answer_view(row, criteria))
     views = list(items.values())
     if len(views) > limit:

@@ -83,8 +83,17 @@ def _cell(content: str, value: object, *, model: Optional[str] = None, failed: O
     return f"<td{attributes}>{content}</td>"
 
 
+def _conversation(answer: AnswerView) -> str:
+    """A turn's conversation before its user message, collapsed: this model's own earlier answers in it."""
+    if not answer.history:
+        return ""
+    turns = "".join(f"<p><strong>{html.escape(m['role'])}:</strong> {_long_text(m['content'])}</p>"
+                    for m in answer.history)
+    return f"<details class='conversation'><summary>conversation so far</summary>{turns}</details>"
+
+
 def _answer_body(answer: AnswerView) -> str:
-    body = _long_text(answer.answer)
+    body = _conversation(answer) + _long_text(answer.answer)
     if answer.finish_reason == "length":
         body += "<br><em>(cut by max_tokens)</em>"
     if answer.error:
@@ -137,7 +146,7 @@ def _row(item: ItemView, models: list[str], criteria: list[str], with_similarity
     cells = [
         _cell(html.escape(item.id), item.id),
         _cell("failed" if worst < 0 else f"{worst:g}", worst, verdict=True),
-        _cell(_long_text(item.instruction), item.instruction),
+        _cell((f"<em>turn {item.turn}:</em> " if item.turn > 1 else "") + _long_text(item.instruction), item.instruction),
         _cell(_long_text(item.reference), item.reference),
     ]
     cells += [_answer_cells(by_model.get(m, []), m, criteria, with_similarity) for m in models]

@@ -46,7 +46,9 @@ from llm_engineering.evaluation.stored.summary import (
     ModelScores,
     RUBRIC_OF_OLD_RUNS,
     Reduced,
+    TurnScores,
 )
+from llm_engineering.evaluation.turns import turn_of
 
 
 def judge_usage(rows: list[dict], prices: Optional[tuple[float, float]] = None) -> JudgeUsage:
@@ -117,6 +119,22 @@ def _criterion_scores(name: str, scored: list[dict], *, values: Optional[list[in
     )
 
 
+def _turn_scores(rows: list[dict], scored: list[dict], names: list[str], *, rubric: Optional[Rubric], samples: int,
+                 pass_score: Optional[float]) -> list[TurnScores]:
+    """Each turn's figures, over that turn's answers (none for one-turn rows)."""
+    turns = sorted({turn_of(r) for r in rows})
+    if turns == [1]:
+        return []
+    per_turn = []
+    for turn in turns:
+        answers = [r for r in scored if turn_of(r) == turn]
+        criteria = [_criterion_scores(n, answers, values=rubric.criterion(n).values if rubric else None, judges=[],
+                                      samples=samples, pass_score=pass_score) for n in names]
+        per_turn.append(TurnScores(turn=turn, rows=sum(turn_of(r) == turn for r in rows), scored=len(answers),
+                                   criteria=criteria))
+    return per_turn
+
+
 def model_scores(
     evaluations: Dataset,
     *,
@@ -159,6 +177,7 @@ def model_scores(
         escalated=sum(bool(r.get(col.ESCALATED)) for r in rows),
         escalation_failed=len(errors := [r[col.ESCALATION_ERROR] for r in rows if r.get(col.ESCALATION_ERROR)]),
         escalation_error=errors[0] if errors else None,
+        turns=_turn_scores(rows, scored, names, rubric=rubric, samples=samples, pass_score=pass_score),
     )
 
 

@@ -14,6 +14,7 @@ Preference = Literal["A", "B", "tie"]  # the better answer of a pair, as a judge
 class PairwiseRow(BaseModel):
     id: str
     sample: int = Field(0, description="with several answers per prompt: which pair of them (the s-th of each model)")
+    turn: int = Field(1, description="which turn of its conversation the pair answers (1: a one-turn row)")
     preference: Optional[float] = Field(
         None, description="preference method: the probability that model_a's answer is better, averaged over both orders")
     confidence: Optional[float] = Field(

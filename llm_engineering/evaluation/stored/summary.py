@@ -25,6 +25,8 @@ class AnswerView(BaseModel):
     similarity: Optional[float] = None
     error: Optional[str] = Field(None, description="why the row has no valid verdict")
     finish_reason: Optional[str] = None
+    history: list[dict[str, str]] = Field(default_factory=list, description="a turn of a conversation: the "
+                                          "conversation before its user message, with this model's own earlier answers")
 
     @property
     def failed(self) -> bool:
@@ -36,6 +38,7 @@ class ItemView(BaseModel):
     instruction: str
     reference: str
     answers: list[AnswerView]
+    turn: int = Field(1, description="which turn of its conversation the item is (1: a one-turn row, or a first turn)")
 
     def worst(self) -> float:
         """The lowest total score over the item's answers; a failed answer is the worst of all (-1)."""
@@ -105,6 +108,15 @@ class CriterionScores(BaseModel):
                                        "(PPI++), beside the labels' own and the judge's")
 
 
+class TurnScores(BaseModel):
+    """One turn's figures for one model, over the answers to that turn of every conversation."""
+
+    turn: int
+    rows: int
+    scored: int
+    criteria: list[CriterionScores]
+
+
 class ModelScores(BaseModel):
     """One model's scores. Means are over scored rows; failed rows are counted, never dropped."""
 
@@ -127,6 +139,8 @@ class ModelScores(BaseModel):
     escalation_failed: int = Field(0, description="rows under the threshold the second judge could not score: they "
                                    "keep the first judge's verdict")
     escalation_error: Optional[str] = Field(None, description="the first of those rows' errors")
+    turns: list[TurnScores] = Field(default_factory=list, description="conversations: each turn's figures (the model's "
+                                    "own figures above are over every turn); empty for one-turn rows")
 
     @model_validator(mode="before")
     @classmethod

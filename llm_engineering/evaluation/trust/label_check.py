@@ -46,9 +46,10 @@ def _pointwise(rows: Dataset, labels: Labels, at: list[int], judge: Judge) -> La
     ids, instructions = rows[col.ID], rows[col.INSTRUCTION]
     data = {col.ID: [str(ids[k]) for k, _ in answers], col.INSTRUCTION: [instructions[k] for k, _ in answers],
             col.ANSWER: [answer for _, answer in answers], col.MODEL_ID: [LABELLED] * len(answers)}
-    if col.REFERENCE in rows.column_names:
-        references = rows[col.REFERENCE]
-        data[col.REFERENCE] = [references[k] for k, _ in answers]
+    for name in (col.REFERENCE, col.HISTORY):  # a turn of a conversation is judged after the conversation before it
+        if name in rows.column_names:
+            values = rows[name]
+            data[name] = [values[k] for k, _ in answers]
     # The first judge only: labels measure one judge (a jury's members each have their own agreement).
     scored = score_answers(Dataset.from_dict(data), replace(judge, backends=(judge.backend,))).to_list()
     verdict = {key: row for key, row in zip(answers, scored)}

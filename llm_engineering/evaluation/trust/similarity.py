@@ -89,9 +89,10 @@ def cosine_similarities(embedder: Any, texts: list[str], references: list[str]) 
 
 
 def add_reference_similarity(dataset: Dataset, embedder: Any) -> Dataset:
-    """Add `reference_similarity` (cosine of answer and reference); None for an empty answer."""
+    """Add `reference_similarity` (cosine of answer and reference); None for an empty answer, or a row without a
+    reference (a turn of a conversation may have none)."""
     answers, references = dataset[col.ANSWER], dataset[col.REFERENCE]
-    present = [i for i, answer in enumerate(answers) if answer and answer.strip()]
+    present = [i for i, answer in enumerate(answers) if answer and answer.strip() and references[i] is not None]
     values: list[Optional[float]] = [None] * len(dataset)
     for i, value in zip(present, cosine_similarities(embedder, [answers[i] for i in present],
                                                      [references[i] for i in present])):
