@@ -17,12 +17,12 @@ class PairwiseRow(BaseModel):
     turn: int = Field(1, description="which turn of its conversation the pair answers (1: a one-turn row)")
     preference: Optional[float] = Field(
         None, description="preference method: the probability that model_a's answer is better, averaged over both orders")
-    confidence: Optional[float] = Field(
-        None, description="preference method: how far the averaged preference is from one half, doubled (0 a coin toss, "
-        "1 certain)")
     in_order: Optional[Preference] = Field(None, description="winner with model_a's answer in position A")
     swapped: Optional[Preference] = Field(None, description="winner with model_a's answer in position B")
     points: Optional[float] = Field(None, description="model_a's points: 1 win, 0.5 tie, 0 loss")
+    confidence: Optional[float] = Field(
+        None, description="preference method: how far the averaged preference is from one half, doubled (0 a coin toss, "
+        "1 certain)")
     error: Optional[str] = None
     length_a: Optional[int] = Field(None, description="characters of model_a's answer")
     length_b: Optional[int] = None
