@@ -70,9 +70,14 @@ def fixed_sequence_threshold(verdicts: list[tuple[Optional[float], bool]], targe
     (confidence at or above it) agree more often than `target`, every higher candidate passing too, each by an exact
     binomial test at level `risk`."""
     scored = [(c, right) for c, right in verdicts if c is not None]
+    # A threshold that keeps fewer verdicts than this fails even if every one is right: it is not tested (decided by
+    # the counts alone, so skipping it keeps the guarantee) rather than ending the sequence.
+    least = math.ceil(math.log(risk) / math.log(target))
     found = None
     for threshold in candidate_thresholds([c for c, _ in scored]):
         kept = [right for c, right in scored if c >= threshold]
+        if len(kept) < least:
+            continue
         # P(at least this many right | agreement = target): small when the agreement is above the target.
         if binom.sf(sum(kept) - 1, len(kept), target) > risk:
             break
