@@ -16,7 +16,7 @@ import numpy as np
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.stored.ppi import Estimate, PPIEstimate
-from llm_engineering.evaluation.trust.labels import Labels, PointwiseLabel
+from llm_engineering.evaluation.trust.labels import Labels
 
 MIN_LABELLED = 10  # the intervals are normal approximations: fewer labelled rows than this give none
 ALPHA = 0.05
@@ -70,7 +70,7 @@ def ppi_by_criterion(rows: list[dict[str, Any]], labels: Labels, criteria: list[
     names its id and its exact answer (several labels of one row: their mean); the judge's score is the row's integer
     score (the table's). Empty without pointwise labels of this model's answers."""
     human: dict[tuple[str, str, str], list[float]] = {}
-    for label in (r for r in labels.rows if isinstance(r, PointwiseLabel)):
+    for label in labels.pointwise_rows if labels.kind == "pointwise" else []:
         human.setdefault((label.id, label.answer, label.criterion), []).append(float(label.score))
     out = {}
     for name in criteria:

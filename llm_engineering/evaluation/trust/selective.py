@@ -96,11 +96,14 @@ def labelled_verdicts(details: list[PairDecisions], way: str) -> list[tuple[Opti
 def selective_figures(calibration: list[PairDecisions], benched: list[PairDecisions], way: str, target: float,
                       risk: float = RISK) -> SelectiveFigures:
     """The threshold found on the `calibration` pairs' decisions, applied to the `benched` ones (`PairDecisions`)."""
-    threshold = fixed_sequence_threshold(labelled_verdicts(calibration, way), target, risk)
+    calibrating = labelled_verdicts(calibration, way)
+    threshold = fixed_sequence_threshold(calibrating, target, risk)
+
+    def kept_of(verdicts: list[tuple[Optional[float], bool]]) -> list[bool]:
+        return [right for c, right in verdicts if threshold is not None and c is not None and c >= threshold]
+
     verdicts = labelled_verdicts(benched, way)
-    kept = [right for c, right in verdicts if threshold is not None and c is not None and c >= threshold]
-    at_threshold = [right for c, right in labelled_verdicts(calibration, way)
-                    if threshold is not None and c is not None and c >= threshold]
+    kept, at_threshold = kept_of(verdicts), kept_of(calibrating)
     return SelectiveFigures(threshold=threshold,
                             calibration_agreement=rate(sum(at_threshold), len(at_threshold)) if at_threshold else None,
                             agreement=rate(sum(kept), len(kept)), coverage=rate(len(kept), len(verdicts)))
