@@ -44,11 +44,11 @@ def _score_publish_summarize(
     pairwise = None
     if config.pairwise.enabled and len(evaluations) > 1:
         pairwise = compare_pairwise(evaluations, judge=config.panel[0], engine=config.engine,
-                                    method=config.pairwise.method, after=evaluations)
+                                    method=config.pairwise.method, human_labels=config.labels, after=evaluations)
     samplings = samplings or [config.sampling] * len(evaluations)
     for rows, sampling in zip(evaluations, samplings):  # as the original: answers, then with verdicts and checks
         publish_results(rows, publish=config.publish, dataset=config.dataset, sampling=sampling, checks=checks,
-                        pairwise=pairwise)
+                        pairwise=pairwise, human_labels=config.labels)
     summarize(evaluations, stats, judges=config.panel, checks=checks, pairwise=pairwise, jury=config.jury, labels=labels,
               human_labels=config.labels, pass_score=config.pass_score)
 

@@ -13,6 +13,7 @@ from llm_engineering.evaluation.stored.pairwise import Preference
 PREFERENCES: tuple[Preference, ...] = ("A", "B", "tie")
 # A pairs file's numbers: 1 the first output, 2 the second, 0 a tie.
 _NUMBERS: dict[str, Preference] = {"1": "A", "2": "B", "0": "tie"}
+_POINTS: dict[str, float] = {"A": 1.0, "tie": 0.5, "B": 0.0}
 
 
 @overload
@@ -31,6 +32,11 @@ def longer(a: Sized | int, b: Sized | int) -> Preference:
     preference = compare(a if isinstance(a, int) else len(a), b if isinstance(b, int) else len(b))
     assert preference is not None
     return preference
+
+
+def points(preference: Preference) -> float:
+    """The first answer's points by a preference: 1 a win, 0.5 a tie, 0 a loss."""
+    return _POINTS[preference]
 
 
 def swapped(preference: Optional[Preference]) -> Optional[Preference]:

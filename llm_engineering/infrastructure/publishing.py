@@ -22,6 +22,7 @@ from huggingface_hub import DatasetCard, DatasetCardData
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.disk import naming_a_full_disk
 from llm_engineering.evaluation.stored.judge_id import model_names
+from llm_engineering.evaluation.report.ppi_text import corrected_text
 from llm_engineering.evaluation.report.trust_text import (
     SIMILARITY_METRIC,
     pairwise_finding,
@@ -30,6 +31,7 @@ from llm_engineering.evaluation.report.trust_text import (
 )
 
 if TYPE_CHECKING:  # read only: publishing needs no judge code loaded
+    from llm_engineering.evaluation.trust.labels import Labels
     from llm_engineering.evaluation.stored.trust import TrustChecks
     from llm_engineering.evaluation.stored.pairwise import PairwiseReport
 
@@ -63,8 +65,9 @@ def dataset_card(repo: str, split: str, data_path: str, info: dict[str, Any]) ->
     )
 
 
-def card_info(results: Dataset, extra: dict[str, Any]) -> dict[str, Any]:
-    """Card facts: the caller's, plus the judge and the mean scores when the rows are judged."""
+def card_info(results: Dataset, extra: dict[str, Any], *, labels: Optional[Labels] = None) -> dict[str, Any]:
+    """Card facts: the caller's, plus the judge and the mean scores when the rows are judged; with human `labels` of
+    some of the rows, the means corrected by them (PPI++)."""
     info = dict(extra)
     info["rows"] = len(results)
     if col.JUDGE_MODEL in results.column_names and len(results):
@@ -77,6 +80,13 @@ def card_info(results: Dataset, extra: dict[str, Any]) -> dict[str, Any]:
                                                   if c.expected_mean is not None else "")
             for c in scores.criteria
         ) + f"; {scores.scored} scored, {scores.failed} failed"
+        if labels is not None:
+            from llm_engineering.evaluation.trust.ppi import ppi_by_criterion
+
+            corrected = ppi_by_criterion(results.to_list(), labels, [c.name for c in scores.criteria])
+            info["scores corrected by human labels (PPI++)"] = ", ".join(
+                f"{name} {corrected_text(p)} ({p.labelled} labelled rows, {p.unlabelled} other judged rows)"
+                for name, p in corrected.items()) or None
         from llm_engineering.evaluation.report.summary import self_preference_warnings
 
         info["warning"] = " ".join(self_preference_warnings(model_names(info["judge"]), [scores.model_id], None)) or None
@@ -100,6 +110,9 @@ def trust_info(model_id: str, checks: Optional[TrustChecks] = None,
     for c in pairwise.comparisons if pairwise is not None else []:
         if model_id in (c.model_a, c.model_b):
             info[f"pairwise {pairwise_name(c)}"] = pairwise_finding(c)
+            if c.ppi is not None:
+                info[f"pairwise {pairwise_name(c)}, win rate corrected by human labels (PPI++)"] = (
+                    f"{corrected_text(c.ppi)} ({c.ppi.labelled} labelled pairs, {c.ppi.unlabelled} other judged pairs)")
     return info
 
 

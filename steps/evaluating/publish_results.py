@@ -12,6 +12,7 @@ from llm_engineering.evaluation.stored.pairwise import PairwiseReport
 from llm_engineering.infrastructure.publishing import card_info, publish_local, repo_name, trust_info
 from llm_engineering.evaluation.stored.publishing import PublishReceipt
 from llm_engineering.evaluation.stored.trust import TrustChecks
+from llm_engineering.evaluation.trust.labels import Labels
 from llm_engineering.infrastructure.hub import PublishError, hub_workspace, push_results
 from llm_engineering.settings import get_settings
 
@@ -29,12 +30,14 @@ def publish_results(
     sampling: Optional[SamplingConfig] = None,
     checks: Optional[TrustChecks] = None,
     pairwise: Optional[PairwiseReport] = None,
+    human_labels: Optional[Labels] = None,
 ) -> Annotated[PublishReceipt, col.PUBLISH_RECEIPT]:
     """Publish one model's answers (or answers with verdicts) to `<workspace>/<model>-results`.
 
     Always to the local dataset repo; to the Hub too with `target: hub`. A failed push is
     recorded on the receipt and logged, never raised: the results are stored already, and
-    `--publish-only` pushes them later.
+    `--publish-only` pushes them later. With `human_labels` of some judged rows, the card gives the means corrected
+    by them (PPI++).
     """
     settings = get_settings()
     model_id = results[0][col.MODEL_ID]
@@ -46,7 +49,7 @@ def publish_results(
         "pipeline run": f"{get_step_context().pipeline_run.name} ({get_step_context().pipeline_run.id})",
         "date": datetime.now(timezone.utc).date().isoformat(),
         **trust_info(model_id, checks, pairwise),
-    })
+    }, labels=human_labels)
     local_repo = repo_name(publish.workspace or settings.DATASET_HUGGINGFACE_WORKSPACE, short_name(model_id))
     folder = publish_local(results, settings.local_hub_dir, local_repo, split=dataset.split, info=info)
     receipt = PublishReceipt(repo=local_repo, stage=stage, rows=len(results), local_path=str(folder.resolve()))

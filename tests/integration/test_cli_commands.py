@@ -111,7 +111,7 @@ def test_evaluate_two_models_publish_after_a_failed_push_rescore_only_failed_fro
         (ppi,) = [m["criteria"][0]["ppi"] for m in report["models"] if m["model_id"] == labelled[0][col.MODEL_ID]]
         assert (ppi["labelled"], ppi["unlabelled"], ppi["mean"], ppi["labels_only"]["mean"]) == (ROWS, 0, None, 1.0)
         assert ppi["problem"].startswith(f"{ROWS} labelled rows with a judge score: label ")
-        assert f"no corrected mean ({ppi['problem']})" in result.stdout
+        assert f"no corrected figure ({ppi['problem']})" in result.stdout
         assert _status(cached, "generate_answers") == {"cached"} and _status(cached, "publish_results") == {"completed"}
         assert len(hub.state.commits) == pushes + 2 * len(MODELS)  # answers, then answers with verdicts
         fresh, _ = _run(run_cli("evaluate", "--config", config, *models, "--no-cache"))

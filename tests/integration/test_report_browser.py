@@ -127,6 +127,8 @@ def test_labelling_by_keys_and_clicks_survives_a_reload_and_downloads_files_the_
     assert (scores.name, pairs.name) == ("labels-browser-test.jsonl", "pairwise-labels-browser-test.jsonl")
     pointwise = load_labels(scores)
     assert (pointwise.kind, pointwise.run, pointwise.rubric) == ("pointwise", "browser-test", "handbook")
+    # Rows labelled in the report's own order, not a random one: the corrected means' intervals would not hold.
+    assert {r.chosen for r in pointwise.rows} == {"by-hand"}
     assert sorted((r.id, r.answer, r.criterion, r.score) for r in pointwise.rows) == [
         ("a", "tuned says a.", "style", 2),
         ("c", "base says c.", "accuracy", 3), ("c", "base says c.", "style", 2),
@@ -138,7 +140,7 @@ def test_labelling_by_keys_and_clicks_survives_a_reload_and_downloads_files_the_
         ("b", "base says b.", "tuned says b.", "tie"), ("c", "base says c.", "tuned says c.", "A")]
 
 
-def test_label_at_random_shuffles_the_unlabelled_rows_and_says_what_needs_it(page):
+def test_label_at_random_shuffles_the_unlabelled_rows_says_what_needs_it_and_records_the_order(page, tmp_path):
     orders = set()
     for _ in range(6):  # 720 orders of the six rows: six the same would be one chance in 720 ** 5
         page.click("#label-random")
@@ -146,6 +148,14 @@ def test_label_at_random_shuffles_the_unlabelled_rows_and_says_what_needs_it(pag
     assert len(orders) > 1 and all(sorted(order) == ["a", "b", "c", "d", "e", "f"] for order in orders)
     assert page.inner_text("#label-order").startswith("Order: at random: the 6 unlabelled rows shuffled")
     assert "corrected means (PPI++) hold for labels of a random sample" in page.inner_text("#label-order")
+    # Each label records the order its row was taken in: the first row of the random order, then of 'Label next'.
+    first = _visible_ids(page)[0]
+    page.keyboard.press("3")
+    page.click("#label-next")
+    second = page.evaluate("document.activeElement.dataset.id")
+    page.keyboard.press("2")
+    (scores,) = download_all(page, 1, tmp_path)
+    assert sorted((r.id, r.chosen) for r in load_labels(scores).rows) == sorted([(first, "random"), (second, "label-next")])
 
 
 def test_label_next_proposes_unlabelled_rows_spread_over_the_judges_scores(page):

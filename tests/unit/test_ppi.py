@@ -105,7 +105,7 @@ def test_too_few_labels_in_a_run_say_how_many_more():
     summary = build_summary(SummaryInputs([_judged("m", [3, 2, 3, None])], human_labels=labels))
     p = summary.models[0].criterion("accuracy").ppi
     assert p.mean is None and (p.labelled, p.unlabelled) == (1, 2)
-    assert f"m accuracy: no corrected mean (1 labelled rows with a judge score: label {MIN_LABELLED - 1} more" \
+    assert f"m accuracy: no corrected figure (1 labelled rows with a judge score: label {MIN_LABELLED - 1} more" \
         in "\n".join(trust_lines(summary))
 
 
@@ -147,3 +147,62 @@ def test_the_interval_is_narrower_than_the_labels_alone_with_a_judge_that_follow
     unrelated = _simulate(200, bias=0.0, noise=50.0, seed=2)  # noise that swamps the truth: the judge says nothing
     ppi, labels = widths(unrelated)
     assert ppi <= 1.05 * labels
+
+
+def test_labels_that_say_their_rows_were_not_chosen_at_random_make_the_interval_not_hold():
+    truth = [1 if k % 3 == 0 else 2 for k in range(40)]
+
+    def corrected(chosen):
+        labels = Labels(kind="pointwise", rows=[PointwiseLabel(id=str(k), answer=f"answer-{k}", criterion="accuracy",
+                                                              score=truth[k], chosen=chosen(k)) for k in range(20)])
+        summary = build_summary(SummaryInputs([_judged("m", [3] * 40)], human_labels=labels))
+        return summary.models[0].criterion("accuracy").ppi, "\n".join(trust_lines(summary))
+
+    assert corrected(lambda k: "random")[0].random_sample is True
+    assert corrected(lambda k: None)[0].random_sample is None  # a file that does not say: the interval's condition stands
+    p, lines = corrected(lambda k: "label-next" if k == 7 else "random")  # one label from 'Label next' is enough
+    assert p.random_sample is False and p.mean is not None
+    assert "the interval does not hold: some labels were not chosen at random" in lines
+
+
+def test_a_comparison_of_two_models_is_corrected_by_labels_of_both_answers():
+    # The judge scores both models 3 everywhere: no difference. People give model m 2 and model o 1 on every row.
+    rows = 40
+    m, o = _judged("m", [3] * rows), _judged("o", [3] * rows, answers=[f"other-{k}" for k in range(rows)])
+    labels = Labels(kind="pointwise", rows=[
+        PointwiseLabel(id=str(k), answer=answer, criterion="accuracy", score=score)
+        for k in range(0, rows, 2) for answer, score in ((f"answer-{k}", 2), (f"other-{k}", 1))
+    ] + [PointwiseLabel(id="1", answer="answer-1", criterion="accuracy", score=3)])  # one model only: not a pair
+    summary = build_summary(SummaryInputs([m, o], human_labels=labels))
+    (accuracy, style) = summary.comparisons
+    assert (accuracy.model_a, accuracy.model_b, accuracy.difference) == ("o", "m", 0.0)
+    p = accuracy.ppi
+    assert (p.labelled, p.unlabelled, p.judge_only.mean, p.mean) == (20, 20, 0.0, -1.0)
+    assert style.ppi is None  # no label of style
+    assert "o - m accuracy difference: -1.00" in "\n".join(trust_lines(summary))
+
+
+def test_a_pairwise_win_rate_is_corrected_by_pairwise_labels_in_either_position():
+    from llm_engineering.evaluation.stored.figures import Rate
+    from llm_engineering.evaluation.stored.pairwise import PairwiseComparison, PairwiseRow
+    from llm_engineering.evaluation.trust.labels import PairwiseLabel
+    from llm_engineering.evaluation.trust.ppi import ppi_win_rate
+
+    rows = 30
+    tuned, base = _judged("tuned", [3] * rows, answers=[f"t-{k}" for k in range(rows)]), _judged("base", [3] * rows)
+    # The judge says tuned wins every pair (one failed); people say it loses every labelled pair.
+    details = [PairwiseRow(id=str(k), points=None if k == 29 else 1.0, error="no verdict" if k == 29 else None)
+               for k in range(rows)]
+    zero = Rate(count=0, total=rows, rate=0.0)
+    comparison = PairwiseComparison(model_a="tuned", model_b="base", judge_model="j", pairs=rows, wins=zero, ties=zero,
+                                    losses=zero, failed=zero, win_rate=1.0, order_disagreement=zero,
+                                    position_a_preferred=zero, details=details)
+    # Half the labels show the baseline's answer first (as the report's labelling view does), half the tuned one's.
+    labels = Labels(kind="pairwise", rows=[
+        PairwiseLabel(id=str(k), answer_a=f"answer-{k}", answer_b=f"t-{k}", preferred="A") if k % 4 else
+        PairwiseLabel(id=str(k), answer_a=f"t-{k}", answer_b=f"answer-{k}", preferred="B") for k in range(0, 24, 2)])
+    p = ppi_win_rate(comparison, tuned.to_list(), base.to_list(), labels)
+    assert (p.labelled, p.unlabelled, p.judge_only.mean, p.labels_only.mean) == (12, 17, 1.0, 0.0)
+    assert p.mean == 0.0 and p.ci[0] <= 0.0 <= p.ci[1]
+    pointwise = Labels(kind="pointwise", rows=[PointwiseLabel(id="0", answer="t-0", criterion="accuracy", score=1)])
+    assert ppi_win_rate(comparison, tuned.to_list(), base.to_list(), pointwise) is None

@@ -30,7 +30,7 @@ from llm_engineering.evaluation.judging.agreement import length_controlled_win_r
 from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.score_probs import value_distribution
 from llm_engineering.evaluation.config_base import validation_problems
-from llm_engineering.evaluation.preference import compare
+from llm_engineering.evaluation.preference import compare, points
 from llm_engineering.evaluation.judging.transport import JudgeReply, ReplySchema, ask_judge, reply_json_schema, unfenced
 from llm_engineering.evaluation.rates import bootstrap_ci, rate
 from llm_engineering.evaluation.samples import sample_of
@@ -59,7 +59,6 @@ Give your decision as JSON with this structure, where winner is "A", "B" or "tie
 {{"analysis": "...", "winner": "A"}}"""
 
 # Points for the answer shown in position A.
-_POINTS = {"A": 1.0, "tie": 0.5, "B": 0.0}
 
 
 class PairwiseVerdict(BaseModel):
@@ -204,12 +203,12 @@ def both_orders_preference(in_order: Optional[float], swapped: Optional[float]) 
 
 def points_for_first_model(in_order: Preference, swapped: Preference) -> float:
     """The first model's points from both orders: it sits in position A first, then in B."""
-    return (_POINTS[in_order] + 1.0 - _POINTS[swapped]) / 2
+    return (points(in_order) + 1.0 - points(swapped)) / 2
 
 
 def orders_disagree(in_order: Preference, swapped: Preference) -> bool:
     """True when the swapped order does not name the same answer (or tie) as the first order."""
-    return _POINTS[in_order] != 1.0 - _POINTS[swapped]
+    return points(in_order) != 1.0 - points(swapped)
 
 
 def tally(model_a: str, model_b: str, judge_id: str, rows: list[PairwiseRow]) -> PairwiseComparison:
@@ -254,7 +253,7 @@ def _preference_rows(judge: Judge, pairs: list[tuple[str, str, str, Optional[str
         rows.append({
             "in_order": compare(in_order, 0.5),
             "swapped": compare(swapped, 0.5),
-            "points": None if averaged is None else _POINTS[compare(averaged, 0.5)],
+            "points": None if averaged is None else points(compare(averaged, 0.5)),
             "preference": None if averaged is None else round(averaged, 6),
             "confidence": None if averaged is None else round(abs(averaged - 0.5) * 2, 6),
             "error": (error_1 or error_2) if averaged is None else None,

@@ -80,6 +80,10 @@
   }
 
   let current = null, cursor = 0;
+  // How the rows in view were ordered, recorded with each label: the corrected means' intervals hold for labels of
+  // rows taken in the random order; a sort by a column, or 'Label next', makes the choice of rows no longer random.
+  let orderedBy = 'by-hand';
+  table.tHead.addEventListener('click', () => { orderedBy = 'by-hand'; });
   const visible = target => !target.holder.closest('td').hidden;
   const labelled = row => rowTargets.get(row).some(t => t.key in state.labels);
 
@@ -122,6 +126,8 @@
       state.history.push([target.key, previous]);
       state.history = state.history.slice(-1000);
       state.labels[target.key] = value;
+      state.chosen = state.chosen || {};
+      state.chosen[target.key] = orderedBy;
       save();
     }
     advance();
@@ -164,6 +170,7 @@
 
   // Label next: unlabelled rows first, taking the judge's worst total scores in turn, so labels cover the scale.
   document.getElementById('label-next').addEventListener('click', () => {
+    orderedBy = 'label-next';
     const rows = [...body.rows], open = rows.filter(r => !labelled(r)), buckets = new Map();
     open.forEach(r => {
       const score = r.cells[1].dataset.value;
@@ -185,6 +192,7 @@
   // Label at random: the unlabelled rows in a random order. The corrected means (PPI++) of a rescore with these
   // labels hold only for labels of a random sample of the rows: label from the top, skip none.
   document.getElementById('label-random').addEventListener('click', () => {
+    orderedBy = 'random';
     const rows = [...body.rows], open = rows.filter(r => !labelled(r));
     for (let i = open.length - 1; i > 0; i--) {
       const j = Math.floor(Math.random() * (i + 1));
@@ -207,17 +215,20 @@
     link.click();
     link.remove();
   }
+  const chosen = key => (state.chosen || {})[key] || 'by-hand';
   document.getElementById('download-labels').addEventListener('click', () => {
     const scores = new Map(), pairs = [];  // scores: one label per (id, answer, criterion), as `--labels` asks
     for (const [key, value] of Object.entries(state.labels)) {
       const [kind, id, first, second] = JSON.parse(key), answers = data.answers[id];
       if (!answers) continue;
       if (kind === 'score') {
-        const label = {id, answer: answers[first], criterion: second, score: value, run: data.run, rubric: data.rubric};
+        const label = {id, answer: answers[first], criterion: second, score: value, run: data.run, rubric: data.rubric,
+                       chosen: chosen(key)};
         const same = JSON.stringify([id, label.answer, second]);
         if (!scores.has(same)) scores.set(same, label);
       } else {
-        pairs.push({id, answer_a: answers[first], answer_b: answers[second], preferred: value, run: data.run, rubric: data.rubric});
+        pairs.push({id, answer_a: answers[first], answer_b: answers[second], preferred: value, run: data.run,
+                    rubric: data.rubric, chosen: chosen(key)});
       }
     }
     const pointwise = [...scores.values()];

@@ -33,7 +33,7 @@ from llm_engineering.evaluation.samples import (
 )
 from llm_engineering.evaluation.stored.trust import TrustChecks
 from llm_engineering.evaluation.trust.labels import Labels
-from llm_engineering.evaluation.trust.ppi import ppi_by_criterion
+from llm_engineering.evaluation.trust.ppi import ppi_by_criterion, ppi_difference
 from llm_engineering.evaluation.judging.rubric import Rubric
 from llm_engineering.evaluation.report.trust_text import REFERENCE_GUIDED_CHECK, judge_headline, self_preference_warnings
 from llm_engineering.evaluation.stored.judge_id import JudgeId, members
@@ -190,14 +190,16 @@ def with_ppi(scores: ModelScores, evaluations: Dataset, labels: Optional[Labels]
     return scores.model_copy(update={"criteria": criteria})
 
 
-def compare_models(a: Dataset, b: Dataset, criterion: str) -> ModelComparison:
-    """Paired difference of means on the ids both models have a valid verdict for."""
+def compare_models(a: Dataset, b: Dataset, criterion: str, *, labels: Optional[Labels] = None) -> ModelComparison:
+    """Paired difference of means on the ids both models have a valid verdict for; with pointwise `labels` of both
+    models' answers to some rows, also corrected by them (`trust.ppi`)."""
     scores_a, scores_b = (verdict_means(d.to_list(), col.score(criterion)) for d in (a, b))
     common = sorted(scores_a.keys() & scores_b.keys())
     differences = [scores_a[i] - scores_b[i] for i in common]
     return ModelComparison(
         model_a=a[0][col.MODEL_ID], model_b=b[0][col.MODEL_ID], criterion=criterion,
         paired_rows=len(common), difference=mean(differences), ci=bootstrap_ci(differences),
+        ppi=ppi_difference(a.to_list(), b.to_list(), labels, criterion) if labels else None,
     )
 
 
@@ -217,7 +219,7 @@ class SummaryInputs:
     labels: Optional[LabelAgreement] = None
     run: str = ""
     pass_score: Optional[float] = None
-    human_labels: Optional[Labels] = None  # pointwise labels: each criterion's mean corrected by them (PPI++)
+    human_labels: Optional[Labels] = None  # pointwise labels: each criterion's mean and comparison corrected (PPI++)
 
 
 def build_summary(inputs: SummaryInputs) -> EvaluationSummary:
@@ -238,7 +240,7 @@ def build_summary(inputs: SummaryInputs) -> EvaluationSummary:
         scores.append(with_ppi(model_scores(dataset, stats=by_model.get(model_id), prices=inputs.prices, rubric=rubric,
                                             judges=jury, pass_score=inputs.pass_score), dataset, inputs.human_labels))
     comparisons = [
-        compare_models(other, evaluations[0], criterion)
+        compare_models(other, evaluations[0], criterion, labels=inputs.human_labels)
         for other in evaluations[1:] if len(other) and len(evaluations[0])
         for criterion in rubric.names
     ]

@@ -7,6 +7,7 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, Field
 
 from llm_engineering.evaluation.stored.figures import Rate
+from llm_engineering.evaluation.stored.ppi import PPIEstimate
 
 Preference = Literal["A", "B", "tie"]  # the better answer of a pair, as a judge or a person says (A: the first)
 
@@ -65,6 +66,8 @@ class PairwiseComparison(BaseModel):
     length_controlled_win_rate: Optional[float] = Field(
         None, description="win rate at equal length: logistic regression of the points on the length difference "
         "(AlpacaEval's length control for one pair of models)")
+    ppi: Optional[PPIEstimate] = Field(None, description="with pairwise labels of some pairs (--labels): the win rate "
+                                       "corrected by them (PPI++)")
     details: list[PairwiseRow] = Field(default_factory=list)
 
     def metadata(self) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The prediction-powered estimate of a criterion's mean: human labels on some rows, the judge's scores on all."""
+"""The prediction-powered estimate of a mean (a criterion's, a difference of two models', a win rate): human labels
+on some rows, the judge's verdicts on all."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ class Estimate(BaseModel):
 
 
 class PPIEstimate(BaseModel):
-    """A criterion's mean for one model three ways: from every judged row with the judge's bias corrected by the
-    labelled rows (PPI++), from the labels alone, from the judge alone. The interval holds when the labelled rows are
-    a uniform random sample of the model's rows."""
+    """A mean three ways: from every judged row with the judge's bias corrected by the labelled rows (PPI++), from the
+    labels alone, from the judge alone. The interval holds when the labelled rows are a uniform random sample of the
+    rows."""
 
     mean: Optional[float] = Field(description="PPI++: the judge's mean over every row, corrected by the labelled rows")
     ci: Optional[list[float]] = Field(None, description="its 95% interval")
@@ -27,3 +28,6 @@ class PPIEstimate(BaseModel):
     power_tuning: Optional[float] = Field(
         None, description="PPI++'s lambda: 0 ignores the judge (the labels' mean), 1 is classic PPI")
     problem: Optional[str] = Field(None, description="why there is no estimate (too few labels, and how many more)")
+    random_sample: Optional[bool] = Field(
+        None, description="the labels say their rows were chosen at random (True: the interval holds), or not all were "
+        "(False: it does not; 'Label next' and labels chosen by hand favour some rows); None: the labels do not say")

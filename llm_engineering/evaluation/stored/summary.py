@@ -167,6 +167,8 @@ class ModelComparison(BaseModel):
     paired_rows: int
     difference: Optional[float]
     ci: Optional[list[float]] = Field(None, description="95% bootstrap interval of the difference")
+    ppi: Optional[PPIEstimate] = Field(None, description="with pointwise labels of both models' answers to some rows "
+                                       "(--labels): the difference corrected by them (PPI++)")
 
 
 RUBRIC_OF_OLD_RUNS = "handbook"  # the only rubric of runs stored before the summary named its rubric

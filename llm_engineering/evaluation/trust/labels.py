@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import warnings
 from pathlib import Path
-from typing import Any, Optional, Sequence, TypeVar, Union
+from typing import Any, Literal, Optional, Sequence, TypeVar, Union
 
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError, field_validator
@@ -28,6 +28,9 @@ COLUMNS: dict[str, tuple[str, ...]] = {
 # Optional in both kinds: where the labels were written (the report's "Download labels" fills them); `rubric` is
 # checked against the judge's rubric.
 PROVENANCE = ("run", "rubric")
+# Optional per label: how the row was chosen (the corrected means' intervals hold for rows chosen at random).
+Chosen = Literal["random", "label-next", "by-hand"]
+CHOSEN = "chosen"
 
 
 class LabelsError(ValueError):
@@ -38,6 +41,9 @@ class _Label(BaseModel):
     id: str
     run: Optional[str] = Field(None, description="the run whose report the label was written in")
     rubric: Optional[str] = Field(None, description="the rubric whose scale the label uses")
+    chosen: Optional[Chosen] = Field(
+        None, description="how the report's labelling view chose the row: in its random order, in its 'Label next' "
+        "order (the judge's worst scores first) or by hand; None: not said")
 
     @field_validator("id", mode="before")
     @classmethod
@@ -45,7 +51,7 @@ class _Label(BaseModel):
         # A jsonl id may be a number and a csv id is always text: the same ids should match either way.
         return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
-    @field_validator("run", "rubric", mode="before")
+    @field_validator("run", "rubric", "chosen", mode="before")
     @classmethod
     def _blank_is_none(cls, value: Any) -> Any:
         return None if value == "" else value  # a csv's empty cell
@@ -111,12 +117,12 @@ class Labels(BaseModel):
 
 def _needs() -> str:
     return ("; ".join(f"{kind} labels need the columns {', '.join(names)}" for kind, names in COLUMNS.items())
-            + f" (either may add {' and '.join(PROVENANCE)})")
+            + f" (either may add {', '.join(PROVENANCE)} and {CHOSEN})")
 
 
 def _kind(columns: Sequence[str], where: str) -> Kind:
     """The kind whose columns these are exactly, or an error naming what is missing and extra."""
-    given = set(columns) - set(PROVENANCE)
+    given = set(columns) - {*PROVENANCE, CHOSEN}
     for kind, names in COLUMNS.items():
         if given == set(names):
             return kind  # type: ignore[return-value]

@@ -15,8 +15,11 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.preference import points, swapped
+from llm_engineering.evaluation.samples import sample_of
+from llm_engineering.evaluation.stored.pairwise import PairwiseComparison
 from llm_engineering.evaluation.stored.ppi import Estimate, PPIEstimate
-from llm_engineering.evaluation.trust.labels import Labels
+from llm_engineering.evaluation.trust.labels import Labels, PairwiseLabel, PointwiseLabel
 
 MIN_LABELLED = 10  # the intervals are normal approximations: fewer labelled rows than this give none
 ALPHA = 0.05
@@ -65,24 +68,119 @@ def ppi_mean(human: Sequence[float], judge_labelled: Sequence[Optional[float]],
                        power_tuning=round(lam, 4), **figures)
 
 
+def _random_sample(labels: Sequence[PointwiseLabel | PairwiseLabel]) -> Optional[bool]:
+    """Whether `labels` are of rows chosen at random, as the labelling view recorded: True when every label says so,
+    False when any was chosen otherwise ('Label next', or by hand), None when the labels do not say."""
+    said = [label.chosen for label in labels]
+    if any(chosen not in (None, "random") for chosen in said):
+        return False
+    return True if said and all(chosen == "random" for chosen in said) else None
+
+
+def _judge_score(row: dict[str, Any], criterion: str) -> Optional[float]:
+    return row.get(col.score(criterion)) if row.get(col.JUDGE_ERROR) is None else None
+
+
+def _row_key(row: dict[str, Any]) -> tuple[str, int]:
+    return str(row[col.ID]), sample_of(row)
+
+
+class _PointwiseLabels:
+    """Pointwise labels by (id, exact answer, criterion): the mean of a row's labels, and the labels that gave it."""
+
+    def __init__(self, labels: Labels):
+        self.by_key: dict[tuple[str, str, str], list[PointwiseLabel]] = {}
+        for label in labels.pointwise_rows if labels.kind == "pointwise" else []:
+            self.by_key.setdefault((label.id, label.answer, label.criterion), []).append(label)
+
+    def of(self, row: dict[str, Any], criterion: str) -> list[PointwiseLabel]:
+        return self.by_key.get((str(row[col.ID]), row.get(col.ANSWER) or "", criterion), [])
+
+
+def _mean(labels: list[PointwiseLabel]) -> float:
+    return sum(label.score for label in labels) / len(labels)
+
+
+def _estimate(human: list[float], judged: list[Optional[float]], rest: list[Optional[float]],
+              used: Sequence[PointwiseLabel | PairwiseLabel]) -> PPIEstimate:
+    return ppi_mean(human, judged, rest).model_copy(update={"random_sample": _random_sample(used)})
+
+
 def ppi_by_criterion(rows: list[dict[str, Any]], labels: Labels, criteria: list[str]) -> dict[str, PPIEstimate]:
     """Each criterion's PPI++ mean over one model's `rows`: a row is labelled on a criterion where a pointwise label
     names its id and its exact answer (several labels of one row: their mean); the judge's score is the row's integer
     score (the table's). Empty without pointwise labels of this model's answers."""
-    human: dict[tuple[str, str, str], list[float]] = {}
-    for label in labels.pointwise_rows if labels.kind == "pointwise" else []:
-        human.setdefault((label.id, label.answer, label.criterion), []).append(float(label.score))
+    given = _PointwiseLabels(labels)
     out = {}
     for name in criteria:
-        labelled, judged_labelled, rest = [], [], []
+        labelled, judged_labelled, rest, used = [], [], [], []
         for row in rows:
-            given = human.get((str(row[col.ID]), row.get(col.ANSWER) or "", name))
-            score = row.get(col.score(name)) if row.get(col.JUDGE_ERROR) is None else None
-            if given:
-                labelled.append(sum(given) / len(given))
-                judged_labelled.append(score)
+            if found := given.of(row, name):
+                labelled.append(_mean(found))
+                judged_labelled.append(_judge_score(row, name))
+                used += found
             else:
-                rest.append(score)
+                rest.append(_judge_score(row, name))
         if labelled:
-            out[name] = ppi_mean(labelled, judged_labelled, rest)
+            out[name] = _estimate(labelled, judged_labelled, rest, used)
     return out
+
+
+def ppi_difference(rows_a: list[dict[str, Any]], rows_b: list[dict[str, Any]], labels: Labels,
+                   criterion: str) -> Optional[PPIEstimate]:
+    """Model a's mean minus model b's on one criterion, PPI++ over the rows both answered (paired by id and sample): a
+    row is labelled where pointwise labels score both its answers. None without such a row."""
+    given, by_key = _PointwiseLabels(labels), {_row_key(row): row for row in rows_b}
+    human: list[float] = []
+    judged: list[Optional[float]] = []
+    rest: list[Optional[float]] = []
+    used: list[PointwiseLabel | PairwiseLabel] = []
+    for row_a in rows_a:
+        if (row_b := by_key.get(_row_key(row_a))) is None:
+            continue
+        a, b = _judge_score(row_a, criterion), _judge_score(row_b, criterion)
+        difference = None if a is None or b is None else a - b
+        found_a, found_b = given.of(row_a, criterion), given.of(row_b, criterion)
+        if found_a and found_b:
+            human.append(_mean(found_a) - _mean(found_b))
+            judged.append(difference)
+            used += found_a + found_b
+        else:
+            rest.append(difference)
+    return _estimate(human, judged, rest, used) if human else None
+
+
+def _pair_label(given: dict[tuple[str, str, str], PairwiseLabel], pair_id: str, a: Optional[str],
+                b: Optional[str]) -> Optional[tuple[PairwiseLabel, float]]:
+    """The label of answers `a` and `b`, shown in either position, and the points it gives `a`."""
+    if a is None or b is None:
+        return None
+    if (label := given.get((pair_id, a, b))) is not None:
+        return label, points(label.preferred)
+    if (label := given.get((pair_id, b, a))) is not None:
+        return label, points(swapped(label.preferred) or "tie")
+    return None
+
+
+def ppi_win_rate(comparison: PairwiseComparison, rows_a: list[dict[str, Any]], rows_b: list[dict[str, Any]],
+                 labels: Labels) -> Optional[PPIEstimate]:
+    """`comparison.model_a`'s win rate (1 a win, 0.5 a tie), PPI++ over its judged pairs: a pair is labelled where a
+    pairwise label names its id and both exact answers, in either position. None without such a pair."""
+    if labels.kind != "pairwise":
+        return None
+    given = {(label.id, label.answer_a, label.answer_b): label for label in labels.pairwise_rows}
+    answers_a, answers_b = ({_row_key(row): row.get(col.ANSWER) or "" for row in rows} for rows in (rows_a, rows_b))
+    human: list[float] = []
+    judged: list[Optional[float]] = []
+    rest: list[Optional[float]] = []
+    used: list[PointwiseLabel | PairwiseLabel] = []
+    for pair in comparison.details:
+        judge = pair.points if pair.error is None else None
+        key = (pair.id, pair.sample)
+        if found := _pair_label(given, pair.id, answers_a.get(key), answers_b.get(key)):
+            human.append(found[1])
+            judged.append(judge)
+            used.append(found[0])
+        else:
+            rest.append(judge)
+    return _estimate(human, judged, rest, used) if human else None
