@@ -3,6 +3,7 @@
 failures, the Hub stub takes the pushes. Each step reads the runs the step itself made."""
 
 import json
+from pathlib import Path
 import os
 import subprocess
 import sys
@@ -112,6 +113,12 @@ def test_evaluate_two_models_publish_after_a_failed_push_rescore_only_failed_fro
         assert (ppi["labelled"], ppi["unlabelled"], ppi["mean"], ppi["labels_only"]["mean"]) == (ROWS, 0, None, 1.0)
         assert ppi["problem"].startswith(f"{ROWS} labelled rows with a judge score: label ")
         assert f"no corrected figure ({ppi['problem']})" in result.stdout
+        receipts = [step.outputs[col.PUBLISH_RECEIPT][0].load() for name, step in cached.steps.items()
+                    if name.startswith("publish_results")]
+        cards = [(Path(r.local_path) / "README.md").read_text() for r in receipts if r.stage == "evaluations"]
+        # The labelled model's card says it too; the other model's has no such line.
+        assert [f"**scores corrected by human labels (PPI++)**: accuracy none: {ppi['problem']}" in card
+                for card in cards].count(True) == 1 and sum("corrected by human labels" in c for c in cards) == 1
         assert _status(cached, "generate_answers") == {"cached"} and _status(cached, "publish_results") == {"completed"}
         assert len(hub.state.commits) == pushes + 2 * len(MODELS)  # answers, then answers with verdicts
         fresh, _ = _run(run_cli("evaluate", "--config", config, *models, "--no-cache"))

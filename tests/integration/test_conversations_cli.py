@@ -1,17 +1,21 @@
 """Two-turn conversations through the CLI (`run_cli`): the session's engine answers every first turn, then every
 second turn with its own first answer in the prompt; the OpenAI-compatible stub judges each turn with the
 conversation before it; the summary has each turn's means. `rescore` runs no generation; `--samples 2` follows each
-sample's own first answer and resumes the first samples. (The kill during turn 2 is a unit test:
-`tests/unit/test_conversations.py`.)"""
+sample's own first answer and resumes the first samples. A CLI of its own, killed (SIGKILL) during the second turns,
+resumes every first turn and every second turn it saved, and generates the rest once.)"""
 
 import json
+import signal
+import time
 
 import pytest
+import yaml
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judging.conversation import CONVERSATION_INTRO
 from llm_engineering.infrastructure.zenml_runs import step_output
 from tests.support.cli_output import json_report
+from tests.support.cli_process import group_gone, start_cli
 from tests.support.configs import stub_judged
 from tests.support.openai_stub import OpenAIStub
 
@@ -90,3 +94,65 @@ def test_two_turn_rows_are_answered_turn_by_turn_judged_and_summarized_per_turn(
         assert more[col.SAMPLE] == [0, 1] * 4
         _second_turns_follow_their_first(more)
         assert [(t["turn"], t["rows"]) for t in report["models"][0]["turns"]] == [(1, 4), (2, 4)]
+
+
+TOPICS = ["fruit", "colour", "animal", "city", "tree", "bird"]
+# Second turns long enough (and one at a time) that the kill lands while they are being generated.
+SLOW_SECOND_TURNS = [{"question_id": topic, "turns": [f"Name one {topic} and say only its name.",
+                                                       f"Repeat the {topic} you named, then describe it in detail."]}
+                     for topic in TOPICS]
+
+
+def _saved_turns(checkpoints):
+    """(id, sample, answer) of each complete line in the run's checkpoint file(s)."""
+    saved = []
+    for path in checkpoints.glob("*.jsonl"):
+        for line in path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue  # torn by the kill
+            saved.append((row["id"], row["sample"], row["answer"]))
+    return saved
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_kill_during_the_second_turns_resumes_both_turns_and_generates_the_rest_once(
+        run_cli, repo_root, tmp_path, monkeypatch):
+    checkpoints = tmp_path / "checkpoints"
+    monkeypatch.setenv("CHECKPOINT_DIR", str(checkpoints))
+    data = tmp_path / "conversations.jsonl"
+    data.write_text("\n".join(json.dumps(row) for row in SLOW_SECOND_TURNS) + "\n")
+    with OpenAIStub() as judge:
+        config = stub_judged(tmp_path / "run.yaml", judge.base_url, rows=len(TOPICS), max_tokens=64)
+        one_at_a_time = tmp_path / "one-at-a-time.yaml"  # max_num_seqs: no part of the checkpoint's key
+        parameters = yaml.safe_load(config.read_text())
+        parameters["parameters"]["engine"] = {"max_num_seqs": 1}
+        one_at_a_time.write_text(yaml.safe_dump(parameters))
+
+        # 1. The CLI in its own process (its own engine), killed once a second turn is saved.
+        with open(tmp_path / "killed.log", "w") as log:
+            process = start_cli(repo_root, ["evaluate", "--config", one_at_a_time, "--dataset", data], log)
+            deadline = time.monotonic() + 400
+            while not [row for row in _saved_turns(checkpoints) if row[0].endswith("/turn-2")]:
+                assert process.poll() is None, (tmp_path / "killed.log").read_text()[-3000:]
+                assert time.monotonic() < deadline, "no second turn saved"
+                time.sleep(0.05)
+            process.kill()
+            assert process.wait(timeout=60) == -signal.SIGKILL
+        assert group_gone(process.pid, timeout=10)
+        before = _saved_turns(checkpoints)
+        seconds = [row for row in before if row[0].endswith("/turn-2")]
+        assert len(before) - len(seconds) == len(TOPICS) and 1 <= len(seconds) < len(TOPICS)
+
+        # 2. The command again, in this process: the saved turns resumed, the missing second turns generated, once.
+        run, _ = _run(run_cli("evaluate", "--config", config, "--dataset", data))
+    stats = step_output(run, "generate_answers", col.GENERATION_STATS)
+    assert (stats.resumed, stats.generated) == (len(before), 2 * len(TOPICS) - len(before))
+    generations = step_output(run, "generate_answers", col.GENERATIONS)
+    kept = {(i, s): a for i, s, a in zip(generations[col.ID], generations[col.SAMPLE], generations[col.ANSWER])}
+    assert all(kept[i, s] == answer for i, s, answer in before)  # the saved answers, not generated again
+    _second_turns_follow_their_first(generations)
+    after = _saved_turns(checkpoints)
+    assert sorted((i, s) for i, s, _ in after) == sorted(kept)  # every turn saved once

@@ -121,13 +121,15 @@ def test_a_prompt_longer_than_max_model_len_is_skipped_and_the_rest_answered(fir
     assert len(checkpoint.load()) == 2  # the skipped row is decided again on every run, never stored
 
 
-def test_several_models_get_one_generations_artifact_each_a_comparison_and_a_pairwise_judgement(first_run):
+def test_several_models_get_one_generations_artifact_each_a_comparison_and_a_pairwise_judgement(first_run, tmp_path):
     from zenml.client import Client
 
     from llm_engineering.evaluation.models import resolve_model
     from llm_engineering.evaluation.report.text import trust_lines
     from llm_engineering.settings import get_settings
-    from pipelines.evaluating import evaluating
+    from llm_engineering.evaluation.trust.labels import load_labels
+    from llm_engineering.evaluation.trust.ppi import MIN_LABELLED
+    from pipelines.evaluating import evaluating, rescoring
 
     # The same weights under two names (alias and folder), each with its own generation setting:
     # two models to the pipeline, one engine.
@@ -158,6 +160,28 @@ def test_several_models_get_one_generations_artifact_each_a_comparison_and_a_pai
     cards = {r.local_path: (Path(r.local_path) / "README.md").read_text() for r in receipts if r.stage == "evaluations"}
     assert len(cards) == 2  # one results repo per generation setting
     assert all(f"pairwise {models[1]} vs {models[0]}" in card for card in cards.values())
+
+    # Pairwise labels of both pairs, the first model's answer shown first (as the report writes them), preferring it:
+    # a rescore corrects the second model's win rate by them; with two labelled pairs, too few, it says how many more.
+    labels = tmp_path / "pairwise-labels.jsonl"
+    labels.write_text("".join(json.dumps({"id": i, "answer_a": a, "answer_b": b, "preferred": "A"}) + "\n" for i, a, b
+                              in zip(generations[0][col.ID], generations[0][col.ANSWER], generations[1][col.ANSWER])))
+    rescored = Client().get_pipeline_run(rescoring(
+        config=config.model_copy(update={"labels": load_labels(labels)}),
+        answers_ids=[str(run.steps[name].outputs[col.GENERATIONS][0].id) for name in steps],
+        generation_stats=[run.steps[name].outputs[col.GENERATION_STATS][0].load() for name in steps]).id)
+    corrected = step_output(rescored, "compare_pairwise", col.PAIRWISE_COMPARISONS).comparisons[0].ppi
+    assert (corrected.labelled, corrected.unlabelled) == (len(judged), 0)
+    assert corrected.labels_only.mean == 0.0 and corrected.mean is None
+    assert f"label {MIN_LABELLED - len(judged)} more" in corrected.problem
+    summary = step_output(rescored, "summarize", col.EVALUATION_SUMMARY)
+    assert summary.pairwise[0].ppi == corrected
+    assert f"{models[1]} vs {models[0]} win rate: no corrected figure ({corrected.problem})" in "\n".join(
+        trust_lines(summary))
+    receipts = [rescored.steps[name].outputs[col.PUBLISH_RECEIPT][0].load() for name in sorted(rescored.steps)
+                if name.startswith("publish_results")]
+    assert all("win rate corrected by human labels (PPI++)**: none: " in (Path(r.local_path) / "README.md").read_text()
+               for r in receipts)
 
 
 def test_first_run_checks_its_judge_and_reports_how_far_to_trust_it(first_run):

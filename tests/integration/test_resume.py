@@ -10,8 +10,6 @@ import json
 import os
 import re
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -26,6 +24,7 @@ from llm_engineering.infrastructure.cpu_sampler import INSTALLED
 from llm_engineering.infrastructure.cpu_tuning import resolved_dtype
 from llm_engineering.settings import get_settings
 from tests.support.cli_output import json_report
+from tests.support.cli_process import group_gone, start_cli
 
 pytestmark = pytest.mark.slow
 
@@ -41,22 +40,10 @@ parameters:
 """
 
 
-def _default_signals():
-    """The CLI as started from a terminal, however this test runs: a shell's background job (a CI runner's, say)
-    starts with SIGINT ignored, and under nohup SIGHUP is ignored; a process keeps what it inherits."""
-    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_DFL)
-
-
 def _start(repo_root, config, log, **env):
-    return subprocess.Popen(
-        [sys.executable, "tools/run.py", "--run-evaluation", "--config", str(config)],
-        cwd=repo_root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_default_signals,
-        env={**os.environ, "VLLM_LOGGING_LEVEL": "INFO", **env},  # as the CLI's default, whatever this process has
-    )
+    return start_cli(repo_root, ["--run-evaluation", "--config", config], log, **env)
 
 
-# What libraries print: vLLM's log lines (`(EngineCore pid=1) WARNING ...`), Python and C++ warnings.
 _LIBRARY_LINE = re.compile(r"^\((EngineCore|Worker|VllmWorker-\d+|MainProcess) pid=\d+\)|Warning: |^\[W\d{4}")
 
 
@@ -123,17 +110,6 @@ def _in_group(process, pgid):
         return False
 
 
-def _group_gone(pgid, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.5)
-    return False
-
-
 def _session_engine(config):
     """The config without `max_num_seqs` (a scheduling knob the checkpoint's key leaves out): this process's
     session engine runs it."""
@@ -169,7 +145,7 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
         with open(tmp_path / "interrupted.log", "w") as log:
             first = _start(repo_root, config, log)
             assert _stop_after(first, checkpoint, 3, signal.SIGINT)[0] == 130
-        assert _group_gone(first.pid), "processes of the interrupted run are still alive"
+        assert group_gone(first.pid), "processes of the interrupted run are still alive"
         console = (tmp_path / "interrupted.log").read_text()
         assert "Interrupted. Every answer generated so far is saved" in console
         assert "Step generate_answers has started" in re.sub(r"\x1b\[[0-9;]*m", "", console)  # step progress shown
@@ -192,7 +168,7 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
         assert "Step generate_answers failed: The execution was interrupted" in console, console[-3000:]
         # On CPU the engine runs in the CLI's process (engine.in_process): no engine process to leave behind.
         assert not [name for _, name in descendants if name.startswith("VLLM::")], descendants
-        assert _group_gone(stopped.pid, timeout=10), f"alive 10 s after SIGTERM: {_alive(stopped.pid)}"
+        assert group_gone(stopped.pid, timeout=10), f"alive 10 s after SIGTERM: {_alive(stopped.pid)}"
         assert f"Resuming: {after_interrupt} of {ROWS} answers" in console
         after_interrupt = len(_saved(checkpoint))
 
@@ -207,7 +183,7 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
             code, descendants = _stop_after(second, checkpoint, after_interrupt + 2, signal.SIGKILL, pid_alone=True)
         assert code == -signal.SIGKILL
         assert any(name.startswith("VLLM::") for _, name in descendants), descendants  # the engine ran as its child
-        assert _group_gone(second.pid, timeout=10), f"alive 10 s after the CLI was killed: {_alive(second.pid)}"
+        assert group_gone(second.pid, timeout=10), f"alive 10 s after the CLI was killed: {_alive(second.pid)}"
         assert f"Resuming: {after_interrupt} of {ROWS} answers" in (tmp_path / "killed.log").read_text()
         after_kill = len(_saved(checkpoint))
         assert after_interrupt + 2 <= after_kill < ROWS

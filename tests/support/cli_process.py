@@ -1,0 +1,35 @@
+"""The CLI as its own process, as a terminal or an orchestrator starts it, for tests that signal or kill it."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+
+def _default_signals():
+    """The CLI as started from a terminal, however this test runs: a shell's background job (a CI runner's, say)
+    starts with SIGINT ignored, and under nohup SIGHUP is ignored; a process keeps what it inherits."""
+    for sig in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+def start_cli(repo_root, args, log, **env):
+    """`python tools/run.py ARGS` in its own session (its pid is its process group's id), output to `log`."""
+    return subprocess.Popen(
+        [sys.executable, "tools/run.py", *map(str, args)],
+        cwd=repo_root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_default_signals,
+        env={**os.environ, "VLLM_LOGGING_LEVEL": "INFO", **env},  # as the CLI's default, whatever this process has
+    )
+
+
+def group_gone(pgid, timeout=60):
+    """Whether every process of group `pgid` has ended within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.5)
+    return False
