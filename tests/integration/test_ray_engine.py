@@ -1,6 +1,7 @@
 """The `ray` engine for real, through the CLI, the config and the generate_answers step: Ray Data LLM on a
 local Ray cluster (the shipped config's engine block, one replica here), the bundled model; a first run killed
-(SIGKILL, its pid alone) once it has saved an answer, whose cluster must not outlive it; the second resumes.
+(SIGKILL, its pid alone) once it has saved an answer, whose cluster must not outlive it; the second resumes. The
+split is six one-turn rows and a two-turn conversation, whose second turn goes to the replicas after its first.
 
 The killed run is a CLI subprocess; the resuming one runs in this process (`run_cli`), its cluster started and
 stopped by this process. The ray backend frees the pooled engine before its replicas start, so the test is marked
@@ -34,7 +35,10 @@ from tests.support.cli_output import json_report
 
 pytestmark = [pytest.mark.slow, pytest.mark.own_engine]
 
-ROWS = 8
+ONE_TURN = 6
+CONVERSATION = {"question_id": "colour", "turns": ["Name one colour and say only its name.",
+                                                   "Repeat exactly the colour you named before."]}
+ROWS = ONE_TURN + len(CONVERSATION["turns"])  # test rows, one answer each
 
 
 def _orphaned_engine_processes(timeout):
@@ -98,9 +102,12 @@ def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(r
     # twice as slowly (the two-replica split is the shipped config's; row routing is unit-tested).
     engine["ray"] = {**engine["ray"], "replicas": 1, "cpus_per_replica": 2, "batch_size": 1, "max_concurrent_batches": 2}
     with OpenAIStub() as judge:
+        data = tmp_path / "mixed.jsonl"
+        embedded = (repo_root / "llm_engineering/evaluation/data/llm_twin_test.jsonl").read_text().splitlines()
+        data.write_text("\n".join(embedded[:ONE_TURN] + [json.dumps(CONVERSATION)]) + "\n")
         config = tmp_path / "ray.yaml"
         config.write_text(yaml.safe_dump({"enable_cache": False, "parameters": {
-            "dataset": {"limit": ROWS}, "sampling": {"max_tokens": 24}, "engine": engine,
+            "dataset": {"source": str(data)}, "sampling": {"max_tokens": 24}, "engine": engine,
             "judge": {"backend": "openai", "model": "stub-judge", "base_url": judge.base_url, "cache": False},
             "judge_check": {"rows": 0}, "similarity": {"enabled": False},
         }}))
@@ -138,6 +145,11 @@ def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(r
     (stats,) = [a.load() for a in run.steps["generate_answers"].outputs[col.GENERATION_STATS]]
 
     assert generations[col.ID] == split[col.ID]  # every input id exactly once, in input order
+    assert split[col.ID][ONE_TURN:] == ["colour/turn-1", "colour/turn-2"]
+    first, second = generations.to_list()[ONE_TURN:]  # the second turn was asked after the first, with its answer
+    assert second[col.HISTORY] == [{"role": "user", "content": first[col.INSTRUCTION]},
+                                   {"role": "assistant", "content": first[col.ANSWER]}]
+    assert second[col.PROMPT].index(first[col.ANSWER]) < second[col.PROMPT].index(second[col.INSTRUCTION])
     assert (stats.resumed, stats.generated) == (len(kept), ROWS - len(kept))
     by_id = dict(zip(generations[col.ID], generations[col.ANSWER]))
     assert all(by_id[line["id"]] == line["answer"] for line in kept)  # kept answers were not generated again
