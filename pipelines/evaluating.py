@@ -39,7 +39,7 @@ def _score_publish_summarize(
                                judge_check=config.judge_check, similarity=config.similarity, after=evaluations)
     labels = None
     if config.labels is not None:  # the judge scores exactly the labelled answers, with its engine still loaded
-        labels = check_labels(evaluations[0], labels=config.labels, judge=config.panel[0], engine=config.engine,
+        labels = check_labels(evaluations, labels=config.labels, judge=config.panel[0], engine=config.engine,
                               after=evaluations)
     pairwise = None
     if config.pairwise.enabled and len(evaluations) > 1:

@@ -16,12 +16,13 @@ from steps.engine_pool import ENGINE_POOL
 
 @step
 def check_labels(
-    rows: Dataset, labels: Labels, judge: JudgeConfig, engine: EngineConfig
+    answers: list[Dataset], labels: Labels, judge: JudgeConfig, engine: EngineConfig
 ) -> Annotated[LabelAgreement, col.LABEL_AGREEMENT]:
     """How far the judge agrees with human labels: it scores exactly the labelled answers, each with its
-    row's instruction and reference (`rows`: any model's answers), beside the labels and the baselines."""
+    row's instruction and reference (from the first model's rows) and, in a conversation, after its own model's
+    earlier turns (`answers`: every model's), beside the labels and the baselines."""
     settings = get_settings()
     with open_judge([judge], engine, settings=settings, pool=ENGINE_POOL) as bound:
-        report = judge_labels(rows, labels, bound)
+        report = judge_labels(answers[0], labels, bound, every_model=answers)
     log_metadata(metadata={"label_agreement": report.metadata()})
     return report

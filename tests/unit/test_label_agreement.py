@@ -291,3 +291,47 @@ def test_a_report_given_labels_of_the_other_kind_says_so():
         pointwise_report(pairwise, HANDBOOK, "judge", scores=[2], expected=[None])
     with pytest.raises(LabelsError, match="pairwise labels are needed here, but these are pointwise"):
         pairwise_report(pointwise([("q1", "x", "accuracy", 2)]), HANDBOOK, "judge", in_order=["A"], swapped=["B"])
+
+
+class RecordingJudge(FirstPositionJudge):
+    """Prefers the first position and records the user prompt of each conversation it is asked."""
+
+    def __init__(self):
+        self.prompts = []
+
+    def cache_namespace(self, reply_schema):
+        return {"judge": self.judge_id, "schema": reply_schema.name if reply_schema else None}
+
+    def complete(self, conversations, on_reply, reply_schema):
+        self.prompts += [messages[-1]["content"] for messages in conversations]
+        if reply_schema is not None and reply_schema.name == "pairwise_verdict":
+            return super().complete(conversations, on_reply, reply_schema)
+        for index, _ in enumerate(conversations):
+            on_reply(index, JudgeReply(text=json.dumps({"accuracy": {"analysis": "", "score": 2},
+                                                        "style": {"analysis": "", "score": 2}})))
+
+
+def _second_turns(model, first_answer):
+    """A model's answer to the second turn of conversation c, after its own first answer."""
+    return Dataset.from_dict({
+        col.ID: ["c/turn-2"], col.INSTRUCTION: ["Repeat it."], col.MODEL_ID: [model], col.ANSWER: [f"{model} repeats"],
+        col.HISTORY: [[{"role": "user", "content": "Name a colour."}, {"role": "assistant", "content": first_answer}]],
+    })
+
+
+def test_a_labelled_turn_is_judged_after_its_own_models_earlier_answers():
+    base, tuned = _second_turns("base", "BASE-SAID-RED"), _second_turns("tuned", "TUNED-SAID-BLUE")
+    judge = RecordingJudge()
+    labels = pointwise([("c/turn-2", "tuned repeats", "accuracy", 2)])  # the second model's answer
+    judge_labels(base, labels, Judge((judge,), HANDBOOK), every_model=[base, tuned])
+    (prompt,) = judge.prompts
+    assert "TUNED-SAID-BLUE" in prompt and "BASE-SAID-RED" not in prompt and "Repeat it." in prompt
+
+    judge = RecordingJudge()
+    pair = Labels(kind="pairwise", rows=[PairwiseLabel(id="c/turn-2", answer_a="base repeats", answer_b="tuned repeats",
+                                                       preferred="A")])
+    judge_labels(base, pair, Judge((judge,), HANDBOOK), every_model=[base, tuned])
+    assert len(judge.prompts) == 2  # both orders, each answer after its own model's first answer
+    for prompt in judge.prompts:
+        assert prompt.index("BASE-SAID-RED") < prompt.index("base repeats")
+        assert prompt.index("TUNED-SAID-BLUE") < prompt.index("tuned repeats")
