@@ -68,6 +68,9 @@ def test_one_turn_rows_beside_conversations_keep_their_id_and_are_first_turns(tm
     split = _split(tmp_path, rows)
     assert split[col.ID] == ["q1", "c2/turn-1", "c2/turn-2"]
     assert split[0][col.REFERENCE] == "Low-rank adapters." and split[0][col.TURN] == 1
+    # MT-Bench's rows name their id question_id: one file may hold both, each row its own.
+    rows[1] = {"question_id": 81, "turns": ["Name a colour.", "And another?"]}
+    assert _split(tmp_path, rows)[col.ID] == ["q1", "81/turn-1", "81/turn-2"]
 
 
 def test_a_one_turn_split_loads_as_before(tmp_path):

@@ -121,18 +121,20 @@ def conversation_rows(dataset: Dataset) -> tuple[list[TurnRow], list[str]]:
     """Every row of a split with `turns` or `messages` rows as its answered turns; and the problems, each naming the
     row and the fix (a row with none of `turns`, `messages` and an instruction is a one-turn row missing its text)."""
     names = dataset.column_names
-    id_column = _first(ID_ALIASES, names)
+    id_columns = [name for name in ID_ALIASES if name in names]  # one file may hold both (one-turn rows and MT-Bench's)
     instruction = _first(col.INSTRUCTION_ALIASES, names) or col.INSTRUCTION
     references = [name for name in (col.REFERENCE, *col.REFERENCE_ALIASES) if name in names]
-    used = [c for c in (id_column, instruction, col.TURNS, col.MESSAGES, *references) if c and c in names]
+    used = [c for c in (*id_columns, instruction, col.TURNS, col.MESSAGES, *references) if c in names]
     columns = dataset.select_columns(list(dict.fromkeys(used))).to_dict()
     rows: list[TurnRow] = []
     problems: list[str] = []
     for row, values in enumerate(zip(*columns.values())):
         fields = dict(zip(columns, values))
-        raw_id = fields.get(id_column) if id_column else row
-        if raw_id is None or str(raw_id).strip() == "":
-            problems.append(f"row {row}: no id; give every row an id, or drop the {id_column!r} column to number rows")
+        given = [fields[name] for name in id_columns if fields[name] is not None and str(fields[name]).strip()]
+        raw_id = given[0] if given else None if id_columns else row
+        if raw_id is None:
+            problems.append(f"row {row}: no id; give every row an id ({' or '.join(id_columns)}), or drop the "
+                            f"{' and '.join(id_columns)} column to number rows")
             continue
         reference = next((fields[name] for name in references if fields[name] is not None), None)
         if fields.get(col.TURNS) is not None:
