@@ -22,6 +22,8 @@ SCORES = {
     "e": ((3, 2), (1, 1)),
     "f": ((2, 3), (3, 3)),
 }
+# id -> the judge's confidence in base's, tuned's verdict (None: none); each row's least sure: f, c, d, b, e, a.
+CONFIDENCE = {"a": (0.9, 0.99), "b": (0.5, 0.6), "c": (0.3, None), "d": (None, 0.4), "e": (0.8, 0.7), "f": (0.95, 0.2)}
 LONG = "Kubernetes " + "orchestrates containers across machines. " * 20
 
 
@@ -42,6 +44,8 @@ def _evaluations(model, index):
         col.JUDGE_MODEL: ["judge"] * len(ids),
         col.COMPLETION_TOKENS: [8] * len(ids),
         col.FINISH_REASON: ["stop"] * len(ids),
+        col.CONFIDENCE: [CONFIDENCE[i][index] for i in ids],
+        col.ESCALATED: [i == "f" and index == 1 for i in ids],
     })
 
 
@@ -164,3 +168,14 @@ def test_label_next_proposes_unlabelled_rows_spread_over_the_judges_scores(page)
     assert _visible_ids(page) == ["c", "e", "b", "f", "a", "d"]
     assert page.inner_text("#label-order").startswith("Order: label next: the 6 unlabelled rows")
     assert page.evaluate("document.activeElement.dataset.id") == "c"
+
+
+def test_least_sure_first_puts_the_rows_of_the_judges_least_sure_verdicts_first(page, tmp_path):
+    row_f = page.locator("#rows tbody tr[data-id='f']")
+    assert "the judge's confidence 0.20; judged again by the second judge" in row_f.inner_text()
+    page.click("#label-unsure")
+    assert _visible_ids(page) == ["f", "c", "d", "b", "e", "a"]
+    assert page.inner_text("#label-order").startswith("Order: least sure first: the 6 unlabelled rows with a confidence")
+    page.keyboard.press("1")  # f, the least sure: its label says how its row was chosen
+    (scores,) = download_all(page, 1, tmp_path)
+    assert [(r.id, r.chosen) for r in load_labels(scores).rows] == [("f", "least-sure")]

@@ -39,6 +39,8 @@ def _answer_view(row: dict, criteria: list[str]) -> AnswerView:
         error=error,
         finish_reason=row.get(col.FINISH_REASON),
         history=[{"role": m["role"], "content": _cut(m["content"])} for m in row.get(col.HISTORY) or []],
+        confidence=row.get(col.CONFIDENCE),
+        escalated=bool(row.get(col.ESCALATED)),
     )
 
 

@@ -207,6 +207,23 @@
     moveTo(open[0] || rows[0]);
   });
 
+  // Least sure first: the unlabelled rows whose least sure verdict has the lowest confidence first (the rows
+  // escalation would hand on), rows without a confidence last. Not a random sample either.
+  document.getElementById('label-unsure').addEventListener('click', () => {
+    orderedBy = 'least-sure';
+    const rows = [...body.rows], open = rows.filter(r => !labelled(r));
+    const sure = r => ('confidence' in r.dataset ? parseFloat(r.dataset.confidence) : Infinity);
+    const order = open.map((r, i) => [r, i]).sort((x, y) => sure(x[0]) - sure(y[0]) || x[1] - y[1]).map(([r]) => r);
+    [...order, ...rows.filter(labelled)].forEach(r => body.appendChild(r));
+    table.querySelectorAll('th[data-dir]').forEach(h => { delete h.dataset.dir; });
+    const known = open.filter(r => 'confidence' in r.dataset).length;
+    document.getElementById('label-order').textContent = 'Order: least sure first: the ' + known + ' unlabelled rows ' +
+      'with a confidence, the judge\'s least sure verdicts first' + (known < open.length ? ', then ' + (open.length -
+      known) + ' without one (a judge without logprobs, or a jury)' : '') + '; labelled rows last. Not a random ' +
+      'sample: for the corrected means (PPI++) label at random instead.';
+    moveTo(order[0] || rows[0]);
+  });
+
   function download(name, lines) {
     const link = document.createElement('a');
     link.href = URL.createObjectURL(new Blob([lines.map(l => JSON.stringify(l) + '\n').join('')], {type: 'application/jsonl'}));

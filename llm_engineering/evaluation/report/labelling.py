@@ -45,6 +45,7 @@ def _legend(summary: EvaluationSummary) -> str:
             f" the highlighted row takes your keys: a digit scores the outlined criterion;{pairs} j / k: next / previous"
             " row; u: undo. Or click the buttons. &middot; <button type='button' id='label-next'>Label next</button>"
             " <button type='button' id='label-random'>Label at random</button>"
+            " <button type='button' id='label-unsure'>Least sure first</button>"
             " <button type='button' id='download-labels'>Download labels</button>"
             " <label><input type='checkbox' id='label-blind'> hide the judge's verdicts (label blind)</label>"
             " <span id='label-count'></span>"

@@ -98,6 +98,10 @@ def _answer_body(answer: AnswerView) -> str:
         body += "<br><em>(cut by max_tokens)</em>"
     if answer.error:
         body += f"<br><strong>judge error:</strong> {html.escape(answer.error)}"
+    if answer.confidence is not None or answer.escalated:
+        sure = f"the judge's confidence {answer.confidence:.2f}" if answer.confidence is not None else ""
+        again = "judged again by the second judge" if answer.escalated else ""
+        body += f"<br><small class='verdict'>{'; '.join(part for part in (sure, again) if part)}</small>"
     for name, analysis in answer.analyses.items():
         body += (f"<details class='verdict'><summary>{html.escape(name)} analysis</summary>{html.escape(analysis)}"
                  "</details>")
@@ -150,7 +154,9 @@ def _row(item: ItemView, models: list[str], criteria: list[str], with_similarity
         _cell(_long_text(item.reference), item.reference),
     ]
     cells += [_answer_cells(by_model.get(m, []), m, criteria, with_similarity) for m in models]
-    return f"<tr tabindex='0' data-id='{html.escape(item.id, quote=True)}'>" + "".join(cells) + "</tr>"
+    sure = [a.confidence for a in item.answers if a.confidence is not None]  # the least sure verdict of the row
+    confidence = f" data-confidence='{min(sure)}'" if sure else ""
+    return f"<tr tabindex='0' data-id='{html.escape(item.id, quote=True)}'{confidence}>" + "".join(cells) + "</tr>"
 
 
 def row_browser_html(summary: EvaluationSummary) -> str:

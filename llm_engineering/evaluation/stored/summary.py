@@ -27,6 +27,9 @@ class AnswerView(BaseModel):
     finish_reason: Optional[str] = None
     history: list[dict[str, str]] = Field(default_factory=list, description="a turn of a conversation: the "
                                           "conversation before its user message, with this model's own earlier answers")
+    confidence: Optional[float] = Field(None, description="the judge's probability of the score it gave, the lowest "
+                                        "over the criteria (None: a judge without logprobs, or a jury)")
+    escalated: bool = Field(False, description="judged again by the second judge (judge.escalate_to)")
 
     @property
     def failed(self) -> bool:

@@ -29,7 +29,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
 # checked against the judge's rubric.
 PROVENANCE = ("run", "rubric")
 # Optional per label: how the row was chosen (the corrected means' intervals hold for rows chosen at random).
-Chosen = Literal["random", "label-next", "by-hand"]
+Chosen = Literal["random", "label-next", "least-sure", "by-hand"]
 CHOSEN = "chosen"
 
 
@@ -43,7 +43,8 @@ class _Label(BaseModel):
     rubric: Optional[str] = Field(None, description="the rubric whose scale the label uses")
     chosen: Optional[Chosen] = Field(
         None, description="how the report's labelling view chose the row: in its random order, in its 'Label next' "
-        "order (the judge's worst scores first) or by hand; None: not said")
+        "order (the judge's worst scores first), its 'Least sure first' order (the judge's confidence) or by hand; None: "
+        "not said")
 
     @field_validator("id", mode="before")
     @classmethod
