@@ -1,11 +1,14 @@
-"""Prediction-powered inference: a criterion's mean from a few human labels and every verdict of the judge.
+"""Prediction-powered inference: a mean from a few human labels and every verdict of the judge. Three means: a
+criterion's for one model (`ppi_by_criterion`), the paired difference of two models' (`ppi_difference`), a pairwise
+win rate (`ppi_win_rate`).
 
 The judge's mean over every row is biased by however far its scores sit from people's; the labelled rows measure
 that bias, and PPI subtracts it (Angelopoulos, Bates, Fannjiang, Jordan and Zrnic, Science 2023). PPI++ (Angelopoulos,
 Duchi and Zrnic, 2023) weighs the judge by how well it predicts the labels (lambda, tuned to the narrowest interval):
 a judge that predicts nothing gets lambda 0 and the estimate is the labels' own mean, so it is never worse than the
 labels alone. The estimators are the method authors' `ppi-python`. The 95% interval holds when the labelled rows are
-a uniform random sample of the rows (the report's "Label at random" gives that order).
+a uniform random sample of the rows (the report's "Label at random" gives that order); each estimate says whether its
+labels say so (`random_sample`).
 """
 
 from __future__ import annotations
@@ -86,7 +89,7 @@ def _row_key(row: dict[str, Any]) -> tuple[str, int]:
 
 
 class _PointwiseLabels:
-    """Pointwise labels by (id, exact answer, criterion): the mean of a row's labels, and the labels that gave it."""
+    """Pointwise labels by (id, exact answer, criterion): several labels of one answer are kept together."""
 
     def __init__(self, labels: Labels):
         self.by_key: dict[tuple[str, str, str], list[PointwiseLabel]] = {}
