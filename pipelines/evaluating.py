@@ -4,6 +4,9 @@ from typing import Optional
 
 from zenml import pipeline
 from zenml.client import Client
+from zenml.config import CachePolicy
+
+from llm_engineering.code_version import CACHE_FUNC
 
 from llm_engineering.engine_policy import frees_engine_after
 from llm_engineering.run_config import EvaluationConfig
@@ -53,7 +56,7 @@ def _score_publish_summarize(
               human_labels=config.labels, pass_score=config.pass_score)
 
 
-@pipeline(name="evaluating")
+@pipeline(name="evaluating", cache_policy=CachePolicy(cache_func=CACHE_FUNC))
 def evaluating(config: EvaluationConfig) -> None:
     """Load the test split, generate answers per model, publish them, judge them, summarize."""
     test_split = load_test_split(dataset=config.dataset, prompt=config.prompt)
@@ -76,7 +79,7 @@ def evaluating(config: EvaluationConfig) -> None:
     _score_publish_summarize(config, generations, stats, after=published, samplings=samplings)
 
 
-@pipeline(name="rescoring")
+@pipeline(name="rescoring", cache_policy=CachePolicy(cache_func=CACHE_FUNC))
 def rescoring(
     config: EvaluationConfig,
     generation_stats: list[GenerationStats],
@@ -96,7 +99,7 @@ def rescoring(
     _score_publish_summarize(config, answers, generation_stats, only_failed=only_failed)
 
 
-@pipeline(name="publishing")
+@pipeline(name="publishing", cache_policy=CachePolicy(cache_func=CACHE_FUNC))
 def publishing(
     config: EvaluationConfig, results_ids: list[str], checks_id: Optional[str] = None, pairwise_id: Optional[str] = None,
 ) -> None:

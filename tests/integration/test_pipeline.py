@@ -76,6 +76,7 @@ def test_published_results_repo_loads_with_datasets(first_run):
 def test_changing_only_the_judge_does_not_rerun_generation(first_run, monkeypatch):
     from zenml.client import Client
 
+    from llm_engineering.code_version import CACHE_FUNC
     from pipelines.evaluating import evaluating
     from steps.evaluating.generate_answers import FREE_ENGINE
 
@@ -87,10 +88,22 @@ def test_changing_only_the_judge_does_not_rerun_generation(first_run, monkeypatc
     assert first_run.steps["generate_answers"].config.extra[FREE_ENGINE] is False
     assert step_status(run, "generate_answers") == "cached"
     assert step_status(run, "evaluate_answers") == "completed"
+    # Served from the cache only to the same version of the product: its code's digest is in every step's key.
+    policy = run.steps["generate_answers"].config.cache_policy
+    assert f"{policy.cache_func.module}.{policy.cache_func.attribute}" == CACHE_FUNC
     # Cached answers are published again, by this run (a replayed receipt may name another checkout's folder).
     assert step_status(run, "publish_results") == step_status(run, "publish_results_2") == "completed"
     cached = step_output(run, "generate_answers", col.GENERATIONS)
     assert cached[col.ANSWER] == step_output(first_run, "generate_answers", col.GENERATIONS)[col.ANSWER]
+
+    # Another version of the product (another digest of its code) is served nothing from the cache: the steps run
+    # again, the answers resumed from the checkpoint, not generated.
+    monkeypatch.undo()
+    monkeypatch.setattr("llm_engineering.code_version.code_digest", lambda: "another version of the code")
+    rerun = Client().get_pipeline_run(evaluating(config=small_config(max_analysis_chars=120)).id)
+    assert step_status(rerun, "generate_answers") == "completed"  # cached in the same version's run above
+    stats = step_output(rerun, "generate_answers", col.GENERATION_STATS)
+    assert (stats.generated, stats.resumed) == (0, len(cached))
 
 
 def test_a_prompt_longer_than_max_model_len_is_skipped_and_the_rest_answered(first_run, tmp_path):
