@@ -30,6 +30,11 @@ def sample_of(row: dict[str, Any]) -> int:
     return row.get(col.SAMPLE) or 0
 
 
+def answer_key(row: dict[str, Any]) -> tuple[str, int]:
+    """(id, sample): which answer of which prompt a row is; one model's s-th answer to a prompt meets another's s-th."""
+    return str(row[col.ID]), sample_of(row)
+
+
 def first_samples(rows: Dataset) -> Dataset:
     """Each prompt's first answer only: what the checks that pair rows with other rows (the judge check, the
     similarity check) read, since a prompt's other answers are no other prompt's."""

@@ -15,7 +15,7 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judging.conversation import CONVERSATION_INTRO
 from llm_engineering.infrastructure.zenml_runs import step_output
 from tests.support.cli_output import json_report
-from tests.support.cli_process import group_gone, start_cli
+from tests.support.cli_process import group_gone, saved_answers, start_cli
 from tests.support.configs import stub_judged
 from tests.support.openai_stub import OpenAIStub
 
@@ -104,16 +104,8 @@ SLOW_SECOND_TURNS = [{"question_id": topic, "turns": [f"Name one {topic} and say
 
 
 def _saved_turns(checkpoints):
-    """(id, sample, answer) of each complete line in the run's checkpoint file(s)."""
-    saved = []
-    for path in checkpoints.glob("*.jsonl"):
-        for line in path.read_text().splitlines():
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue  # torn by the kill
-            saved.append((row["id"], row["sample"], row["answer"]))
-    return saved
+    """(id, sample, answer) of each answer saved in the run's checkpoint file(s)."""
+    return [(row["id"], row["sample"], row["answer"]) for row in saved_answers(checkpoints.glob("*.jsonl"))]
 
 
 @pytest.mark.slow

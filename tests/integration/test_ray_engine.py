@@ -12,8 +12,6 @@ under test is generation. Replica engine starts dominate (about half a minute ea
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -32,6 +30,7 @@ from llm_engineering.run_config import load_run_config
 from llm_engineering.settings import get_settings
 from tests.support.openai_stub import OpenAIStub
 from tests.support.cli_output import json_report
+from tests.support.cli_process import saved_answers, start_cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.own_engine]
 
@@ -119,12 +118,12 @@ def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(r
                                       sampling=evaluation.sampling, engine=engine)
         checkpoint.reset()
         daemons = _ray_daemons()
-        command = [sys.executable, "tools/run.py", "evaluate", "--config", str(config)]
+        command = ["evaluate", "--config", str(config)]
 
         # 1. Killed with SIGKILL (the out-of-memory killer's way) once an answer is saved: nothing of its local
         # cluster (GCS, raylet, agents, workers, the replica's engine) is left 10 s later.
         with open(tmp_path / "killed.log", "w") as log:
-            killed = subprocess.Popen(command, cwd=repo_root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            killed = start_cli(repo_root, command, log)
             while not checkpoint.path.exists() or not checkpoint.path.read_text().count("\n"):
                 assert killed.poll() is None, (tmp_path / "killed.log").read_text()[-3000:]
                 time.sleep(0.1)
@@ -134,11 +133,11 @@ def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(r
             killed.wait()
         assert "raylet" in names and any(name.startswith("VLLM::") for name in names), names
         assert not _still_running(cluster, timeout=10), "alive 10 s after the run was killed"
-        kept = [json.loads(line) for line in checkpoint.path.read_text().splitlines() if line.endswith("}")]
+        kept = saved_answers([checkpoint.path])
         assert 1 <= len(kept) < ROWS
 
         # 2. The same command again (in this process) resumes those answers and generates the rest.
-        result = run_cli(*command[2:])
+        result = run_cli(*command)
     assert result.exit_code == 0, result.output[-3000:]
     run = Client().get_pipeline_run(json_report(result.stdout)["run"])
     generations = step_output(run, "generate_answers", col.GENERATIONS)

@@ -6,7 +6,6 @@ OpenAI-compatible stub, since what is under test is generation. Two answers per 
 each signal also shows that resuming works per answer, not per prompt.
 """
 
-import json
 import os
 import re
 import signal
@@ -24,7 +23,7 @@ from llm_engineering.infrastructure.cpu_sampler import INSTALLED
 from llm_engineering.infrastructure.cpu_tuning import resolved_dtype
 from llm_engineering.settings import get_settings
 from tests.support.cli_output import json_report
-from tests.support.cli_process import group_gone, start_cli
+from tests.support.cli_process import group_gone, saved_answers, start_cli
 
 pytestmark = pytest.mark.slow
 
@@ -54,16 +53,7 @@ def _run_log(console):
 
 
 def _saved(checkpoint):
-    """Complete lines of the checkpoint file, as dicts."""
-    if not checkpoint.path.exists():
-        return []
-    rows = []
-    for line in checkpoint.path.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except ValueError:
-            pass  # torn by the kill
-    return rows
+    return saved_answers([checkpoint.path])
 
 
 def _stop_after(process, checkpoint, rows, sig, timeout=600, pid_alone=False):

@@ -1,5 +1,7 @@
-"""The CLI as its own process, as a terminal or an orchestrator starts it, for tests that signal or kill it."""
+"""The CLI as its own process, as a terminal or an orchestrator starts it, for tests that signal or kill it; and
+what its checkpoint holds once it is stopped."""
 
+import json
 import os
 import signal
 import subprocess
@@ -33,3 +35,18 @@ def group_gone(pgid, timeout=60):
             return True
         time.sleep(0.5)
     return False
+
+
+def saved_answers(paths):
+    """The answers saved in checkpoint files, one dict a complete line (a line torn by a kill is skipped; a file not
+    written yet holds none)."""
+    rows = []
+    for path in paths:
+        if not path.exists():
+            continue
+        for line in path.read_text().splitlines():
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                pass  # torn by the kill
+    return rows

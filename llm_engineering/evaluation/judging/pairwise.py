@@ -33,7 +33,7 @@ from llm_engineering.evaluation.config_base import validation_problems
 from llm_engineering.evaluation.preference import compare, points
 from llm_engineering.evaluation.judging.transport import JudgeReply, ReplySchema, ask_judge, reply_json_schema, unfenced
 from llm_engineering.evaluation.rates import bootstrap_ci, rate
-from llm_engineering.evaluation.samples import sample_of
+from llm_engineering.evaluation.samples import answer_key, sample_of
 from llm_engineering.evaluation.judging.conversation import turn_pair
 from llm_engineering.evaluation.judging.rubric import REFERENCE_LINE, Rubric
 from llm_engineering.evaluation.turns import turn_of
@@ -276,22 +276,19 @@ def compare_answers(a: Dataset, b: Dataset, judge: Judge, method: str = "prefere
     both orders, by `method` (`preference` or `verdict`, see the module doc). With the scoring's expected
     scores of the first criterion on both, ties are also reported broken by them."""
     criterion = judge.rubric.names[0]
-
-    def key(row: dict[str, Any]) -> tuple[str, int]:  # a prompt's s-th answer meets the other model's s-th
-        return str(row[col.ID]), sample_of(row)
-
-    rows_b = {key(row): row for row in b.to_list()}
-    rows_a = [row for row in a.to_list() if key(row) in rows_b]
+    rows_b = {answer_key(row): row for row in b.to_list()}
+    rows_a = [row for row in a.to_list() if answer_key(row) in rows_b]
     if len(rows_a) < len(a) or len(rows_a) < len(rows_b):
         logger.warning("Pairwise: %d of %d / %d answers are answered by both models",
                        len(rows_a), len(a), len(rows_b))
-    pairs = [(*turn_pair(row[col.INSTRUCTION], row[col.ANSWER], rows_b[key(row)][col.ANSWER], row.get(col.HISTORY),
-                         rows_b[key(row)].get(col.HISTORY)), row.get(col.REFERENCE)) for row in rows_a]
+    partners = [rows_b[answer_key(row)] for row in rows_a]  # the other model's answer to the same prompt and sample
+    pairs = [(*turn_pair(row[col.INSTRUCTION], row[col.ANSWER], other[col.ANSWER], row.get(col.HISTORY),
+                         other.get(col.HISTORY)), row.get(col.REFERENCE)) for row, other in zip(rows_a, partners)]
     judged = _preference_rows(judge, pairs) if method == "preference" else _verdict_rows(judge, pairs)
-    rows = [PairwiseRow(id=str(row[col.ID]), sample=sample_of(row), turn=turn_of(row), **outcome, length_a=len(row[col.ANSWER] or ""),
-                        length_b=len(rows_b[key(row)][col.ANSWER] or ""), expected_a=row.get(col.expected(criterion)),
-                        expected_b=rows_b[key(row)].get(col.expected(criterion)))
-            for row, outcome in zip(rows_a, judged)]
+    rows = [PairwiseRow(id=str(row[col.ID]), sample=sample_of(row), turn=turn_of(row), **outcome,
+                        length_a=len(row[col.ANSWER] or ""), length_b=len(other[col.ANSWER] or ""),
+                        expected_a=row.get(col.expected(criterion)), expected_b=other.get(col.expected(criterion)))
+            for row, other, outcome in zip(rows_a, partners, judged)]
     comparison = tally(a[0][col.MODEL_ID], b[0][col.MODEL_ID], judge.backend.judge_id, rows)
     logger.info("Pairwise %s vs %s (%s): win rate %s %s, orders disagree %s", comparison.model_a, comparison.model_b,
                 method, comparison.win_rate, comparison.win_rate_ci, comparison.order_disagreement.describe())

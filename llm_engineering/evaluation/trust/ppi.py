@@ -19,7 +19,7 @@ import numpy as np
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.preference import points, swapped
-from llm_engineering.evaluation.samples import sample_of
+from llm_engineering.evaluation.samples import answer_key
 from llm_engineering.evaluation.stored.pairwise import PairwiseComparison
 from llm_engineering.evaluation.stored.ppi import Estimate, PPIEstimate
 from llm_engineering.evaluation.trust.labels import Labels, PairwiseLabel, PointwiseLabel
@@ -84,10 +84,6 @@ def _judge_score(row: dict[str, Any], criterion: str) -> Optional[float]:
     return row.get(col.score(criterion)) if row.get(col.JUDGE_ERROR) is None else None
 
 
-def _row_key(row: dict[str, Any]) -> tuple[str, int]:
-    return str(row[col.ID]), sample_of(row)
-
-
 class _PointwiseLabels:
     """Pointwise labels by (id, exact answer, criterion): several labels of one answer are kept together."""
 
@@ -133,13 +129,13 @@ def ppi_difference(rows_a: list[dict[str, Any]], rows_b: list[dict[str, Any]], l
                    criterion: str) -> Optional[PPIEstimate]:
     """Model a's mean minus model b's on one criterion, PPI++ over the rows both answered (paired by id and sample): a
     row is labelled where pointwise labels score both its answers. None without such a row."""
-    given, by_key = _PointwiseLabels(labels), {_row_key(row): row for row in rows_b}
+    given, by_key = _PointwiseLabels(labels), {answer_key(row): row for row in rows_b}
     human: list[float] = []
     judged: list[Optional[float]] = []
     rest: list[Optional[float]] = []
     used: list[PointwiseLabel | PairwiseLabel] = []
     for row_a in rows_a:
-        if (row_b := by_key.get(_row_key(row_a))) is None:
+        if (row_b := by_key.get(answer_key(row_a))) is None:
             continue
         a, b = _judge_score(row_a, criterion), _judge_score(row_b, criterion)
         difference = None if a is None or b is None else a - b
@@ -172,7 +168,7 @@ def ppi_win_rate(comparison: PairwiseComparison, rows_a: list[dict[str, Any]], r
     if labels.kind != "pairwise":
         return None
     given = {(label.id, label.answer_a, label.answer_b): label for label in labels.pairwise_rows}
-    answers_a, answers_b = ({_row_key(row): row.get(col.ANSWER) or "" for row in rows} for rows in (rows_a, rows_b))
+    answers_a, answers_b = ({answer_key(row): row.get(col.ANSWER) or "" for row in rows} for rows in (rows_a, rows_b))
     human: list[float] = []
     judged: list[Optional[float]] = []
     rest: list[Optional[float]] = []
