@@ -125,13 +125,14 @@ def processor_config(model_path: str, engine: EngineConfig, ray_config: RayConfi
 def replica_cpu_environment(engine: EngineConfig, ray_config: RayConfig) -> dict[str, str]:
     """vLLM's CPU variables for one replica: its own thread count, no pinning (replicas share a node), and the
     libraries the in-process engine preloads (`engine.cpu_preload`) and its sampler (`engine.cpu_fast_top_p`), so
-    both compute alike."""
+    both compute alike; the engine core runs its worker itself (one process start fewer, as in `vllm_server`)."""
     threads = max(1, int(ray_config.cpus_per_replica or 1))
     preload = preloaded_libraries() if engine.cpu_preload else ""
     return {
         "VLLM_CPU_KVCACHE_SPACE": str(engine.cpu_kvcache_space_gib),
         "VLLM_CPU_OMP_THREADS_BIND": engine.cpu_threads or "nobind",
         "OMP_NUM_THREADS": str(threads),
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",  # vLLM's CPU platform then keeps the uniproc executor
         FAST_TOP_P: "1" if engine.cpu_fast_top_p else "0",
         DIE_WITH_PARENT: ENGINE_CORE_CHILDREN,  # each replica's engine workers end with its engine core
         **({"LD_PRELOAD": preload} if preload else {}),
