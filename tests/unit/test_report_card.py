@@ -209,6 +209,21 @@ def test_a_judge_that_only_recognises_the_reference_word_for_word_fails_a_refere
     assert check.lowest_level.count == 4 and check.reference_accuracy_mean == 1.0
 
 
+def test_the_corrupted_answer_is_the_reworded_right_answer_with_its_names_swapped_not_the_reference():
+    """Where the judge sees the reference, the right answer is reworded, and the corrupted answer is that same wording
+    with its names and numbers swapped: the pair differs in those alone. (Made from the reference, the wrong answer
+    would be worded as the text the judge is shown, and the right one would not.)"""
+    check = run_judge_check(split(), Judge((CopyJudge(),), load_rubric("reference-guided")),
+                            JudgeCheckConfig(rows=4, tiers=["corrupted"]))
+    (tier,) = check.tiers
+    assert tier.tier == "corrupted" and tier.pairs == 4 and check.right_copies == 0
+    for pair in tier.details:
+        right, worse = pair.right_answer.split(), pair.worse_answer.split()
+        changed = [(a, b) for a, b in zip(right, worse) if a != b]
+        assert len(right) == len(worse) and changed, (pair.right_answer, pair.worse_answer)
+        assert all(facts(a) and facts(b) for a, b in changed), (pair.right_answer, pair.worse_answer)
+
+
 def test_the_table_sets_the_right_and_the_wrong_answers_means_under_the_models():
     summary = _summary_with(run_judge_check(split(), Judge((ExactJudge(),), HANDBOOK), JudgeCheckConfig(rows=4,
                                                                                                        tiers=[])))

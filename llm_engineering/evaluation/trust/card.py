@@ -46,8 +46,10 @@ def _worse_answers(
         return {i: (references[m], str(m)) for i, m in zip(sample, chosen)}
     if tier == "truncated":
         return {i: (check_tiers.unfinished(instructions[i], references[i], len(right[i])), "truncated") for i in sample}
+    # The right answer itself with its names and numbers swapped: the pair differs in those alone. (Made from the
+    # reference, it would be worded like the reference the judge is shown, while the right answer is reworded.)
     others = {i: [r for j, r in enumerate(references) if j != i] for i in sample}
-    worse = {i: check_tiers.corrupted(references[i], others[i], seed + i, instructions[i]) for i in sample}
+    worse = {i: check_tiers.corrupted(right[i], others[i], seed + i, instructions[i]) for i in sample}
     return {i: (text, "corrupted") for i, text in worse.items() if text is not None}
 
 

@@ -13,8 +13,8 @@ the answer says.
 - truncated: an answer that never makes its point: the instruction echoed and the reference's first third,
   looping to the right answer's length (a small model's loop), so it is neither shorter nor lacks the question's
   words;
-- corrupted: the reference with the numbers and names it adds (not those the instruction names) swapped for other
-  rows' (of the same length where one is): fluent, on topic, as long, wrong.
+- corrupted: the right answer with the numbers and names it adds (not those the instruction names) swapped for
+  other rows' (of the same length where one is): fluent, on topic, as long, worded as the right answer, wrong.
 """
 
 from __future__ import annotations
