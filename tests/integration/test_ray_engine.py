@@ -132,6 +132,8 @@ def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(r
             os.kill(killed.pid, signal.SIGKILL)
             killed.wait()
         assert "raylet" in names and any(name.startswith("VLLM::") for name in names), names
+        # On CPU the replica's engine core runs its worker itself (`replica_cpu_environment`): no worker process.
+        assert not any(name.startswith("VLLM::Worker") for name in names), names
         assert not _still_running(cluster, timeout=10), "alive 10 s after the run was killed"
         kept = saved_answers([checkpoint.path])
         assert 1 <= len(kept) < ROWS
