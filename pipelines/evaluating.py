@@ -7,7 +7,6 @@ from zenml.client import Client
 from zenml.config import CachePolicy
 
 from llm_engineering.code_version import CACHE_FUNC
-
 from llm_engineering.engine_policy import frees_engine_after
 from llm_engineering.run_config import EvaluationConfig
 from llm_engineering.evaluation.stored.generation import GenerationStats
@@ -24,6 +23,10 @@ from steps.evaluating import (
     summarize,
 )
 from steps.evaluating.generate_answers import FREE_ENGINE
+
+
+# Every pipeline keys its cached steps by the product's code too (`llm_engineering.code_version`).
+CODE_VERSIONED = CachePolicy(cache_func=CACHE_FUNC)
 
 
 def _score_publish_summarize(
@@ -56,7 +59,7 @@ def _score_publish_summarize(
               human_labels=config.labels, pass_score=config.pass_score)
 
 
-@pipeline(name="evaluating", cache_policy=CachePolicy(cache_func=CACHE_FUNC))
+@pipeline(name="evaluating", cache_policy=CODE_VERSIONED)
 def evaluating(config: EvaluationConfig) -> None:
     """Load the test split, generate answers per model, publish them, judge them, summarize."""
     test_split = load_test_split(dataset=config.dataset, prompt=config.prompt)
@@ -79,7 +82,7 @@ def evaluating(config: EvaluationConfig) -> None:
     _score_publish_summarize(config, generations, stats, after=published, samplings=samplings)
 
 
-@pipeline(name="rescoring", cache_policy=CachePolicy(cache_func=CACHE_FUNC))
+@pipeline(name="rescoring", cache_policy=CODE_VERSIONED)
 def rescoring(
     config: EvaluationConfig,
     generation_stats: list[GenerationStats],
@@ -99,7 +102,7 @@ def rescoring(
     _score_publish_summarize(config, answers, generation_stats, only_failed=only_failed)
 
 
-@pipeline(name="publishing", cache_policy=CachePolicy(cache_func=CACHE_FUNC))
+@pipeline(name="publishing", cache_policy=CODE_VERSIONED)
 def publishing(
     config: EvaluationConfig, results_ids: list[str], checks_id: Optional[str] = None, pairwise_id: Optional[str] = None,
 ) -> None:

@@ -124,7 +124,7 @@ def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(r
         # cluster (GCS, raylet, agents, workers, the replica's engine) is left 10 s later.
         with open(tmp_path / "killed.log", "w") as log:
             killed = start_cli(repo_root, command, log)
-            while not checkpoint.path.exists() or not checkpoint.path.read_text().count("\n"):
+            while not saved_answers([checkpoint.path]):
                 assert killed.poll() is None, (tmp_path / "killed.log").read_text()[-3000:]
                 time.sleep(0.1)
             cluster = psutil.Process(killed.pid).children(recursive=True)
