@@ -7,6 +7,7 @@ Their import paths are stored with every artifact: do not move them.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import os
@@ -18,10 +19,18 @@ from zenml.enums import ArtifactType, VisualizationType
 from zenml.io import fileio
 from zenml.materializers.base_materializer import BaseMaterializer
 from zenml.materializers.pydantic_materializer import PydanticMaterializer
+from zenml.utils import source_utils
 
 from llm_engineering.evaluation.disk import naming_a_full_disk
 from llm_engineering.evaluation.report.html import render_html
 from llm_engineering.evaluation.stored.summary import EvaluationSummary
+
+# ZenML names the package of each stored artifact's type and materializer with
+# `importlib.metadata.packages_distributions()`, which reads every installed package's metadata (0.2 s in this
+# environment's ~270 packages) and is not cached: two or three times per pipeline run. Packages do not change while a
+# process runs, so each module's answer is kept for the process.
+if hasattr(source_utils, "_get_package_for_module"):
+    source_utils._get_package_for_module = functools.cache(source_utils._get_package_for_module)
 
 _PREVIEW_ROWS = 20
 _PREVIEW_CHARS = 300

@@ -227,6 +227,25 @@ def test_a_full_disk_while_storing_an_artifact_names_the_artifact_store_and_the_
             DatasetMaterializer(uri).save(generations)
 
 
+def test_storing_artifacts_reads_the_installed_packages_metadata_once_per_process(monkeypatch):
+    import importlib.metadata
+
+    import steps.materializers  # noqa: F401  (what makes ZenML's package lookup read the metadata once)
+    from zenml.utils import source_utils
+
+    reads = []
+    packages_distributions = importlib.metadata.packages_distributions
+
+    def counted():
+        reads.append(1)
+        return packages_distributions()
+
+    monkeypatch.setattr(importlib.metadata, "packages_distributions", counted)
+    sources = [source_utils.resolve(Dataset) for _ in range(3)]  # as ZenML does for each stored Dataset artifact
+    assert {(source.package_name, source.module) for source in sources} == {("datasets", Dataset.__module__)}
+    assert len(reads) <= 1  # 0 where an earlier test of this process asked first
+
+
 def test_int8_per_channel_scales_each_row_by_its_largest_magnitude_and_rounds_within_half_a_step():
     import torch
 
