@@ -33,7 +33,8 @@ def test_the_real_judge_measures_agreement_on_human_pairs_and_a_rerun_asks_nothi
     assert all(len(d) == 2 and set(d) <= {None, "A", "B", "tie"} for d in decisions)  # a real verdict per order
     # The real engine gives logprobs, so each pair's preference has probabilities in both orders.
     assert all(None not in d["preference"] and 0.0 <= d["preference"][2] <= 1.0 for d in report["details"])
-    assert report["judge_calls"] == 18 and "Judge benchmark" in result.stdout  # 3 pairs: 2 + 2 + 2 verdicts each
+    # 3 pairs: 2 pairwise verdicts, 2 preferences, and 2 pointwise verdicts each with its score asked again first
+    assert report["judge_calls"] == 24 and "Judge benchmark" in result.stdout
     # Again, with the same three pairs as calibration pairs (a file outside the repository, as the labels are):
     # everything from the cache, and three pairs are too few to show any confidence agrees over 80%.
     calibration = tmp_path / "calibration.jsonl"

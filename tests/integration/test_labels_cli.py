@@ -50,8 +50,9 @@ def test_labels_given_to_evaluate_are_judged_and_their_agreement_reported_and_un
     agreement = report["labels"]
     labelled = 3 * ROWS  # a right, a half-right and a wrong answer per row
     assert (agreement["kind"], agreement["rows"], agreement["rubric"]) == ("pointwise", labelled, "task-accuracy")
-    # Nine distinct answers (no answer is labelled twice under one id): nine verdicts, none from an earlier run.
-    assert agreement["judge_calls"] == labelled and agreement["judge_tokens"] > 0
+    # Nine distinct answers (no answer is labelled twice under one id): nine verdicts, none from an earlier run, each
+    # with its scores asked again before any analysis (the default rubric's expected scores).
+    assert agreement["judge_calls"] == 2 * labelled and agreement["judge_tokens"] > 0
     (accuracy,) = agreement["criteria"]
     assert (accuracy["criterion"], accuracy["rows"], accuracy["scale"]) == ("accuracy", labelled, [1, 2, 3])
     details = agreement["details"]

@@ -15,7 +15,8 @@ from llm_engineering.evaluation.judging.transport import JudgeReply
 from llm_engineering.evaluation.judging.pairwise import tally
 from llm_engineering.evaluation.stored.pairwise import PairwiseRow
 from llm_engineering.evaluation.report.text import trust_lines
-from llm_engineering.evaluation.judging.rubric import load_rubric
+from llm_engineering.evaluation.judging.rubric import RubricError, judge_messages, load_rubric
+from llm_engineering.evaluation.judging.verdict import first_score_schema
 from llm_engineering.evaluation.judging.score_probs import compact, score_distribution
 from llm_engineering.evaluation.judging.scoring import score_answers
 from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
@@ -227,3 +228,96 @@ def test_pairwise_ties_are_broken_by_the_answers_expected_scores():
     assert (left.tie_broken_win_rate, left.tie_broken_pairs) == (1.0, 2)
     rows = [rows[0]]
     assert tally("a", "b", "j", rows).tie_broken_win_rate is None
+
+
+ANALYSIS_FIRST = {
+    "name": "two-analysis-first", "score_first": False, "expected_before_analysis": True,
+    "criteria": [{"name": "accuracy", "description": "right?", "scale": {1: "wrong", 2: "partly", 3: "right"}},
+                 {"name": "style", "description": "plain?", "scale": {1: "stiff", 2: "ok", 3: "plain"}}],
+}
+
+
+def _analysis_first(scores: dict[str, int]) -> JudgeReply:
+    """A whole analysis-first verdict whose score tokens put all their probability on the written score."""
+    tokens, text = [("{", None)], "{"
+    for k, (name, score) in enumerate(scores.items()):
+        head = f'{", " if k else ""}"{name}": {{"analysis": "Wrong.", "score": '
+        tokens += [(head, None), (str(score), [(str(score), 0.0)]), ("}", None)]
+        text += f"{head}{score}}}"
+    tokens.append(("}", None))
+    return JudgeReply(text=text + "}", logprobs=tokens, prompt_tokens=100, completion_tokens=30)
+
+
+def _scores_only(probabilities: dict[str, dict[int, float]]) -> JudgeReply:
+    """A reply that holds each criterion's score alone, the written score the likeliest."""
+    tokens, text = [("{", None)], "{"
+    for k, (name, probs) in enumerate(probabilities.items()):
+        head, score = f'{", " if k else ""}"{name}": {{"score": ', max(probs, key=probs.get)
+        tokens += [(head, None), (str(score), [(str(v), ln(p)) for v, p in probs.items()]), ("}", None)]
+        text += f"{head}{score}}}"
+    tokens.append(("}", None))
+    return JudgeReply(text=text + "}", logprobs=tokens, prompt_tokens=100, completion_tokens=5)
+
+
+class RecordingJudge(ScriptedJudge):
+    def __init__(self, judge_id, replies):
+        super().__init__(judge_id, replies)
+        self.asked = []
+
+    def cache_namespace(self, reply_schema):
+        return {"judge": self.judge_id, "schema": reply_schema and reply_schema.schema}
+
+    def complete(self, conversations, on_reply, reply_schema):
+        self.asked += [(messages, reply_schema) for messages in conversations]
+        super().complete(conversations, on_reply, reply_schema)
+
+
+def test_an_analysis_first_rubric_keeps_the_verdicts_integer_and_reads_the_expected_score_before_the_analysis():
+    rubric = load_rubric(ANALYSIS_FIRST)
+    judge = RecordingJudge("j", [
+        _analysis_first({"accuracy": 1, "style": 3}),  # the verdict: certain of each integer after its analysis
+        _scores_only({"accuracy": {1: 0.2, 2: 0.3, 3: 0.5}, "style": {2: 0.4, 3: 0.6}}),  # asked for the scores first
+    ])
+    (row,) = score_answers(answers(1), Judge((judge,), rubric)).to_list()
+    assert (row[col.score("accuracy")], row[col.score("style")]) == (1, 3)  # the integers are the verdict's
+    assert row[col.analysis("accuracy")] == "Wrong."
+    assert row[col.expected("accuracy")] == pytest.approx(0.2 + 0.6 + 1.5)  # not 1.0, the verdict's certainty
+    assert row[col.probabilities("style")] == pytest.approx([0, 0.4, 0.6])
+    assert (row[col.JUDGE_PROMPT_TOKENS], row[col.JUDGE_COMPLETION_TOKENS]) == (200, 35)  # the probe is paid for
+    # The probe's prompt asks for each score before its analysis, and its reply may hold nothing but the scores.
+    (verdict, verdict_schema), (probe, probe_schema) = judge.asked
+    assert verdict_schema is None and verdict[1]["content"].endswith('{"accuracy": {"analysis": "...", "score": 1}, '
+                                                                     '"style": {"analysis": "...", "score": 1}}')
+    assert probe[1]["content"].endswith('{"accuracy": {"score": 1, "analysis": "..."}, '
+                                        '"style": {"score": 1, "analysis": "..."}}')
+    assert probe[1]["content"].removesuffix(probe[1]["content"].splitlines()[-1]) == \
+        verdict[1]["content"].removesuffix(verdict[1]["content"].splitlines()[-1])  # the rest is the same prompt
+    assert {name: list(p["properties"]) for name, p in probe_schema.schema["properties"].items()} == {
+        "accuracy": ["score"], "style": ["score"]}
+
+
+def test_the_first_score_read_before_the_analysis_is_the_score_first_rubrics_first_score():
+    """The judge check and judge-bench read the first criterion alone: the same prompt and reply schema as the
+    score-first rubric's first score, so its measured figures (docs/judge-trust.md) are this rubric's."""
+    rubric = load_rubric(ANALYSIS_FIRST)
+    score_first = rubric.model_copy(update={"score_first": True, "expected_before_analysis": False})
+    judge = RecordingJudge("j", [_analysis_first({"accuracy": 2}), _scores_only({"accuracy": {2: 0.5, 3: 0.5}})])
+    (row,) = score_answers(answers(1), Judge((judge,), rubric), first_score_only=True).to_list()
+    assert row[col.expected("accuracy")] == pytest.approx(2.5) and row[col.score("style")] is None
+    (probe, probe_schema) = judge.asked[1]
+    assert probe == judge_messages(score_first, "i0", "xxxxx")
+    assert probe_schema.schema == first_score_schema(score_first, 400)
+
+
+def test_a_failed_probe_leaves_the_integer_and_says_why_the_expected_score_is_missing():
+    rubric = load_rubric({**ANALYSIS_FIRST, "criteria": ANALYSIS_FIRST["criteria"][:1]})
+    judge = ScriptedJudge("j", [_analysis_first({"accuracy": 2}), JudgeReply(None, "HTTP 503")])
+    (row,) = score_answers(answers(1), Judge((judge,), rubric)).to_list()
+    assert row[col.score("accuracy")] == 2 and row[col.JUDGE_ERROR] is None
+    assert row[col.expected("accuracy")] is None
+    assert "before the analysis" in row[col.EXPECTED_PROBLEM] and "HTTP 503" in row[col.EXPECTED_PROBLEM]
+
+
+def test_a_score_first_rubric_cannot_ask_for_its_expected_score_before_the_analysis_again():
+    with pytest.raises(RubricError, match="drop expected_before_analysis or set score_first to false"):
+        load_rubric({**ANALYSIS_FIRST, "score_first": True})

@@ -134,3 +134,20 @@ def test_shipped_pairwise_config_compares_two_temperatures_of_the_embedded_model
     config = load_run_config(repo_root / "configs" / "pairwise-temperature.yaml").evaluation
     assert [config.sampling_for(m).temperature for m in config.models] == [0.2, 1.2]
     assert {split_variant(m)[0] for m in config.models} == {"smollm2-135m"} and config.pairwise.enabled
+
+
+def test_the_table_reads_each_model_against_the_judge_checks_right_and_wrong_answers_means():
+    pairs = [JudgeCheckPair(id=str(i), mismatched_id=str(i + 1), reference_accuracy=3, mismatched_accuracy=right,
+                            reference_expected=2.9, mismatched_expected=expected)
+             for i, (right, expected) in enumerate([(1, 1.5), (1, 2.1), (2, 2.4)])]
+    summary = build_summary(SummaryInputs([evaluations("a", [2, 3], [0.5, 0.7])],
+                                          checks=TrustChecks(judge=judge_check_from_pairs("judge", pairs, threshold=0.7))))
+    right, wrong = table_rows(summary)[1:]
+    assert (right[0], wrong[0]) == ("right answers (judge check)", "answers to other questions (judge check)")
+    assert right[1].startswith("3.00") and right[1].endswith("; expected 2.90")  # the accuracy column
+    assert wrong[1].startswith("1.33") and wrong[1].endswith("; expected 2.00")
+    assert right[2] == wrong[2] == ""  # style: the check scores the first criterion only
+    # Without an expected score on every checked verdict, no expected mean (never one over some of them).
+    pairs[0] = pairs[0].model_copy(update={"mismatched_expected": None})
+    check = judge_check_from_pairs("judge", pairs, threshold=0.7)
+    assert (check.reference_expected_mean, check.mismatched_expected_mean) == (2.9, None)

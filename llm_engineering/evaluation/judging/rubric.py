@@ -82,6 +82,9 @@ class Rubric(BaseModel):
     reference_required: bool = Field(True, description="with reference_guided: refuse rows without a reference "
                                      "(false: judge them without one, the reference's lines left out)")
     score_first: bool = Field(True, description="each score before its analysis, so a small judge's rambling does not sway it")
+    expected_before_analysis: bool = Field(False, description="with score_first false: read the expected scores from a "
+                                           "second, short reply that gives the scores before any analysis "
+                                           "(`judging.before_analysis`), not at the verdict's score tokens")
     template: Optional[str] = Field(None, description=f"the user prompt; placeholders: {', '.join(PLACEHOLDERS)}")
 
     @field_validator("criteria")
@@ -113,6 +116,14 @@ class Rubric(BaseModel):
         if self.reference_guided != ("reference" in used):
             raise ValueError("reference_guided is true but the template has no {reference}" if self.reference_guided
                              else "the template shows {reference} but reference_guided is false; set it to true")
+        return self
+
+    @model_validator(mode="after")
+    def _before_analysis(self) -> "Rubric":
+        if self.expected_before_analysis and self.score_first:
+            raise ValueError("expected_before_analysis is for a rubric that writes each analysis before its score; this "
+                             "one has score_first true, so its expected scores are read before the analysis already: "
+                             "drop expected_before_analysis or set score_first to false")
         return self
 
     @property

@@ -10,15 +10,16 @@ from __future__ import annotations
 import json
 import logging
 import math
-from dataclasses import dataclass
-from typing import Any, Literal, Optional
+from dataclasses import dataclass, replace
+from typing import Any, Literal, Optional, Sequence
 
 from datasets import Dataset, List, Value
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judging.agreement import jury_aggregate
+from llm_engineering.evaluation.judging.before_analysis import Asked, probe_scores
 from llm_engineering.evaluation.judging.judge import Judge
-from llm_engineering.evaluation.judging.transport import JudgeReply, ReplySchema, ask_judge
+from llm_engineering.evaluation.judging.transport import JudgeBackend, JudgeReply, ReplySchema, ask_judge
 from llm_engineering.evaluation.judging.rubric import Rubric, judge_messages
 from llm_engineering.evaluation.judging.verdict import ParsedVerdict, first_score_schema, parse_verdict, verdict_checker
 from llm_engineering.evaluation.stored.judge_id import jury_id
@@ -71,6 +72,30 @@ def read_reply(rubric: Rubric, reply: JudgeReply, first_score_only: bool = False
             for c in rubric.criteria if c.name in verdict.criteria
         }
     return Reading(reply, verdict, distributions)
+
+
+def calls_per_answer(rubric: Rubric) -> int:
+    """Judge calls per answer scored: its verdict, and the probe of its scores before the analysis where the rubric
+    asks for one (`with_scores_before_analysis`)."""
+    return 1 + rubric.expected_before_analysis
+
+
+def with_scores_before_analysis(judge: Judge, backend: JudgeBackend, readings: list[Reading], asked: Sequence[Asked],
+                                count: Optional[int] = None) -> list[Reading]:
+    """`readings` with the first `count` criteria's distributions (default all) read before the analysis
+    (`judging.before_analysis`), where the rubric asks so; the probes' tokens and seconds are added to the replies'."""
+    if not judge.rubric.expected_before_analysis:
+        return readings
+    scored = [k for k, r in enumerate(readings) if r.verdict.criteria]  # a failed verdict has nothing to rank
+    probes = probe_scores(backend, judge.rubric, count or len(judge.rubric.criteria), [asked[k] for k in scored],
+                          cache=judge.cache)
+    out = list(readings)
+    for k, (distributions, probe) in zip(scored, probes):
+        reply = out[k].reply
+        out[k] = replace(out[k], distributions={**out[k].distributions, **distributions}, reply=replace(
+            reply, prompt_tokens=reply.prompt_tokens + probe.prompt_tokens, seconds=reply.seconds + probe.seconds,
+            completion_tokens=reply.completion_tokens + probe.completion_tokens, cached=reply.cached and probe.cached))
+    return out
 
 
 def _single_row(rubric: Rubric, judge_id: str, reading: Reading) -> dict[str, Any]:
@@ -162,16 +187,18 @@ def score_answers(dataset: Dataset, judge: Judge, only_failed: bool = False, fir
     references = dataset[col.REFERENCE] if col.REFERENCE in dataset.column_names else [None] * len(dataset)
     # A turn of a conversation: the judge reads the conversation so far, the model's own earlier answers in it.
     histories = dataset[col.HISTORY] if col.HISTORY in dataset.column_names else [None] * len(dataset)
-    conversations = [
-        judge_messages(rubric, dataset[i][col.INSTRUCTION], dataset[i][col.ANSWER], references[i], histories[i])
-        for i in todo
-    ]
+    instructions, answers = dataset[col.INSTRUCTION], dataset[col.ANSWER]
+    asked: list[Asked] = [(instructions[i], answers[i], references[i], histories[i]) for i in todo]
+    conversations = [judge_messages(rubric, *a) for a in asked]
     is_valid = verdict_checker(rubric, first_score_only)
     schema = ReplySchema("first_score", first_score_schema(rubric, judge.max_analysis_chars)) if first_score_only else None
-    readings = [dict(zip(todo, (read_reply(rubric, r, first_score_only)
-                                for r in ask_judge(backend, conversations, cache=judge.cache, is_valid=is_valid,
-                                                   reply_schema=schema))))
-                for backend in judges]
+
+    def read(backend: JudgeBackend) -> dict[int, Reading]:
+        replies = ask_judge(backend, conversations, cache=judge.cache, is_valid=is_valid, reply_schema=schema)
+        own = [read_reply(rubric, r, first_score_only) for r in replies]
+        return dict(zip(todo, with_scores_before_analysis(judge, backend, own, asked, 1 if first_score_only else None)))
+
+    readings = [read(backend) for backend in judges]
     unanswered = JudgeReply(None, "not judged: the prompt is longer than engine.max_model_len, so no answer was generated")
     judge_ids = [j.judge_id for j in judges]
     if len(set(judge_ids)) < len(judge_ids):  # one model twice (other sampling): number them

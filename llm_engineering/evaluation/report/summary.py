@@ -35,7 +35,9 @@ from llm_engineering.evaluation.stored.trust import TrustChecks
 from llm_engineering.evaluation.trust.labels import Labels
 from llm_engineering.evaluation.trust.ppi import ppi_by_criterion, ppi_difference
 from llm_engineering.evaluation.judging.rubric import Rubric
-from llm_engineering.evaluation.report.trust_text import REFERENCE_GUIDED_CHECK, judge_headline, self_preference_warnings
+from llm_engineering.evaluation.report.trust_text import (
+    EXPECTED_BEFORE_ANALYSIS, REFERENCE_GUIDED_CHECK, judge_headline, self_preference_warnings,
+)
 from llm_engineering.evaluation.stored.judge_id import JudgeId, members
 from llm_engineering.evaluation.stored.summary import (
     CriterionScores,
@@ -269,7 +271,8 @@ def build_summary(inputs: SummaryInputs) -> EvaluationSummary:
         labels=inputs.labels,
         warnings=self_preference_warnings([JudgeId.parse(j).model for j in judges], [s.model_id for s in scores],
                                           judge_check),
-        notes=(checks.notes if checks else []) + ([REFERENCE_GUIDED_CHECK] if judge_check and rubric.reference_guided else []),
+        notes=(checks.notes if checks else []) + ([REFERENCE_GUIDED_CHECK] if judge_check and rubric.reference_guided else [])
+        + ([EXPECTED_BEFORE_ANALYSIS] if rubric.expected_before_analysis else []),
         items=items,
         items_total=items_total,
     )

@@ -64,17 +64,19 @@ ANCHORS = ("right answers (judge check)", "answers to other questions (judge che
 
 def anchor_rows(summary: EvaluationSummary) -> list[list[str]]:
     """Two rows under the models: the judge's mean for the judge check's right answers and for answers to other
-    questions (its mismatch tier), on the first criterion, so that a model's mean reads against both."""
+    questions (its mismatch tier), on the first criterion, with their expected means, so that a model's means read
+    against both."""
     check = summary.judge_check
     if check is None or check.reference_accuracy_mean is None or check.criterion not in summary.criteria:
         return []
     width = len(table_header(summary))
     position = 1 + summary.criteria.index(check.criterion)
     rows = []
-    for name, mean, ci in ((ANCHORS[0], check.reference_accuracy_mean, check.reference_accuracy_ci),
-                           (ANCHORS[1], check.mismatched_accuracy_mean, check.mismatched_accuracy_ci)):
+    for name, mean, ci, expected in (
+            (ANCHORS[0], check.reference_accuracy_mean, check.reference_accuracy_ci, check.reference_expected_mean),
+            (ANCHORS[1], check.mismatched_accuracy_mean, check.mismatched_accuracy_ci, check.mismatched_expected_mean)):
         row = [name] + [""] * (width - 1)
-        row[position] = with_ci(mean, ci)
+        row[position] = with_ci(mean, ci) + (f"; expected {expected:.2f}" if expected is not None else "")
         rows.append(row)
     return rows
 

@@ -44,6 +44,12 @@ JUDGE_CHECK_METHOD = ("The judge scored, with the scoring prompt, each sampled r
                       "decided by rules without a judge (the longer answer; more of the instruction's words; a tie is "
                       "no pass): a tier that a rule passes as often says nothing of the judge.")
 
+EXPECTED_BEFORE_ANALYSIS = ("the rubric has the judge write each analysis before its score, so an integer score is "
+                            "the judge's verdict after its analysis; each expected score is read from a second, short "
+                            "reply that gives the score before any analysis (by then the judge's probabilities sit on "
+                            "the integer and rank nothing). The expected mean is that first reading, not the mean of "
+                            "the integers, and can lie far from it; it ranks answers, and breaks the integers' ties.")
+
 RIGHT_ANSWERS_TEXT = {"reference": "the references", "reworded": "the references reworded by the judge"}
 
 REFERENCE_GUIDED_CHECK = ("the rubric shows the judge the reference, so in the judge check the right answer is the "

@@ -54,6 +54,10 @@ class JudgeCheck(BaseModel):
     failed: Rate
     reference_accuracy_mean: Optional[float] = Field(description="the right answers' mean first-criterion score")
     mismatched_accuracy_mean: Optional[float] = Field(description="the worse answers' mean first-criterion score")
+    reference_expected_mean: Optional[float] = Field(None, description="the right answers' mean first-criterion expected "
+                                                     "score (None where a checked verdict has none)")
+    mismatched_expected_mean: Optional[float] = Field(None, description="the worse answers' mean first-criterion "
+                                                      "expected score")
     reference_accuracy_ci: Optional[list[float]] = None
     mismatched_accuracy_ci: Optional[list[float]] = None
     threshold: float

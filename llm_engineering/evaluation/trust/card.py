@@ -16,10 +16,11 @@ from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeCheckConfig
+from llm_engineering.evaluation.judging.before_analysis import Asked
 from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.rubric import judge_messages
 from llm_engineering.evaluation.judging.verdict import first_score_schema, verdict_checker
-from llm_engineering.evaluation.judging.scoring import read_reply
+from llm_engineering.evaluation.judging.scoring import calls_per_answer, read_reply, with_scores_before_analysis
 from llm_engineering.evaluation.judging.transport import ReplySchema, ask_judge
 from llm_engineering.evaluation.rates import sample_rows
 from llm_engineering.evaluation.trust import tiers as check_tiers
@@ -82,17 +83,19 @@ def run_judge_check(
     worse = {tier: _worse_answers(tier, sample, instructions=instructions, references=references, right=right, seed=seed,
                                   embeddings=embeddings)
              for tier in tiers if tier != "same_topic" or embeddings is not None}
-    conversations = [judge_messages(rubric, instructions[i], right[i], references[i]) for i in sample]
+    asked: list[Asked] = [(instructions[i], right[i], references[i], None) for i in sample]
     for answers in worse.values():
-        conversations += [judge_messages(rubric, instructions[i], text, references[i]) for i, (text, _) in answers.items()]
+        asked += [(instructions[i], text, references[i], None) for i, (text, _) in answers.items()]
+    conversations = [judge_messages(rubric, *a) for a in asked]
     # The check reads one score per verdict: the judge is asked for a reply that ends at that score (the same score,
     # see `first_score_schema`), which spares it the rest of the verdict.
     first_only = not whole_verdicts
     reply_schema = ReplySchema("first_score", first_score_schema(rubric, judge.max_analysis_chars)) if first_only else None
     replies = ask_judge(judge.backend, conversations, cache=judge.cache, is_valid=verdict_checker(rubric, first_only),
                         reply_schema=reply_schema)
-    readings = [read_reply(rubric, reply, first_only) for reply in replies]
     criterion = rubric.names[0]
+    readings = with_scores_before_analysis(judge, judge.backend, [read_reply(rubric, reply, first_only) for reply in replies],
+                                           asked, 1)
 
     def score(index: int) -> tuple[Optional[int], Optional[float], Optional[str]]:
         reading = readings[index]
@@ -119,9 +122,9 @@ def run_judge_check(
         checks[tier] = judge_check_from_pairs(judge.backend.judge_id, pairs, threshold=config.threshold, criterion=criterion,
                                               expected_problem=problem, tier=tier, scale=scale, right_answers=kind)
     check = checks.pop("mismatch")
-    fresh = [r for r in replies if not r.cached]
+    fresh = [r.reply for r in readings if not r.reply.cached]  # a reply's tokens and seconds include its probe's
     check = check.model_copy(update={
-        "tiers": list(checks.values()), "judge_calls": len(replies),
+        "tiers": list(checks.values()), "judge_calls": len(replies) * calls_per_answer(rubric),
         "judge_tokens": sum(r.prompt_tokens + r.completion_tokens for r in fresh),
         "judge_seconds_per_verdict": sum(r.seconds for r in fresh) / len(fresh) if fresh else None,
     })

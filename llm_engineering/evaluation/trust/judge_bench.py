@@ -35,7 +35,7 @@ from llm_engineering.evaluation.rates import rate
 from llm_engineering.evaluation.stored.pairwise import Preference
 from llm_engineering.evaluation.trust.selective import SelectiveFigures
 from llm_engineering.evaluation.stored.figures import Rate
-from llm_engineering.evaluation.judging.scoring import score_answers
+from llm_engineering.evaluation.judging.scoring import calls_per_answer, score_answers
 
 WAYS = ("pairwise", "preference", "preference_averaged", "pointwise_expected", "pointwise_integer", "pointwise_rating")
 BASELINES = ("longer", "first_shown")
@@ -157,7 +157,8 @@ def _pointwise(pairs: list[HumanPair], judge: Judge) -> tuple[list[dict], int]:
     if any(p.reference for p in pairs):
         data[col.REFERENCE] = [p.reference or "" for p, _ in answers]
     rows = score_answers(Dataset.from_dict(data), judge, first_score_only=True).to_list()
-    return rows, sum(bool(r[col.JUDGE_CACHED]) for r in rows)
+    # A row is cached when its verdict and its probe were (`with_scores_before_analysis`): both calls.
+    return rows, sum(bool(r[col.JUDGE_CACHED]) for r in rows) * calls_per_answer(judge.rubric)
 
 
 def _preference(pairs: list[HumanPair], judge: Judge) -> tuple[list[dict], list[list[str]], int, int]:
@@ -204,7 +205,7 @@ def bench_judge(pairs: list[HumanPair], judge: Judge, pairs_file: str) -> JudgeB
         pairs_file=pairs_file, judge=rows[0][col.JUDGE_MODEL] if rows else judge.backend.judge_id, rubric=judge.rubric.name,
         pairs=len(pairs), tie_labels=sum(p.label == "tie" for p in pairs),
         ways={way: way_figures(details, way, way in ordered) for way in (*WAYS, *BASELINES)},
-        judge_calls=4 * len(pairs) + len(rows) * len(judge.backends),
+        judge_calls=4 * len(pairs) + len(rows) * len(judge.backends) * calls_per_answer(judge.rubric),
         cached=pairwise_cached + preference_cached + pointwise_cached, written_preferences=written,
         details=details,
     )

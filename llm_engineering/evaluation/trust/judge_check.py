@@ -56,6 +56,10 @@ def _mean_ci(values: list[int]) -> Optional[list[float]]:
     return bootstrap_ci([float(v) for v in values]) if len(values) > 1 else None
 
 
+def _expected_mean(values: list[Optional[float]]) -> Optional[float]:
+    return mean([v for v in values if v is not None]) if values and None not in values else None
+
+
 def judge_check_from_pairs(
     judge_id: str, pairs: list[JudgeCheckPair], *, threshold: float, criterion: str = "accuracy",
     expected_problem: Optional[str] = None, tier: str = "mismatch", scale: Optional[list[int]] = None,
@@ -88,6 +92,8 @@ def judge_check_from_pairs(
         failed=rate(total - len(scored), total),
         reference_accuracy_mean=mean(right),
         mismatched_accuracy_mean=mean(wrong),
+        reference_expected_mean=_expected_mean([p.reference_expected for p, _, _ in scored]),
+        mismatched_expected_mean=_expected_mean([p.mismatched_expected for p, _, _ in scored]),
         reference_accuracy_ci=_mean_ci(right),
         mismatched_accuracy_ci=_mean_ci(wrong),
         threshold=threshold,

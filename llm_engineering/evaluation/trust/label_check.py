@@ -24,7 +24,7 @@ from llm_engineering.evaluation.stored.labels import LabelAgreement
 from llm_engineering.evaluation.trust.labels import Labels, LabelsError
 from llm_engineering.evaluation.judging.conversation import History, turn_pair
 from llm_engineering.evaluation.judging.pairwise import ask_both_orders
-from llm_engineering.evaluation.judging.scoring import score_answers
+from llm_engineering.evaluation.judging.scoring import calls_per_answer, score_answers
 
 logger = logging.getLogger(__name__)
 LABELLED = "labels"  # the model id of the labelled answers, as the scoring step sees them
@@ -82,7 +82,7 @@ def _pointwise(rows: Dataset, labels: Labels, at: list[int], judge: Judge, histo
         errors=[v[col.JUDGE_ERROR] for v in picked], expected_problem=problems[0] if problems else None)
     fresh = [v for v in scored if not v[col.JUDGE_CACHED]]
     tokens = sum((v[col.JUDGE_PROMPT_TOKENS] or 0) + (v[col.JUDGE_COMPLETION_TOKENS] or 0) for v in fresh)
-    return report.model_copy(update={"judge_calls": len(scored), "judge_tokens": tokens})
+    return report.model_copy(update={"judge_calls": len(scored) * calls_per_answer(judge.rubric), "judge_tokens": tokens})
 
 
 def _pairwise(rows: Dataset, labels: Labels, at: list[int], judge: Judge, histories: _Histories) -> LabelAgreement:

@@ -1,0 +1,87 @@
+"""Expected scores read before the analysis, for a rubric that writes each analysis first (`expected_before_analysis`).
+
+A judge that writes its analysis first has made up its mind by the time it writes the score: its probabilities there
+sit on the integer it writes, so the expected score ties what the integer ties and ranks answers no better
+(docs/judge-trust.md: 48% and 50% agreement with people, against 72% and 63% for the same judge's probabilities
+before any analysis). So such a rubric keeps its integer scores where its analyses are, and reads its expected
+scores from a second, short reply per answer: the same prompt with the structure of a score-first rubric, the reply
+held to the scores alone (`{"accuracy": {"score": n}, "style": {"score": n}}`, in the rubric's order). The prompt
+differs from the verdict's only in its last line, so vLLM's prefix cache holds the rest, and the reply is a few
+tokens. Asked for the first criterion alone (the judge check, judge-bench), it is the score-first rubric's first
+score (`verdict.first_score_schema`), token for token.
+
+The expected score is then the judge's reading before its analysis, not the expectation of the integer it wrote;
+reports name it so.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Optional, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, create_model
+
+from llm_engineering.evaluation.judging.cache import JudgeCache
+from llm_engineering.evaluation.judging.conversation import History
+from llm_engineering.evaluation.judging.rubric import Rubric, judge_messages
+from llm_engineering.evaluation.judging.score_probs import ScoreDistribution, score_distribution
+from llm_engineering.evaluation.judging.transport import (
+    JudgeBackend, JudgeReply, ReplySchema, ask_judge, reply_json_schema, unfenced,
+)
+
+# One answer as the judge reads it: instruction, answer, reference (or None), the conversation before it (or None).
+Asked = tuple[str, str, Optional[str], History]
+
+
+def _score_first(rubric: Rubric) -> Rubric:
+    return rubric.model_copy(update={"score_first": True, "expected_before_analysis": False})
+
+
+def scores_model(rubric: Rubric, count: int) -> type[BaseModel]:
+    """The reply that holds the first `count` criteria's scores and nothing else."""
+    fields: dict[str, Any] = {}
+    for c in rubric.criteria[:count]:
+        score = Annotated[int, Field(ge=c.values[0], le=c.values[-1]), WithJsonSchema({"type": "integer", "enum": c.values})]
+        fields[c.name] = (create_model(f"{c.name.title()}Score", __config__=ConfigDict(extra="forbid"), score=(score, ...)), ...)
+    return create_model("Scores", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+def probe_messages(rubric: Rubric, asked: Asked) -> list[dict[str, str]]:
+    """The verdict's prompt with the structure of the score-first rubric: each score before its analysis."""
+    instruction, answer, reference, history = asked
+    return judge_messages(_score_first(rubric), instruction, answer, reference, history)
+
+
+def _read(rubric: Rubric, names: list[str], reply: JudgeReply) -> dict[str, ScoreDistribution]:
+    def missing(why: Optional[str]) -> dict[str, ScoreDistribution]:
+        return {name: ScoreDistribution(None, None, why) for name in names}
+
+    if reply.text is None:
+        return missing(f"the scores before the analysis were not read ({reply.error})")
+    try:
+        scores = scores_model(rubric, len(names)).model_validate(json.loads(unfenced(reply.text)))
+    except (json.JSONDecodeError, ValidationError) as error:
+        return missing(f"the scores before the analysis were not read (invalid reply: {str(error).splitlines()[0]})")
+    if not reply.logprobs:
+        return missing(reply.logprobs_problem or "the judge backend returned no token logprobs")
+    return {name: score_distribution(reply.text, reply.logprobs, criterion=name, values=rubric.criterion(name).values,
+                                     score=getattr(scores, name).score) for name in names}
+
+
+def probe_scores(backend: JudgeBackend, rubric: Rubric, count: int, asked: Sequence[Asked], *,
+                 cache: Optional[JudgeCache]) -> list[tuple[dict[str, ScoreDistribution], JudgeReply]]:
+    """For each answer, the first `count` criteria's distributions before any analysis (or why there are none),
+    and the reply."""
+    model, names = scores_model(rubric, count), rubric.names[:count]
+    schema = ReplySchema("first_score" if count == 1 else "scores", reply_json_schema(model, {}))
+
+    def is_valid(text: str) -> bool:
+        try:
+            model.model_validate(json.loads(unfenced(text)))
+        except (json.JSONDecodeError, ValidationError):
+            return False
+        return True
+
+    replies = ask_judge(backend, [probe_messages(rubric, a) for a in asked], cache=cache, is_valid=is_valid,
+                        reply_schema=schema)
+    return [(_read(rubric, names, reply), reply) for reply in replies]
