@@ -7,6 +7,7 @@
 - `transport`: asking a judge backend a batch of conversations, with the cache and limits.
 - `cache`: verdicts keyed by judge, rubric and prompt, so a rescore asks only what changed.
 - `score_probs`: expected scores from the judge's probabilities over the score tokens.
+- `before_analysis`: an analysis-first rubric's expected scores, from a short reply that gives the scores first.
 - `scoring`: pointwise scores per row and criterion, a jury's aggregate.
 - `pairwise`: two models' answers compared in both orders; win rates.
 - `agreement`: agreement between judges of a jury, and the verdicts' length bias.

@@ -45,10 +45,11 @@ JUDGE_CHECK_METHOD = ("The judge scored, with the scoring prompt, each sampled r
                       "no pass): a tier that a rule passes as often says nothing of the judge.")
 
 EXPECTED_BEFORE_ANALYSIS = ("the rubric has the judge write each analysis before its score, so an integer score is "
-                            "the judge's verdict after its analysis; each expected score is read from a second, short "
-                            "reply that gives the score before any analysis (by then the judge's probabilities sit on "
-                            "the integer and rank nothing). The expected mean is that first reading, not the mean of "
-                            "the integers, and can lie far from it; it ranks answers, and breaks the integers' ties.")
+                            "the judge's verdict after its analysis; the expected scores are read from a second, short "
+                            "reply that gives the scores before any analysis (after it, the judge's probabilities sit "
+                            "on the integer and rank nothing). The expected mean is that first reading, not the mean "
+                            "of the integers, and can lie far from it: read it against the judge check's right answers "
+                            "and answers to other questions; it ranks answers, and breaks the integers' ties.")
 
 RIGHT_ANSWERS_TEXT = {"reference": "the references", "reworded": "the references reworded by the judge"}
 
