@@ -296,4 +296,8 @@ def test_in_a_rescoring_run_each_batch_is_recorded_as_step_metadata(stub):
     assert (recorded["requests"], recorded["resumed"]) == (3, False)
     assert Path(recorded["state_file"]).name == recorded["request_file_sha256"] + ".json"
     assert step.outputs[col.EVALUATIONS][0].load()[col.JUDGE_ERROR] == [None] * 3
-    assert stub.state.batches_created == 1
+    # The default rubric's verdicts came with logprobs, so their scores were asked again before the analysis (its
+    # expected scores): a second batch, recorded as the first.
+    assert stub.state.batches_created == 2
+    batches = sorted(key for key in step.run_metadata if key.startswith("judge_batch "))
+    assert len(batches) == 2 and all(step.run_metadata[key]["requests"] == 3 for key in batches)

@@ -318,6 +318,17 @@ def test_a_failed_probe_leaves_the_integer_and_says_why_the_expected_score_is_mi
     assert "before the analysis" in row[col.EXPECTED_PROBLEM] and "HTTP 503" in row[col.EXPECTED_PROBLEM]
 
 
+def test_a_judge_without_token_logprobs_is_not_asked_for_scores_it_cannot_give_probabilities_of():
+    rubric = load_rubric({**ANALYSIS_FIRST, "criteria": ANALYSIS_FIRST["criteria"][:1]})
+    verdict = _analysis_first({"accuracy": 2})
+    without = JudgeReply(text=verdict.text, logprobs_problem="the endpoint refused logprobs (HTTP 400)")
+    judge = RecordingJudge("j", [without, without])
+    rows = score_answers(answers(2), Judge((judge,), rubric)).to_list()
+    assert len(judge.asked) == 2  # the two verdicts, no probe
+    assert [r[col.score("accuracy")] for r in rows] == [2, 2] and [r[col.expected("accuracy")] for r in rows] == [None] * 2
+    assert "refused logprobs" in rows[0][col.EXPECTED_PROBLEM]
+
+
 def test_a_score_first_rubric_cannot_ask_for_its_expected_score_before_the_analysis_again():
     with pytest.raises(RubricError, match="drop expected_before_analysis or set score_first to false"):
         load_rubric({**ANALYSIS_FIRST, "score_first": True})

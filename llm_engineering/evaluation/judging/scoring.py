@@ -76,7 +76,7 @@ def read_reply(rubric: Rubric, reply: JudgeReply, first_score_only: bool = False
 
 def calls_per_answer(rubric: Rubric) -> int:
     """Judge calls per answer scored: its verdict, and the probe of its scores before the analysis where the rubric
-    asks for one (`with_scores_before_analysis`)."""
+    asks for one (`with_scores_before_analysis`; not asked of a backend that gives no token logprobs)."""
     return 1 + rubric.expected_before_analysis
 
 
@@ -84,8 +84,8 @@ def with_scores_before_analysis(judge: Judge, backend: JudgeBackend, readings: l
                                 count: Optional[int] = None) -> list[Reading]:
     """`readings` with the first `count` criteria's distributions (default all) read before the analysis
     (`judging.before_analysis`), where the rubric asks so; the probes' tokens and seconds are added to the replies'."""
-    if not judge.rubric.expected_before_analysis:
-        return readings
+    if not judge.rubric.expected_before_analysis or not any(r.reply.logprobs for r in readings):
+        return readings  # a backend without token logprobs: a probe would read nothing, the verdicts say why
     scored = [k for k, r in enumerate(readings) if r.verdict.criteria]  # a failed verdict has nothing to rank
     probes = probe_scores(backend, judge.rubric, count or len(judge.rubric.criteria), [asked[k] for k in scored],
                           cache=judge.cache)
