@@ -17,14 +17,15 @@ reports name it so.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Optional, Sequence
+from typing import Optional, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, create_model
+from pydantic import BaseModel, ValidationError
 
 from llm_engineering.evaluation.judging.cache import JudgeCache
 from llm_engineering.evaluation.judging.conversation import History
 from llm_engineering.evaluation.judging.rubric import Rubric, judge_messages
 from llm_engineering.evaluation.judging.score_probs import ScoreDistribution, score_distribution
+from llm_engineering.evaluation.judging.verdict import scores_model
 from llm_engineering.evaluation.judging.transport import (
     JudgeBackend, JudgeReply, ReplySchema, ask_judge, reply_json_schema, unfenced,
 )
@@ -37,31 +38,31 @@ def _score_first(rubric: Rubric) -> Rubric:
     return rubric.model_copy(update={"score_first": True, "expected_before_analysis": False})
 
 
-def scores_model(rubric: Rubric, count: int) -> type[BaseModel]:
-    """The reply that holds the first `count` criteria's scores and nothing else."""
-    fields: dict[str, Any] = {}
-    for c in rubric.criteria[:count]:
-        score = Annotated[int, Field(ge=c.values[0], le=c.values[-1]), WithJsonSchema({"type": "integer", "enum": c.values})]
-        fields[c.name] = (create_model(f"{c.name.title()}Score", __config__=ConfigDict(extra="forbid"), score=(score, ...)), ...)
-    return create_model("Scores", __config__=ConfigDict(extra="forbid"), **fields)
-
-
 def probe_messages(rubric: Rubric, asked: Asked) -> list[dict[str, str]]:
     """The verdict's prompt with the structure of the score-first rubric: each score before its analysis."""
     instruction, answer, reference, history = asked
     return judge_messages(_score_first(rubric), instruction, answer, reference, history)
 
 
-def _read(rubric: Rubric, names: list[str], reply: JudgeReply) -> dict[str, ScoreDistribution]:
+def _validated(model: type[BaseModel], text: str) -> tuple[Optional[BaseModel], Optional[str]]:
+    """`text` as a reply of `model`, or why it is not one."""
+    try:
+        return model.model_validate(json.loads(unfenced(text))), None
+    except (json.JSONDecodeError, ValidationError) as error:
+        return None, str(error).splitlines()[0]
+
+
+def _read(rubric: Rubric, model: type[BaseModel], reply: JudgeReply) -> dict[str, ScoreDistribution]:
+    names = list(model.model_fields)
+
     def missing(why: Optional[str]) -> dict[str, ScoreDistribution]:
         return {name: ScoreDistribution(None, None, why) for name in names}
 
     if reply.text is None:
         return missing(f"the scores before the analysis were not read ({reply.error})")
-    try:
-        scores = scores_model(rubric, len(names)).model_validate(json.loads(unfenced(reply.text)))
-    except (json.JSONDecodeError, ValidationError) as error:
-        return missing(f"the scores before the analysis were not read (invalid reply: {str(error).splitlines()[0]})")
+    scores, problem = _validated(model, reply.text)
+    if scores is None:
+        return missing(f"the scores before the analysis were not read (invalid reply: {problem})")
     if not reply.logprobs:
         return missing(reply.logprobs_problem or "the judge backend returned no token logprobs")
     return {name: score_distribution(reply.text, reply.logprobs, criterion=name, values=rubric.criterion(name).values,
@@ -72,16 +73,8 @@ def probe_scores(backend: JudgeBackend, rubric: Rubric, count: int, asked: Seque
                  cache: Optional[JudgeCache]) -> list[tuple[dict[str, ScoreDistribution], JudgeReply]]:
     """For each answer, the first `count` criteria's distributions before any analysis (or why there are none),
     and the reply."""
-    model, names = scores_model(rubric, count), rubric.names[:count]
+    model = scores_model(rubric, count)
     schema = ReplySchema("first_score" if count == 1 else "scores", reply_json_schema(model, {}))
-
-    def is_valid(text: str) -> bool:
-        try:
-            model.model_validate(json.loads(unfenced(text)))
-        except (json.JSONDecodeError, ValidationError):
-            return False
-        return True
-
-    replies = ask_judge(backend, [probe_messages(rubric, a) for a in asked], cache=cache, is_valid=is_valid,
-                        reply_schema=schema)
-    return [(_read(rubric, names, reply), reply) for reply in replies]
+    replies = ask_judge(backend, [probe_messages(rubric, a) for a in asked], cache=cache,
+                        is_valid=lambda text: _validated(model, text)[0] is not None, reply_schema=schema)
+    return [(_read(rubric, model, reply), reply) for reply in replies]

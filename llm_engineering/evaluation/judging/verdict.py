@@ -17,24 +17,28 @@ from llm_engineering.evaluation.judging.transport import reply_json_schema, unfe
 
 
 @lru_cache(maxsize=64)
-def _verdict_model(rubric_json: str, first_score_only: bool = False) -> type[BaseModel]:
+def _verdict_model(rubric_json: str, first_score_only: bool = False, scores_only: int = 0) -> type[BaseModel]:
+    """The verdict model; `first_score_only`: a reply that ends at the first score; `scores_only`: the first N
+    criteria's scores alone."""
     rubric = Rubric.model_validate_json(rubric_json)
     fields: dict[str, Any] = {}
-    for c in rubric.criteria[:1] if first_score_only else rubric.criteria:
+    criteria = rubric.criteria[:scores_only] if scores_only else rubric.criteria[:1] if first_score_only else rubric.criteria
+    for c in criteria:
         # Validation reads the range (its errors say "less than or equal to 3"); generation is held to the
         # listed levels, as an enum, which vLLM's grammars and OpenAI's strict mode both accept.
         levels = WithJsonSchema({"type": "integer", "enum": c.values})
         score = (Annotated[int, Field(ge=c.values[0], le=c.values[-1]), levels], ...)
         parts: dict[str, Any]  # field name -> (type, default), as create_model takes them
-        if first_score_only and rubric.score_first:
+        if scores_only or (first_score_only and rubric.score_first):
             parts = {"score": score}
         elif rubric.score_first:
             parts = {"score": score, "analysis": (str, ...)}
         else:
             parts = {"analysis": (str, ...), "score": score}
-        kind = "Score" if first_score_only else "Verdict"
+        kind = "Score" if first_score_only or scores_only else "Verdict"
         fields[c.name] = (create_model(f"{c.name.title()}{kind}", __config__=ConfigDict(extra="forbid"), **parts), ...)
-    return create_model("FirstScore" if first_score_only else "JudgeVerdict", __config__=ConfigDict(extra="forbid"), **fields)
+    name = "Scores" if scores_only else "FirstScore" if first_score_only else "JudgeVerdict"
+    return create_model(name, __config__=ConfigDict(extra="forbid"), **fields)
 
 
 def verdict_model(rubric: Rubric) -> type[BaseModel]:
@@ -45,6 +49,11 @@ def verdict_model(rubric: Rubric) -> type[BaseModel]:
 def first_score_model(rubric: Rubric) -> type[BaseModel]:
     """The pydantic model of a reply that ends at the rubric's first score (see `first_score_schema`)."""
     return _verdict_model(rubric.model_dump_json(), True)
+
+
+def scores_model(rubric: Rubric, count: int) -> type[BaseModel]:
+    """The pydantic model of a reply that holds the first `count` criteria's scores and nothing else."""
+    return _verdict_model(rubric.model_dump_json(), scores_only=count)
 
 
 def verdict_schema(rubric: Rubric, max_analysis_chars: int) -> dict[str, Any]:
