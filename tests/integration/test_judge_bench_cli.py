@@ -1,12 +1,66 @@
-"""`judge-bench` through the CLI: a bad pairs file stops before any judge starts; the real bundled model judges a
-handful of the human-labelled LLMBar pairs (shared/judge-labels, read where it lies, never copied)."""
+"""`judge-bench` through the CLI: a bad pairs file stops before any judge starts; calibration pairs give a confidence
+threshold (synthetic pairs, the OpenAI-compatible stub as judge); the real bundled model judges a handful of the
+human-labelled LLMBar pairs (shared/judge-labels, read where it lies, never copied)."""
 
 import json
+import random
 from pathlib import Path
 
 import pytest
+import yaml
+
+from tests.support.openai_stub import OpenAIStub
 
 LABELS = Path(__file__).resolve().parents[3] / "shared" / "judge-labels"
+MARK = "(checked)"
+
+
+def _pairs(path, sure, unsure, seed):
+    """`sure` pairs whose better output (labelled, shown first or second in turn) carries MARK, then `unsure` pairs
+    with a random label and no mark, written to `path` as a pairs file."""
+    rng = random.Random(seed)
+    rows = []
+    for k in range(sure + unsure):
+        label = 1 + k % 2 if k < sure else rng.choice([1, 2])
+        outputs = [f"output {k}.{n}" + (f" {MARK}" if k < sure and n == label else "") for n in (1, 2)]
+        rows.append({"id": f"p{k}", "instruction": f"Question {k}?", "output_1": outputs[0], "output_2": outputs[1],
+                     "label": label})
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def _prefers_the_marked(prompt):
+    """A judge sure of the answer that carries MARK, in either position, with a lean to the first shown elsewhere."""
+    if "Answer 1:" not in prompt:
+        return None  # the pairwise and pointwise prompts: the stub's own replies
+    first, second = prompt.split("Answer 1:", 1)[1].split("Answer 2:", 1)
+    return {"better": 2} if MARK in second and MARK not in first else {"better": 1}
+
+
+def test_calibration_pairs_give_a_threshold_that_keeps_the_sure_verdicts(run_cli, tmp_path):
+    """judge-bench --calibration through the CLI, everywhere (no engine, no labels outside the repository): synthetic
+    pairs in a temporary folder, the OpenAI-compatible stub as the judge. Its averaged preferences are certain where
+    an output carries the mark (1 of 1 in both orders) and a coin toss elsewhere (the first shown, in both orders), so
+    the threshold found on the calibration pairs keeps exactly the marked pairs of the benched file."""
+    calibration = _pairs(tmp_path / "calibration.jsonl", sure=12, unsure=8, seed=1)
+    benched = _pairs(tmp_path / "pairs.jsonl", sure=4, unsure=4, seed=2)
+    with OpenAIStub() as judge:
+        judge.state.answer = _prefers_the_marked
+        config = tmp_path / "run.yaml"
+        config.write_text(yaml.safe_dump({"parameters": {"judge": {
+            "backend": "openai", "model": "stub-judge", "base_url": judge.base_url, "cache": False,
+            "max_concurrency": 8}}}))
+        result = run_cli("judge-bench", "--pairs", benched, "--calibration", calibration, "--config", config)
+    assert result.exit_code == 0, result.output[-3000:]
+    report = json.loads(Path(result.stdout.split("JSON report: ")[1].split("\n")[0]).read_text())
+    assert (report["calibration_file"], report["target_agreement"], report["risk"]) == (str(calibration), 0.8, 0.1)
+    averaged = report["selective"]["preference_averaged"]
+    assert averaged["threshold"] == 1.0 and averaged["calibration_agreement"]["count"] == 12
+    assert (averaged["coverage"]["count"], averaged["coverage"]["total"], averaged["agreement"]["rate"]) == (4, 8, 1.0)
+    # Each order's written preference is a certainty everywhere, right in 32 of the 40 calibration decisions (80%),
+    # which does not show an agreement above 80%: no threshold.
+    assert report["selective"]["preference"]["threshold"] is None
+    assert "Verdicts kept above a confidence threshold" in result.stdout
 
 
 def test_a_bad_pairs_file_stops_before_any_judge_with_its_line(run_cli, tmp_path):
@@ -36,7 +90,8 @@ def test_the_real_judge_measures_agreement_on_human_pairs_and_a_rerun_asks_nothi
     # 3 pairs: 2 pairwise verdicts, 2 preferences, and 2 pointwise verdicts each with its score asked again first
     assert report["judge_calls"] == 24 and "Judge benchmark" in result.stdout
     # Again, with the same three pairs as calibration pairs (a file outside the repository, as the labels are):
-    # everything from the cache, and three pairs are too few to show any confidence agrees over 80%.
+    # everything from the cache, and each way with a confidence (from the real engine's logprobs) has its figures over
+    # the pairs' decisions. (Three pairs are too few for any threshold: the synthetic calibration test finds one.)
     calibration = tmp_path / "calibration.jsonl"
     calibration.write_text("".join((LABELS / "llmbar-natural.jsonl").read_text().splitlines(keepends=True)[:3]))
     again = run_cli(*args, "--calibration", calibration)
@@ -46,6 +101,6 @@ def test_the_real_judge_measures_agreement_on_human_pairs_and_a_rerun_asks_nothi
     assert rerun["cached"] >= rerun["judge_calls"] - 2 * failed  # every valid verdict came from the cache
     assert rerun["agreement"] == report["agreement"]
     assert (rerun["calibration_file"], rerun["target_agreement"]) == (str(calibration), 0.8)
-    for way in ("preference_averaged", "preference"):
-        assert rerun["selective"][way]["threshold"] is None and rerun["selective"][way]["coverage"]["count"] == 0
+    assert {way: figures["coverage"]["total"] for way, figures in rerun["selective"].items()} == {
+        "preference_averaged": 3, "preference": 6, "pointwise_expected": 3}
     assert "Verdicts kept above a confidence threshold" in again.stdout

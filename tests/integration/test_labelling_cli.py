@@ -66,6 +66,7 @@ def test_rows_labelled_in_the_report_give_rescore_the_agreement_they_make_certai
 
         result = run_cli("rescore", "--config", config, "--labels", labels_file)
         assert result.exit_code == 0, result.output[-3000:]
+        assert f"Re-scoring 1 stored artifact(s) of run {run}" in result.stdout
     agreement = json_report(result.stdout)["labels"]
     accuracy, style = agreement["criteria"]
     assert (accuracy["criterion"], accuracy["rows"], accuracy["judge"]["exact"], accuracy["judge"]["within_one"]) == (

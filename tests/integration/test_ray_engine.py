@@ -1,7 +1,8 @@
 """The `ray` engine for real, through the CLI, the config and the generate_answers step: Ray Data LLM on a
 local Ray cluster (the shipped config's engine block, one replica here), the bundled model; a first run killed
-(SIGKILL, its pid alone) once it has saved an answer, whose cluster must not outlive it; the second resumes. The
-split is six one-turn rows and a two-turn conversation, whose second turn goes to the replicas after its first.
+(SIGKILL, its pid alone) once it has saved the first turn of a two-turn conversation, whose cluster must not outlive
+it; the second resumes, asking the replicas of its one cluster for the six one-turn rows' missing answers and the
+conversation's second turn, after the first's answer, at once.
 
 The killed run is a CLI subprocess; the resuming one runs in this process (`run_cli`), its cluster started and
 stopped by this process. The ray backend frees the pooled engine before its replicas start, so the test is marked
@@ -31,6 +32,7 @@ from llm_engineering.settings import get_settings
 from tests.support.openai_stub import OpenAIStub
 from tests.support.cli_output import json_report
 from tests.support.cli_process import saved_answers, start_cli
+from tests.support.conversations import assert_second_turns_follow_their_first
 
 pytestmark = [pytest.mark.slow, pytest.mark.own_engine]
 
@@ -92,8 +94,11 @@ def _ray_daemons():
 
 
 @pytest.mark.timeout(900)
-def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(repo_root, tmp_path, run_cli):
+def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(repo_root, tmp_path, run_cli,
+                                                                                monkeypatch):
     from zenml.client import Client
+
+    from llm_engineering.infrastructure import ray_engine
 
     shipped = yaml.safe_load((repo_root / "configs" / "evaluating_ray.yaml").read_text())
     engine = {**shipped["parameters"]["engine"], "cpu_kvcache_space_gib": 1}
@@ -103,7 +108,7 @@ def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(r
     with OpenAIStub() as judge:
         data = tmp_path / "mixed.jsonl"
         embedded = (repo_root / "llm_engineering/evaluation/data/llm_twin_test.jsonl").read_text().splitlines()
-        data.write_text("\n".join(embedded[:ONE_TURN] + [json.dumps(CONVERSATION)]) + "\n")
+        data.write_text("\n".join([json.dumps(CONVERSATION)] + embedded[:ONE_TURN]) + "\n")  # its first turn first
         config = tmp_path / "ray.yaml"
         config.write_text(yaml.safe_dump({"enable_cache": False, "parameters": {
             "dataset": {"source": str(data)}, "sampling": {"max_tokens": 24}, "engine": engine,
@@ -120,11 +125,11 @@ def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(r
         daemons = _ray_daemons()
         command = ["evaluate", "--config", str(config)]
 
-        # 1. Killed with SIGKILL (the out-of-memory killer's way) once an answer is saved: nothing of its local
-        # cluster (GCS, raylet, agents, workers, the replica's engine) is left 10 s later.
+        # 1. Killed with SIGKILL (the out-of-memory killer's way) once the conversation's first turn is saved: nothing
+        # of its local cluster (GCS, raylet, agents, workers, the replica's engine) is left 10 s later.
         with open(tmp_path / "killed.log", "w") as log:
             killed = start_cli(repo_root, command, log)
-            while not saved_answers([checkpoint.path]):
+            while "colour/turn-1" not in {line["id"] for line in saved_answers([checkpoint.path])}:
                 assert killed.poll() is None, (tmp_path / "killed.log").read_text()[-3000:]
                 time.sleep(0.1)
             cluster = psutil.Process(killed.pid).children(recursive=True)
@@ -132,13 +137,16 @@ def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(r
             os.kill(killed.pid, signal.SIGKILL)
             killed.wait()
         assert "raylet" in names and any(name.startswith("VLLM::") for name in names), names
-        # On CPU the replica's engine core runs its worker itself (`replica_cpu_environment`): no worker process.
+        # On CPU the replica's engine core runs its worker itself (`vllm_setup.replica_cpu_environment`): no worker process.
         assert not any(name.startswith("VLLM::Worker") for name in names), names
         assert not _still_running(cluster, timeout=10), "alive 10 s after the run was killed"
         kept = saved_answers([checkpoint.path])
         assert 1 <= len(kept) < ROWS
 
-        # 2. The same command again (in this process) resumes those answers and generates the rest.
+        # 2. The same command again (in this process) resumes those answers and generates the rest, the second turn
+        # with the missing first turns: one local cluster, one set of replicas.
+        clusters, cluster_of = [], ray_engine.ray_cluster
+        monkeypatch.setattr(ray_engine, "ray_cluster", lambda *args: clusters.append(args) or cluster_of(*args))
         result = run_cli(*command)
     assert result.exit_code == 0, result.output[-3000:]
     run = Client().get_pipeline_run(json_report(result.stdout)["run"])
@@ -146,12 +154,10 @@ def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(r
     (stats,) = [a.load() for a in run.steps["generate_answers"].outputs[col.GENERATION_STATS]]
 
     assert generations[col.ID] == split[col.ID]  # every input id exactly once, in input order
-    assert split[col.ID][ONE_TURN:] == ["colour/turn-1", "colour/turn-2"]
-    first, second = generations.to_list()[ONE_TURN:]  # the second turn was asked after the first, with its answer
-    assert second[col.HISTORY] == [{"role": "user", "content": first[col.INSTRUCTION]},
-                                   {"role": "assistant", "content": first[col.ANSWER]}]
-    assert second[col.PROMPT].index(first[col.ANSWER]) < second[col.PROMPT].index(second[col.INSTRUCTION])
+    assert split[col.ID][:2] == ["colour/turn-1", "colour/turn-2"]
+    assert_second_turns_follow_their_first(generations)  # asked after the first, with its resumed answer
     assert (stats.resumed, stats.generated) == (len(kept), ROWS - len(kept))
+    assert len(clusters) == 1  # the second turn asked of the same replicas as the missing first turns
     by_id = dict(zip(generations[col.ID], generations[col.ANSWER]))
     assert all(by_id[line["id"]] == line["answer"] for line in kept)  # kept answers were not generated again
     fresh = generations.filter(lambda row: row[col.ID] not in {line["id"] for line in kept})

@@ -3,9 +3,12 @@ then the same command again. (SIGHUP is handled by raising SIGTERM: `tests/unit/
 
 Real vLLM (CPU build) with the bundled model, the real ZenML local stack. The judge is the
 OpenAI-compatible stub, since what is under test is generation. Two answers per prompt (`sampling.n`), so that
-each signal also shows that resuming works per answer, not per prompt.
+each signal also shows that resuming works per answer, not per prompt. The split is six one-turn rows and three
+two-turn conversations after them: the SIGKILL lands once a second turn is saved, so the runs after it resume first
+and second turns alike, each second turn's prompt rebuilt from its own resumed first answer.
 """
 
+import json
 import os
 import re
 import signal
@@ -24,19 +27,33 @@ from llm_engineering.infrastructure.cpu_tuning import resolved_dtype
 from llm_engineering.settings import get_settings
 from tests.support.cli_output import json_report
 from tests.support.cli_process import group_gone, saved_answers, start_cli
+from tests.support.conversations import assert_second_turns_follow_their_first
 
 pytestmark = pytest.mark.slow
 
-PROMPTS, SAMPLES = 12, 2
+ONE_TURN = 6
+CONVERSATIONS = [{"question_id": topic, "turns": [f"Name one {topic} and say only its name.",
+                                                  f"Repeat the {topic} you named, then describe it."]}
+                 for topic in ("fruit", "colour", "city")]
+PROMPTS, SAMPLES = ONE_TURN + 2 * len(CONVERSATIONS), 2  # test rows: one per turn
 ROWS = PROMPTS * SAMPLES  # answers
 # Four sequences at a time, so answers finish in waves and a run can be stopped between them.
 CONFIG = """
 parameters:
-  dataset: {{limit: {rows}}}
+  dataset: {{source: "{source}", limit: {rows}}}
   sampling: {{max_tokens: 48, temperature: 0.7, seed: 11, n: 2}}
   engine: {{max_num_seqs: 4}}
   judge: {{backend: openai, model: stub-judge, base_url: "{base_url}", cache: false}}
 """
+# A run resumed after a kill logs this, whether its first engine call holds first turns or second turns too.
+RESUMING = r"Resuming turns? 1(, 2)?: {saved} of \d+ answers"
+
+
+def _split_file(repo_root, path):
+    """The first six rows of the embedded split, then the conversations (`limit` counts a conversation once)."""
+    embedded = (repo_root / "llm_engineering/evaluation/data/llm_twin_test.jsonl").read_text().splitlines()
+    path.write_text("\n".join(embedded[:ONE_TURN] + [json.dumps(row) for row in CONVERSATIONS]) + "\n")
+    return path
 
 
 def _start(repo_root, config, log, **env):
@@ -56,12 +73,16 @@ def _saved(checkpoint):
     return saved_answers([checkpoint.path])
 
 
-def _stop_after(process, checkpoint, rows, sig, timeout=600, pid_alone=False):
-    """Send `sig` once `rows` are saved: to the whole process group (as a terminal does), or to the CLI's
-    pid alone (as the out-of-memory killer or an orchestrator does). Returns the exit code and the
-    command lines of the CLI's descendants just before the signal."""
+def _second_turns(saved):
+    return [row for row in saved if row["id"].endswith("/turn-2")]
+
+
+def _stop_after(process, checkpoint, rows, sig, timeout=600, pid_alone=False, second_turn=False):
+    """Send `sig` once `rows` are saved (with `second_turn`, a second turn among them): to the whole process group (as
+    a terminal does), or to the CLI's pid alone (as the out-of-memory killer or an orchestrator does). Returns the
+    exit code and the command lines of the CLI's descendants just before the signal."""
     deadline = time.monotonic() + timeout
-    while len(_saved(checkpoint)) < rows:
+    while len(saved := _saved(checkpoint)) < rows or (second_turn and not _second_turns(saved)):
         assert process.poll() is None, "the run ended before it could be stopped midway"
         assert time.monotonic() < deadline, "no progress"
         time.sleep(0.1)
@@ -121,9 +142,10 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
     from llm_engineering.infrastructure.zenml_runs import step_output
     from tests.support.openai_stub import OpenAIStub
 
+    source = _split_file(repo_root, tmp_path / "split.jsonl")
     with OpenAIStub() as judge:
         config = tmp_path / "run.yaml"
-        config.write_text(CONFIG.format(rows=PROMPTS, base_url=judge.base_url))
+        config.write_text(CONFIG.format(source=source, rows=ONE_TURN + len(CONVERSATIONS), base_url=judge.base_url))
         evaluation = load_run_config(config).evaluation
         model = resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR)
         engine = evaluation.engine.model_copy(update={"dtype": resolved_dtype(evaluation.engine)[0]})
@@ -159,36 +181,42 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
         # On CPU the engine runs in the CLI's process (engine.in_process): no engine process to leave behind.
         assert not [name for _, name in descendants if name.startswith("VLLM::")], descendants
         assert group_gone(stopped.pid, timeout=10), f"alive 10 s after SIGTERM: {_alive(stopped.pid)}"
-        assert f"Resuming: {after_interrupt} of {ROWS} answers" in console
+        assert re.search(RESUMING.format(saved=after_interrupt), console), console[-3000:]
         after_interrupt = len(_saved(checkpoint))
 
-        # 3. SIGKILL of the CLI's pid alone (the out-of-memory killer's way) a few answers later, its engine in vLLM's
-        # own processes (as on a GPU; `in_process` is no part of the checkpoint's key): its vLLM engine core and worker
-        # are not told, yet must end with it (engine_lifetime), not spin on.
+        # 3. SIGKILL of the CLI's pid alone (the out-of-memory killer's way) a few answers later, once a second turn is
+        # saved, its engine in vLLM's own processes (as on a GPU; `in_process` is no part of the checkpoint's key): its
+        # vLLM engine core and worker are not told, yet must end with it (engine_lifetime), not spin on.
         in_processes = tmp_path / "in-processes.yaml"
         in_processes.write_text(config.read_text().replace("{max_num_seqs: 4}", "{max_num_seqs: 4, in_process: false}"))
         assert "in_process: false" in in_processes.read_text()
         with open(tmp_path / "killed.log", "w") as log:
             second = _start(repo_root, in_processes, log)
-            code, descendants = _stop_after(second, checkpoint, after_interrupt + 2, signal.SIGKILL, pid_alone=True)
+            code, descendants = _stop_after(second, checkpoint, after_interrupt + 2, signal.SIGKILL, pid_alone=True,
+                                            second_turn=True)
         assert code == -signal.SIGKILL
         assert any(name.startswith("VLLM::") for _, name in descendants), descendants  # the engine ran as its child
         assert group_gone(second.pid, timeout=10), f"alive 10 s after the CLI was killed: {_alive(second.pid)}"
-        assert f"Resuming: {after_interrupt} of {ROWS} answers" in (tmp_path / "killed.log").read_text()
+        assert re.search(RESUMING.format(saved=after_interrupt), (tmp_path / "killed.log").read_text())
         after_kill = len(_saved(checkpoint))
         assert after_interrupt + 2 <= after_kill < ROWS
+        assert 1 <= len(_second_turns(_saved(checkpoint))) < len(CONVERSATIONS) * SAMPLES  # killed during them
 
         # 4. A step that raises after generation, in this process (`run_cli`) with the session's engine: publishing
-        # into an output folder whose `hub` is a file, after two more answers (a shorter split: whole prompts) were
-        # generated. The command fails naming the step, and the answers generated before the failure are kept. (That a
-        # failing step's CLI ends with nothing left running is step 2's: its SIGTERM fails generate_answers.) The config
-        # without `max_num_seqs`, a scheduling knob the checkpoint's key leaves out, so the same checkpoint is found.
-        rows = SAMPLES * -(-(after_kill + 2) // SAMPLES)
+        # into an output folder whose `hub` is a file, after the missing answers of a shorter split (all but the last
+        # conversation) were generated. The command fails naming the step, and the answers generated before the failure
+        # are kept. (That a failing step's CLI ends with nothing left running is step 2's: its SIGTERM fails
+        # generate_answers.) The config without `max_num_seqs`, a scheduling knob the checkpoint's key leaves out, so
+        # the same checkpoint is found.
+        last = CONVERSATIONS[-1]["question_id"]
+        rows = ROWS - 2 * SAMPLES  # the answers of the shorter split
+        saved_of_shorter = len([row for row in _saved(checkpoint) if not row["id"].startswith(f"{last}/")])
         broken_output = tmp_path / "broken-output"
         broken_output.mkdir()
         (broken_output / "hub").write_text("a file where the local results repos go")
         shorter = tmp_path / "shorter.yaml"
-        shorter.write_text(_session_engine(CONFIG.format(rows=rows // SAMPLES, base_url=judge.base_url)))
+        shorter.write_text(_session_engine(CONFIG.format(source=source, rows=ONE_TURN + len(CONVERSATIONS) - 1,
+                                                         base_url=judge.base_url)))
         runs_before = _run_ids()
         with monkeypatch.context() as patched:
             patched.setenv("OUTPUT_DIR", str(broken_output))
@@ -197,13 +225,14 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
         assert "Step publish_results failed" in result.stderr, result.output[-3000:]
         (failed_run,) = _run_ids() - runs_before
         failed_stats = step_output(Client().get_pipeline_run(failed_run), "generate_answers", col.GENERATION_STATS)
-        assert (failed_stats.resumed, failed_stats.generated) == (after_kill, rows - after_kill)
+        assert (failed_stats.resumed, failed_stats.generated) == (saved_of_shorter, rows - saved_of_shorter)
         kept = _saved(checkpoint)
-        assert len(kept) == rows < ROWS
+        assert len(kept) == after_kill + rows - saved_of_shorter < ROWS
 
         # 5. The command again, in this process with the session's engine and the whole split: only the missing rows
         # are generated, and the run completes.
-        config.write_text(_session_engine(CONFIG.format(rows=PROMPTS, base_url=judge.base_url)))
+        config.write_text(_session_engine(CONFIG.format(source=source, rows=ONE_TURN + len(CONVERSATIONS),
+                                                        base_url=judge.base_url)))
         result = run_cli("--run-evaluation", "--config", config)
         assert result.exit_code == 0, result.output[-3000:]
 
@@ -219,5 +248,6 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
     by_answer = {(i, s): a for i, s, a in zip(answers[col.ID], answers[col.SAMPLE], answers[col.ANSWER])}
     assert all(by_answer[row["id"], row["sample"]] == row["answer"] for row in kept)  # kept answers not regenerated
     assert sum(by_answer[i, 0] != by_answer[i, 1] for i in test_split[col.ID]) >= PROMPTS // 2  # samples differ
+    assert_second_turns_follow_their_first(answers)  # resumed or generated, after their own resumed first answers
     saved = _saved(checkpoint)
     assert sorted((row["id"], row["sample"]) for row in saved) == sorted(by_answer)  # no answer saved twice

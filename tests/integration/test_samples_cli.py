@@ -48,7 +48,9 @@ def test_samples_are_generated_judged_summarized_rescored_and_raised(run_cli, tm
         assert report["similarity_check"]["rows"] == PROMPTS  # the check pairs prompts: their first answers
 
         # 2. Rescoring the stored answers keeps them per sample.
-        rescored, report = _run(run_cli("rescore", "--config", config))
+        result = run_cli("rescore", "--config", config)
+        assert f"Re-scoring 1 stored artifact(s) of run {run.name}" in result.stdout, result.output[-3000:]
+        rescored, report = _run(result)
         assert step_output(rescored, "evaluate_answers", col.EVALUATIONS)[col.SAMPLE] == [0, 1] * PROMPTS
         assert report["models"][0]["samples"] == 2
 

@@ -4,7 +4,8 @@ Each request pops the next action from `script` (default: answer). Actions:
 "ok", ("429", retry_after_seconds), "500", "drop" (close the connection without a reply),
 and "reject_schema" (HTTP 400 for json_schema response formats, as endpoints without
 structured outputs answer). A pointwise verdict is `VERDICT`, or the verdict of the first
-`(text, verdict)` of `verdict_when` whose text the prompt holds. Each request is held `delay` seconds before its action;
+`(text, verdict)` of `verdict_when` whose text the prompt holds; `answer`, where set, may choose any reply from the
+prompt (None: the reply above). Each request is held `delay` seconds before its action;
 `max_in_flight` records the most requests held at once.
 """
 
@@ -14,7 +15,7 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import Any, Callable, Optional
 
 from tests.support.loopback import JSONHandler, OpenAIStandIn
 
@@ -36,6 +37,7 @@ class StubState:
         self.script: list[Any] = []
         self.default: Any = "ok"
         self.verdict_when: list[tuple[str, dict[str, Any]]] = []
+        self.answer: Optional[Callable[[str], Optional[dict[str, Any]]]] = None
         self.requests: list[dict[str, Any]] = []
         self.delay = 0.0
         self.in_flight = 0
@@ -76,10 +78,11 @@ def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
                 return
             prompt = body["messages"][-1]["content"]
             verdict = next((v for text, v in state.verdict_when if text in prompt), VERDICT)
+            chosen = state.answer(prompt) if state.answer else None
             self.send_json(200, {
                 "id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": body["model"],
                 "choices": [{"index": 0, "finish_reason": "stop", "message": {
-                    "role": "assistant", "content": json.dumps(reply_for(prompt, verdict))}}],
+                    "role": "assistant", "content": json.dumps(chosen or reply_for(prompt, verdict))}}],
                 "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
             })
 

@@ -198,6 +198,26 @@ def test_a_kill_during_turn_2_resumes_both_turns_saved_and_generates_only_the_re
     assert len(checkpoint.load()) == 6 and len(set(generations[col.ID])) == 6
 
 
+def test_a_run_resumed_during_the_first_turns_asks_the_missing_ones_and_the_resumed_ones_second_turns_at_once(tmp_path):
+    """One engine call for both (with Ray: one set of replicas, not one per turn)."""
+    split = _split(tmp_path, [TWO_TURNS[0], {"id": "a", "instruction": "Say hi."}, {"id": "b", "instruction": "Go."}])
+    checkpoint = AnswerCheckpoint(tmp_path / "ck", "org/model", "org/model", sampling=SamplingConfig(),
+                                  engine=EngineConfig())
+    with pytest.raises(KeyboardInterrupt):
+        _answer(_Engine(stop_after=1), split, checkpoint=checkpoint)  # killed once the conversation's first is saved
+    (saved,) = checkpoint.load().values()
+
+    rerun = _Engine()
+    generations, stats = _answer(rerun, split, checkpoint=checkpoint)
+    assert (stats.resumed, stats.generated) == (1, 3)
+    (call,) = rerun.calls
+    assert sorted(call.values()) == sorted([
+        "<user>Say hi.</user><assistant>", "<user>Go.</user><assistant>",
+        f"<user>Pick a number from 1 to 9.</user><assistant>{saved.answer}</assistant>"
+        "<user>Repeat the number you said.</user><assistant>"])
+    assert generations[col.ID] == ["81/turn-1", "81/turn-2", "a", "b"]
+
+
 def test_the_judge_sees_the_conversation_so_far_and_scores_the_last_answer():
     rubric = load_rubric("task-accuracy")
     history = [{"role": "user", "content": "Pick a number."}, {"role": "assistant", "content": "7"}]

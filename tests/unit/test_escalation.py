@@ -84,3 +84,48 @@ def test_escalation_needs_the_first_judges_logprobs_and_goes_one_step():
         JudgeConfig(model="smollm2-135m", logprobs=False, escalate_to={"model": "qwen2.5-coder-1.5b"})
     with pytest.raises(ValueError, match="escalates no further"):
         JudgeConfig(model="smollm2-135m", escalate_to={"model": "a", "escalate_to": {"model": "b"}})
+
+
+DEFAULT = load_rubric("task-accuracy")  # the default: accuracy and style, 1-3, each analysis before its score
+
+
+def _verdict(accuracy, style, logprobs=True):
+    """A default-rubric verdict: each analysis, then a score the judge is certain of by then."""
+    tokens, text = [("{", None)], "{"
+    for k, (name, score) in enumerate((("accuracy", accuracy), ("style", style))):
+        head = f'{", " if k else ""}"{name}": {{"analysis": "Checked.", "score": '
+        tokens += [(head, None), (str(score), [(str(score), 0.0)]), ("}", None)]
+        text += f"{head}{score}}}"
+    if not logprobs:
+        return JudgeReply(text=text + "}", logprobs_problem="no logprobs")
+    return JudgeReply(text=text + "}", logprobs=tokens + [("}", None)])
+
+
+def _scores_first(accuracy, style):
+    """The probe's reply, the scores before any analysis: `{value: probability}` per criterion, the likeliest
+    written."""
+    tokens, text = [("{", None)], "{"
+    for k, (name, probabilities) in enumerate((("accuracy", accuracy), ("style", style))):
+        head, score = f'{", " if k else ""}"{name}": {{"score": ', max(probabilities, key=probabilities.get)
+        tokens += [(head, None), (str(score), [(str(v), log(p)) for v, p in probabilities.items()]), ("}", None)]
+        text += f"{head}{score}}}"
+    return JudgeReply(text=text + "}", logprobs=tokens + [("}", None)])
+
+
+def test_under_the_default_rubric_the_confidence_is_read_before_the_analysis_and_only_unsure_rows_go_on():
+    # Every verdict is certain of its integers after its analysis; before it, the judge is sure of rows 0 and 2
+    # (0.9 and more on both criteria) and unsure of row 1's accuracy (0.55) and row 3's style (0.6).
+    before = [({3: 0.95, 2: 0.05}, {2: 0.9, 3: 0.1}), ({2: 0.55, 1: 0.45}, {2: 1.0}),
+              ({1: 0.97, 2: 0.03}, {3: 0.92, 2: 0.08}), ({3: 0.9, 2: 0.1}, {2: 0.6, 1: 0.4})]
+    first = Judged("vllm:first", [_verdict(3, 2), _verdict(2, 2), _verdict(1, 3), _verdict(3, 2)] +
+                   [_scores_first(*probabilities) for probabilities in before])
+    scored = score_answers(_answers(4), Judge((first,), DEFAULT))
+    # Replies for every row, as a second judge would give: only the unsure rows' may be asked for.
+    second = Judged("openai:second", [_verdict(1, 1, logprobs=False), _verdict(2, 3, logprobs=False)] +
+                    [_verdict(2, 2, logprobs=False)] * 2)
+    rows = escalate(scored, Judge((second,), DEFAULT), threshold=0.8).to_list()
+    assert [re.search(r"answer (\d)\b", asked).group(1) for asked in second.asked] == ["1", "3"]
+    assert [r[col.CONFIDENCE] for r in rows] == [pytest.approx(c) for c in (0.9, 0.55, 0.92, 0.6)]
+    assert [(r[col.ESCALATED], r[col.JUDGE_MODEL]) for r in rows] == [
+        (False, "vllm:first"), (True, "openai:second"), (False, "vllm:first"), (True, "openai:second")]
+    assert [(r[col.score("accuracy")], r[col.score("style")]) for r in rows] == [(3, 2), (1, 1), (1, 3), (2, 3)]

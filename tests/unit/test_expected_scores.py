@@ -332,3 +332,26 @@ def test_a_judge_without_token_logprobs_is_not_asked_for_scores_it_cannot_give_p
 def test_a_score_first_rubric_cannot_ask_for_its_expected_score_before_the_analysis_again():
     with pytest.raises(RubricError, match="drop expected_before_analysis or set score_first to false"):
         load_rubric({**ANALYSIS_FIRST, "score_first": True})
+
+
+def test_each_probe_lands_on_its_own_row_and_only_verdicts_with_logprobs_are_probed():
+    """Five rows: verdicts with logprobs on rows 0, 3 and 4, one without on row 1 (an endpoint that refused them), a
+    failed verdict on row 2. Rows 0, 3 and 4 are probed, in that order, each probe's probabilities on its own row."""
+    rubric = load_rubric({**ANALYSIS_FIRST, "criteria": ANALYSIS_FIRST["criteria"][:1]})
+    verdict = _analysis_first({"accuracy": 2})
+    refused = JudgeReply(text=verdict.text, logprobs_problem="the endpoint refused logprobs (HTTP 400)")
+    probes = {0: {1: 0.6, 2: 0.4}, 3: {2: 0.7, 3: 0.3}, 4: {1: 0.1, 3: 0.9}}
+    spare = _scores_only({"accuracy": {2: 1.0}})  # what a probe too many would be given
+    judge = RecordingJudge("j", [verdict, refused, JudgeReply(None, "HTTP 503"), verdict, verdict] +
+                           [_scores_only({"accuracy": probes[k]}) for k in sorted(probes)] + [spare])
+    split = answers(5, lengths=[1, 2, 3, 4, 5])
+    rows = score_answers(split, Judge((judge,), rubric)).to_list()
+    score_first = rubric.model_copy(update={"score_first": True, "expected_before_analysis": False})
+    assert [messages for messages, _ in judge.asked[5:]] == [
+        judge_messages(score_first, split[k][col.INSTRUCTION], split[k][col.ANSWER]) for k in sorted(probes)]
+    for k, row in enumerate(rows):
+        given = probes.get(k, {})
+        assert row[col.probabilities("accuracy")] == (pytest.approx([given.get(v, 0.0) for v in (1, 2, 3)])
+                                                      if given else None), k
+    assert [r[col.score("accuracy")] for r in rows] == [2, 2, None, 2, 2]
+    assert "refused logprobs" in rows[1][col.EXPECTED_PROBLEM] and rows[2][col.JUDGE_ERROR] == "HTTP 503"

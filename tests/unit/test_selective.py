@@ -3,9 +3,12 @@ share of verdicts it keeps elsewhere with their agreement."""
 
 import random
 
+import pytest
+from scipy.stats import binomtest
+
 from llm_engineering.evaluation.report.judge_bench import render_bench_html, selective_rows
 from llm_engineering.evaluation.trust.judge_bench import JudgeBenchReport, PairDecisions
-from llm_engineering.evaluation.trust.selective import fixed_sequence_threshold, with_selective
+from llm_engineering.evaluation.trust.selective import decision_confidences, fixed_sequence_threshold, with_selective
 
 
 def _pairs(n, seed, sure_right=True):
@@ -72,3 +75,39 @@ def test_the_threshold_keeps_the_target_on_simulated_data_at_the_stated_risk():
             found += 1
             misses += true_agreement_above(threshold) < target
     assert found > 400 and misses <= risk * 500, (found, misses)
+
+
+def test_thresholds_that_keep_too_few_verdicts_to_test_are_passed_over_not_the_end_of_the_search():
+    # 100 verdicts of distinct confidences, the 70 most confident right: the candidates that keep 5 and 10 verdicts
+    # could not pass a test at 80% even all right (0.8^10 > 0.1), so the search goes on to those that can.
+    verdicts = [(k / 100, k > 30) for k in range(1, 101)]
+    threshold = fixed_sequence_threshold(verdicts, target=0.8, risk=0.1)
+    assert threshold is not None
+    kept = [right for confidence, right in verdicts if confidence >= threshold]
+    assert len(kept) > 10 and binomtest(sum(kept), len(kept), 0.8, alternative="greater").pvalue <= 0.1
+
+
+@pytest.mark.parametrize("target, risk", [(0.8, 0.1), (0.7, 0.05), (0.9, 0.2)])
+def test_a_threshold_passes_exactly_when_the_exact_binomial_test_rejects_an_agreement_at_the_target(target, risk):
+    # 40 verdicts of one confidence: the fewest right that the textbook's one-sided test (scipy's binomtest) finds
+    # above the target at `risk` give a threshold; one fewer gives none.
+    least = next(right for right in range(41) if binomtest(right, 40, target, alternative="greater").pvalue <= risk)
+    assert fixed_sequence_threshold([(0.7, True)] * least + [(0.7, False)] * (40 - least), target, risk) == 0.7
+    assert fixed_sequence_threshold([(0.7, True)] * (least - 1) + [(0.7, False)] * (41 - least), target, risk) is None
+
+
+def test_the_pointwise_expected_confidence_is_how_far_apart_the_two_expected_scores_are():
+    def pair(label, expected):
+        decision = None if None in expected else "A" if expected[0] > expected[1] else "B"
+        return PairDecisions(id="p", label=label, expected=expected, decisions={"pointwise_expected": [decision]})
+
+    assert decision_confidences(pair("A", [2.75, 1.25]), "pointwise_expected") == [1.5]
+    assert decision_confidences(pair("B", [1.25, 2.75]), "pointwise_expected") == [1.5]  # either order
+    assert decision_confidences(pair("A", [2.0, None]), "pointwise_expected") == [None]
+    # Far-apart expected scores right, close ones at random: the threshold keeps the far ones.
+    rng = random.Random(5)
+    far = [pair(label, [2.9, 1.1] if label == "A" else [1.1, 2.9]) for label in rng.choices("AB", k=30)]
+    close = [pair(label, [2.1, 2.0] if rng.random() < 0.5 else [2.0, 2.1]) for label in rng.choices("AB", k=30)]
+    report = with_selective(_report(far[:15] + close[:15], "t"), _report(far[15:] + close[15:], "c"), target=0.8)
+    figures = report.selective["pointwise_expected"]
+    assert figures.threshold == pytest.approx(1.8) and (figures.coverage.count, figures.agreement.rate) == (15, 1.0)

@@ -8,7 +8,9 @@ nothing, and the next run generates only the rows that are missing. The engine i
 Conversations (`generation.conversation_rows`) go turn by turn: every first turn in one engine call, then every
 second turn, whose prompt holds the model's own answer to the first (of the same sample), and so on. A turn's prompt
 is keyed in the checkpoint like any other, so a resumed first answer gives the same second prompt, and its saved
-answer is found.
+answer is found. Each engine call asks for every answer whose earlier turns are known by then, resumed ones included:
+a run resumed after a kill asks for the missing first turns and the second turns of the resumed first ones at once
+(with Ray, one set of replicas instead of two).
 """
 
 from __future__ import annotations
@@ -35,13 +37,14 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class _Units:
-    """One unit of work per answer: answer u is sample `samples[u]` of row `rows_of[u]`. Its prompt, the conversation
-    before it (`histories`), its prompt's tokens and its checkpoint key are set when its turn comes."""
+    """One unit of work per answer: answer u is sample `samples[u]` of row `rows_of[u]`, asked once the units of the
+    model's own earlier answers its prompt holds (`needs[u]`) are answered. Its prompt, the conversation before it
+    (`histories`), its prompt's tokens and its checkpoint key are set when its turn comes."""
 
     ids: list[str]
     rows_of: list[int]
     samples: list[int]
-    rounds: list[int]  # per row: 1 + the model's own earlier answers its prompt holds (a conversation's turn)
+    needs: list[list[int]]
     by_turn: dict[tuple[str, int, int], int]  # (conversation id, turn, sample) -> its unit, in conversations
     prompts: dict[int, str] = field(default_factory=dict)
     histories: dict[int, list[dict[str, str]]] = field(default_factory=dict)
@@ -51,8 +54,8 @@ class _Units:
     def row_id(self, u: int) -> str:
         return self.ids[self.rows_of[u]]
 
-    def of_round(self, number: int) -> list[int]:
-        return [u for u, i in enumerate(self.rows_of) if self.rounds[i] == number]
+    def ready(self, waiting: list[int], records: dict[int, AnswerRecord]) -> list[int]:
+        return [u for u in waiting if all(earlier in records for earlier in self.needs[u])]
 
 
 @dataclass
@@ -88,14 +91,22 @@ def answer_test_split(
     tokenizer = engine.get_tokenizer()
     records: dict[int, AnswerRecord] = {}
     tally = _Tally()
-    rounds = sorted(set(units.rounds))
+    waiting = list(range(len(units.rows_of)))
     with _held(checkpoint, fresh) as (stored, writer):
-        for number in rounds:
-            todo = units.of_round(number)
-            _prompt(units, todo, rows, records, tokenizer, prompt)
-            records.update(_skipped(units, todo, max_model_len))
-            label = "Resuming" if len(rounds) == 1 else f"Resuming turn {number}"
-            _generate(engine, units, todo, records, sampling=sampling, stored=stored, writer=writer, tally=tally,
+        while waiting:
+            todo: list[int] = []
+            resumed: list[int] = []
+            while ready := units.ready(waiting, records):  # a resumed answer readies the turn after it at once
+                _prompt(units, ready, rows, records, tokenizer, prompt)
+                records.update(_skipped(units, ready, max_model_len))
+                found = [u for u in ready if u not in records and units.keys[u] in stored]
+                records.update({u: stored[units.keys[u]] for u in found})
+                todo, resumed, taken = todo + ready, resumed + found, set(ready)
+                waiting = [u for u in waiting if u not in taken]
+            turns = sorted({1 + len(units.needs[u]) for u in todo})
+            label = "Resuming" if not any(units.needs) else f"Resuming turn{'s' * (len(turns) > 1)} " + \
+                ", ".join(map(str, turns))
+            _generate(engine, units, todo, resumed, records, sampling=sampling, writer=writer, tally=tally,
                       label=label, checkpoint=checkpoint)
     generations = _generations(test_split, units, records, model_id=model_id, sampling=sampling)
     answers = [records[u] for u in range(len(units.rows_of))]
@@ -120,17 +131,33 @@ def answer_test_split(
 
 
 def _units(test_split: Dataset, sampling: SamplingConfig) -> _Units:
-    """The answers to make: each row's samples, and the round each row is asked in."""
+    """The answers to make: each row's samples, and the answers of the same sample that each one's prompt holds."""
     ids = [str(row_id) for row_id in test_split[col.ID]]
-    histories = test_split[col.HISTORY] if col.HISTORY in test_split.column_names else [[] for _ in ids]
-    rounds = [1 + sum(m["role"] == "assistant" and m["content"] is None for m in h) for h in histories]
     rows_of = [i for i in range(len(ids)) for _ in range(sampling.n)]
     samples = [s for _ in range(len(ids)) for s in range(sampling.n)]
-    by_turn = {}
+    units = _Units(ids, rows_of, samples, [[] for _ in rows_of], {})
     if col.CONVERSATION_ID in test_split.column_names:
         conversations, turns = test_split[col.CONVERSATION_ID], test_split[col.TURN]
-        by_turn = {(conversations[i], turns[i], s): u for u, (i, s) in enumerate(zip(rows_of, samples))}
-    return _Units(ids, rows_of, samples, rounds, by_turn)
+        units.by_turn = {(conversations[i], turns[i], s): u for u, (i, s) in enumerate(zip(rows_of, samples))}
+        histories = test_split[col.HISTORY]
+        units.needs = [_earlier(units, conversations[i], histories[i], s) for i, s in zip(rows_of, samples)]
+    return units
+
+
+def _earlier(units: _Units, conversation: str, history: list[dict[str, Any]], sample: int) -> list[int]:
+    """The units of the model's own answers (of `sample`) that `history` holds: the turns its assistant messages
+    without content follow."""
+    found: list[int] = []
+    turn = 0
+    for message in history:
+        turn += message["role"] == "user"
+        if message["role"] == "assistant" and message["content"] is None:
+            earlier = units.by_turn.get((conversation, turn, sample))
+            if earlier is None:
+                raise ValueError(f"Turn {turn} of conversation {conversation!r} is not in the test split: a later turn "
+                                 f"needs the model's answer to it; keep every turn of a conversation.")
+            found.append(earlier)
+    return found
 
 
 @contextlib.contextmanager
@@ -151,23 +178,12 @@ def _held(checkpoint: Optional[AnswerCheckpoint], fresh: bool
 
 def _history(units: _Units, u: int, rows: dict[str, list[Any]], records: dict[int, AnswerRecord]) -> list[dict[str, str]]:
     """The conversation before answer u's user message, each of the model's own earlier answers filled in: the answer
-    of the same sample to the turn that assistant message follows."""
-    i = units.rows_of[u]
+    of the same sample to the turn that assistant message follows (`_earlier`, in order)."""
     if col.HISTORY not in rows:
         return []
-    conversation, history = rows[col.CONVERSATION_ID][i], rows[col.HISTORY][i]
-    filled, turn = [], 0
-    for message in history:
-        turn += message["role"] == "user"
-        content = message["content"]
-        if message["role"] == "assistant" and content is None:
-            earlier = units.by_turn.get((conversation, turn, units.samples[u]))
-            if earlier is None:
-                raise ValueError(f"Turn {turn} of conversation {conversation!r} is not in the test split: a later turn "
-                                 f"needs the model's answer to it; keep every turn of a conversation.")
-            content = records[earlier].answer
-        filled.append({"role": message["role"], "content": content})
-    return filled
+    earlier = iter(units.needs[u])
+    return [{"role": m["role"], "content": records[next(earlier)].answer if m["role"] == "assistant" and
+             m["content"] is None else m["content"]} for m in rows[col.HISTORY][units.rows_of[u]]]
 
 
 def _prompt(units: _Units, todo: list[int], rows: dict[str, list[Any]], records: dict[int, AnswerRecord],
@@ -204,13 +220,11 @@ def _skipped(units: _Units, todo: list[int], max_model_len: int) -> dict[int, An
     return records
 
 
-def _generate(engine: GenerationEngine, units: _Units, todo: list[int], records: dict[int, AnswerRecord], *,
-              sampling: SamplingConfig, stored: dict[str, AnswerRecord], writer: Optional[CheckpointWriter],
+def _generate(engine: GenerationEngine, units: _Units, todo: list[int], resumed: list[int],
+              records: dict[int, AnswerRecord], *, sampling: SamplingConfig, writer: Optional[CheckpointWriter],
               tally: _Tally, label: str, checkpoint: Optional[AnswerCheckpoint]) -> None:
-    """Fill `records` for `todo` with the checkpoint's answers and the engine's, each saved as it comes; `tally`
-    counts them."""
-    resumed = [u for u in todo if u not in records and units.keys[u] in stored]
-    records.update({u: stored[units.keys[u]] for u in resumed})
+    """Fill `records` for the answers of `todo` not resumed from the checkpoint (`resumed`) nor skipped with the
+    engine's, in one call, each saved as it comes; `tally` counts them."""
     asked = {u: units.prompts[u] for u in todo if u not in records}
     if checkpoint and resumed:  # answers are resumed from a checkpoint only
         logger.info("%s: %d of %d answers are in %s; generating the other %d.",

@@ -83,14 +83,16 @@ def calls_per_answer(rubric: Rubric) -> int:
 def with_scores_before_analysis(judge: Judge, backend: JudgeBackend, readings: list[Reading], asked: Sequence[Asked],
                                 count: Optional[int] = None) -> list[Reading]:
     """`readings` with the first `count` criteria's distributions (default all) read before the analysis
-    (`judging.before_analysis`), where the rubric asks so; the probes' tokens and seconds are added to the replies'."""
-    if not judge.rubric.expected_before_analysis or not any(r.reply.logprobs for r in readings):
-        return readings  # a backend without token logprobs: a probe would read nothing, the verdicts say why
-    scored = [k for k, r in enumerate(readings) if r.verdict.criteria]  # a failed verdict has nothing to rank
-    probes = probe_scores(backend, judge.rubric, count or len(judge.rubric.criteria), [asked[k] for k in scored],
+    (`judging.before_analysis`), where the rubric asks so; the probes' tokens and seconds are added to the replies'.
+    Only the verdicts that came with token logprobs are probed: a probe of the others would read nothing (their rows
+    say why), and a failed verdict has nothing to rank."""
+    probed = [k for k, r in enumerate(readings) if r.verdict.criteria and r.reply.logprobs]
+    if not judge.rubric.expected_before_analysis or not probed:
+        return readings
+    probes = probe_scores(backend, judge.rubric, count or len(judge.rubric.criteria), [asked[k] for k in probed],
                           cache=judge.cache)
     out = list(readings)
-    for k, (distributions, probe) in zip(scored, probes):
+    for k, (distributions, probe) in zip(probed, probes):
         reply = out[k].reply
         out[k] = replace(out[k], distributions={**out[k].distributions, **distributions}, reply=replace(
             reply, prompt_tokens=reply.prompt_tokens + probe.prompt_tokens, seconds=reply.seconds + probe.seconds,
