@@ -29,10 +29,13 @@ def test_remote_configs_put_the_gpu_and_vllm_on_the_generation_step_only(repo_ro
     run_config = load_run_config(repo_root / "configs" / name)
     step = run_config.evaluation.generation_step
     assert step.step_operator and step.step_operator_flavors == [flavor]
-    generation = step.settings["docker"]["requirements"]
-    pipeline = run_config.zenml_options["settings"]["docker"]["requirements"]
-    assert [r for r in generation if r not in pipeline] == ["vllm==0.32.0"]
-    assert not [r for r in pipeline if "vllm" in r or "torch" in r]
+    # Both images' requirements are exported from pyproject.toml (no hand-written list); the generation image's
+    # command adds the `gpu` extra, the CUDA vLLM (tests/unit/test_image_requirements.py).
+    generation, pipeline = step.settings["docker"], run_config.zenml_options["settings"]["docker"]
+    assert generation["pyproject_path"] == pipeline["pyproject_path"] == "pyproject.toml"
+    command = pipeline["pyproject_export_command"]
+    assert generation["pyproject_export_command"] == command[:3] + ["--extra", "gpu"] + command[3:]
+    assert "requirements" not in generation and "requirements" not in pipeline
     assert run_config.zenml_options["secrets"] == ["settings"]
     assert "steps" not in run_config.zenml_options  # ZenML's per-step key would reach one model's step only
 
