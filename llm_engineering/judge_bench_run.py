@@ -18,7 +18,8 @@ from llm_engineering.evaluation.trust.human_pairs import load_pairs
 from llm_engineering.evaluation.trust.judge_bench import JudgeBenchReport, bench_judge
 from llm_engineering.evaluation.report.judge_bench import render_bench_html
 from llm_engineering.evaluation.trust.selective import RISK, with_selective
-from llm_engineering.run_config import EvaluationConfig, Overrides, apply_overrides, load_run_config, with_judges_chosen
+from llm_engineering.run_config import EvaluationConfig, load_run_config, with_judges_chosen
+from llm_engineering.run_overrides import Overrides, apply_overrides
 
 if TYPE_CHECKING:
     from llm_engineering.infrastructure.vllm_engine import EnginePool
@@ -26,11 +27,12 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 
-def bench_config(config_path: Path, judge_model: Optional[str] = None,
-                 rubric: Optional[str] = None) -> tuple[EvaluationConfig, list[str]]:
+def bench_config(config_path: Path, judge_model: Optional[str] = None, rubric: Optional[str] = None,
+                 judge_served_model: Optional[str] = None) -> tuple[EvaluationConfig, list[str]]:
     """The run config's judges with `--judge` and `--rubric` applied and `auto` chosen, and a line per choice."""
     return with_judges_chosen(apply_overrides(load_run_config(config_path).evaluation,
-                                              Overrides(rubric=rubric, judge_model=judge_model)))
+                                              Overrides(rubric=rubric, judge_model=judge_model,
+                                                        judge_served_model=judge_served_model)))
 
 
 def run_judge_bench(pairs_path: Path, config: EvaluationConfig, pool: EnginePool, *, limit: Optional[int] = None,

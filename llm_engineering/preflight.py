@@ -33,7 +33,7 @@ def check_judge_settings(judge: JudgeConfig, settings: Any) -> None:
 
 def check_publish_settings(publish: PublishConfig, settings: Any) -> None:
     """Stop before generation when Hub publishing is chosen without a token."""
-    if publish.target == "hub" and settings.HUGGINGFACE_ACCESS_TOKEN is None:
+    if publish.target == "hub" and settings.hub_token is None:
         raise ConfigError(
             "publish.target is 'hub' but HUGGINGFACE_ACCESS_TOKEN is not set: add a write token "
             "to .env or the environment, or set publish.target to 'local'."
@@ -99,6 +99,21 @@ def check_context_length(model: str, model_path: str, max_model_len: int) -> Non
     if isinstance(limit, int) and max_model_len > limit:
         raise ConfigError(f"engine.max_model_len {max_model_len} is above what {model} supports ({limit}, its "
                           f"max_position_embeddings): set engine.max_model_len to {limit} or less.")
+
+
+def check_hub_access(source: str, token: Optional[str], repo_type: str = "model") -> None:
+    """A model or dataset given by Hub id that the steps could not read (gated, private, missing) stops before any
+    work; a local path or a packaged name is not asked about."""
+    from llm_engineering.evaluation.generation.dataset import EMBEDDED_FILES
+    from llm_engineering.evaluation.models import is_hub_id
+
+    if source in EMBEDDED_FILES or Path(source).expanduser().exists() or not is_hub_id(source):
+        return
+    from llm_engineering.infrastructure.hub import access_problem
+
+    problem = access_problem(source, token, repo_type)
+    if problem:
+        raise ConfigError(f"{problem}.")
 
 
 GIB = 1 << 30
@@ -168,7 +183,8 @@ def check_run(config: EvaluationConfig, secrets: Sequence[str], generate: bool, 
     # environment when each step starts: check those. Steps running in this process read their
     # settings afresh (cache cleared below), with those values in the environment.
     local = get_settings()
-    check_settings(config, settings_from_secrets(secrets) if secrets else local, judge, secrets)
+    steps_settings = settings_from_secrets(secrets) if secrets else local
+    check_settings(config, steps_settings, judge, secrets)
     if generate and config.engine.backend == "ray":
         from llm_engineering.infrastructure.ray_engine import check_ray_installed
 
@@ -178,9 +194,12 @@ def check_run(config: EvaluationConfig, secrets: Sequence[str], generate: bool, 
     names = set(config.models) if generate else set()
     if judge:
         names |= {member.model for member in config.panel if member.backend == "vllm"}
+    if generate:
+        check_hub_access(config.dataset.source, steps_settings.hub_token, "dataset")
     on_this_cpu = bool(names) and config.engine.backend == "vllm" and _engines_run_here(config)
     for name in names:
         resolved = resolve_model(name, local.MODEL_CACHE_DIR)
+        check_hub_access(resolved.path, steps_settings.hub_token)  # the token the steps download with
         check_context_length(name, resolved.path, config.engine.max_model_len)
         if on_this_cpu:
             import psutil

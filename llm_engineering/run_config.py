@@ -8,11 +8,9 @@ it composes the component configs with where the generation steps run on the Zen
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from llm_engineering.evaluation.config import (
@@ -30,6 +28,7 @@ from llm_engineering.evaluation.config_base import ConfigError, validation_probl
 from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.evaluation.trust.labels import Labels, load_labels
 from llm_engineering.infrastructure.zenml_stack import GenerationStepConfig
+from llm_engineering.run_config_file import read_run_config_file
 
 # ZenML's own top-level keys, passed to `Pipeline.with_options` as they are.
 ZENML_KEYS = {"settings", "steps", "enable_cache", "run_name", "extra", "model", "tags", "secrets", "environment"}
@@ -160,6 +159,12 @@ class EvaluationConfig(BaseModel):
         return self.engine.model_copy(update={"lora": lora})
 
     @property
+    def reference_required_by(self) -> Optional[str]:
+        """The name of the judges' rubric where it cannot judge a row without a reference answer, else None."""
+        rubric = self.panel[0].resolved_rubric()
+        return rubric.name if rubric.reference_guided and rubric.reference_required else None
+
+    @property
     def panel(self) -> list[JudgeConfig]:
         """The judges that score: the jury, or the one judge."""
         return list(self.judges) or [self.judge]
@@ -210,21 +215,12 @@ def parse_evaluation(parameters: dict[str, Any], path: Optional[Path] = None) ->
 
 
 def load_run_config(path: Path) -> RunConfig:
-    """Read and validate a ZenML-style run config YAML file."""
+    """Read and validate a ZenML-style run config YAML file, with the base file it extends (`base:`,
+    llm_engineering/run_config_file.py)."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"Config file not found: {path}. Pass an existing file with --config.")
-    try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as error:
-        raise ConfigError(f"Config file {path} is not valid YAML: {error}") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"Config file {path} must hold a mapping at the top level.")
-    unknown = sorted(set(raw) - TOP_LEVEL_KEYS)
-    if unknown:
-        raise ConfigError(
-            f"Unknown top-level key(s) {unknown} in {path}; allowed: {sorted(TOP_LEVEL_KEYS)}."
-        )
+    raw = read_run_config_file(path, TOP_LEVEL_KEYS)
     evaluation = parse_evaluation(raw.get("parameters") or {}, path)
     options = {key: value for key, value in raw.items() if key != "parameters"}
     return RunConfig(evaluation=evaluation, zenml_options=options)
@@ -241,46 +237,3 @@ def with_judges_chosen(config: EvaluationConfig, **machine: Any) -> tuple[Evalua
         return config, []
     judges = [judge for judge, _ in resolved]
     return config.model_copy(update={"judges": judges} if config.judges else {"judge": judges[0]}), lines
-
-
-@dataclass(frozen=True)
-class Overrides:
-    """The command line's overrides of a run config (`--model`, `--dataset`...); a default leaves the config's value."""
-
-    models: Optional[Sequence[str]] = None
-    dataset: Optional[str] = None
-    limit: Optional[int] = None
-    dummy: bool = False
-    fresh: bool = False  # generate every answer again (`--no-cache`): `resume: false`
-    rubric: Optional[str] = None
-    labels: Optional[str] = None
-    judge_model: Optional[str] = None
-    samples: Optional[int] = None
-
-
-def apply_overrides(config: EvaluationConfig, overrides: Overrides) -> EvaluationConfig:
-    """The config with command-line overrides applied, validated again."""
-    data = config.model_dump()
-    if overrides.judge_model:
-        if data["judges"]:
-            raise ConfigError(f"--judge {overrides.judge_model} names one judge, but the config has a jury (judges): give "
-                              f"a config with one judge, or edit its judges")
-        data["judge"]["model"] = overrides.judge_model
-    if overrides.labels:
-        data["labels"] = overrides.labels
-    if overrides.rubric:
-        for judge in data["judges"] or [data["judge"]]:  # a jury's judges: `judge` stays unset beside them
-            judge["rubric"] = overrides.rubric
-    if overrides.models:
-        data["models"] = list(overrides.models)
-    if overrides.dataset:
-        data["dataset"]["source"] = overrides.dataset
-    if overrides.limit:
-        data["dataset"]["limit"] = overrides.limit
-    if overrides.dummy:
-        data["dataset"]["dummy"] = True
-    if overrides.fresh:
-        data["resume"] = False
-    if overrides.samples:
-        data["sampling"]["n"] = overrides.samples
-    return parse_evaluation(data)

@@ -21,9 +21,23 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
 
-    # Hugging Face: the token is only needed to push results to (or read private data from) the Hub.
+    # Hugging Face: one token for every Hub read and write: publishing results, private datasets, gated or private
+    # models (generation and the judge), published answers read back. HF_TOKEN, the Hub libraries' own name, is read
+    # where HUGGINGFACE_ACCESS_TOKEN is not set (`hub_token`).
     HUGGINGFACE_ACCESS_TOKEN: Optional[SecretStr] = None
+    HF_TOKEN: Optional[SecretStr] = None
     DATASET_HUGGINGFACE_WORKSPACE: str = "local"
+
+    @property
+    def hub_token(self) -> Optional[str]:
+        """The Hugging Face token: HUGGINGFACE_ACCESS_TOKEN, else HF_TOKEN, else None (public repos only)."""
+        token = self.HUGGINGFACE_ACCESS_TOKEN or self.HF_TOKEN
+        return token.get_secret_value() if token else None
+
+    def hub_environment(self) -> dict[str, str]:
+        """HF_TOKEN for a process that downloads from the Hub on its own (vLLM's engine, a Ray replica, `vllm serve`:
+        their weight downloads read the token from the environment only); empty without a token."""
+        return {"HF_TOKEN": self.hub_token} if self.hub_token else {}
 
     # OpenAI-compatible judge endpoints (a local `vllm serve` accepts any key).
     OPENAI_API_KEY: Optional[SecretStr] = None

@@ -62,7 +62,8 @@ def _score_publish_summarize(
 @pipeline(name="evaluating", cache_policy=CODE_VERSIONED)
 def evaluating(config: EvaluationConfig) -> None:
     """Load the test split, generate answers per model, publish them, judge them, summarize."""
-    test_split = load_test_split(dataset=config.dataset, prompt=config.prompt)
+    test_split = load_test_split(dataset=config.dataset, prompt=config.prompt,
+                                 reference_required_by=config.reference_required_by)
     # The step operator and its settings go to every model's generation step, and only there
     # (a run config's `steps.generate_answers` would reach the first model's step alone).
     generate = generate_answers.with_options(**config.generation_step.step_options())

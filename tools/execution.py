@@ -21,11 +21,11 @@ DEFAULT_CONFIG = ROOT / "configs" / "evaluating.yaml"
 _PROCESS_EXIT = ExitStack()  # what a CLI process keeps open until it ends
 
 if TYPE_CHECKING:
-    from llm_engineering.run_config import Overrides
+    from llm_engineering.run_overrides import Overrides
 
 
 def _no_overrides() -> Overrides:
-    from llm_engineering.run_config import Overrides  # at run time: --help imports nothing heavy
+    from llm_engineering.run_overrides import Overrides  # at run time: --help imports nothing heavy
 
     return Overrides()
 
@@ -51,7 +51,7 @@ class Request:
     def of(cls, mode: str, **options: Any) -> Request:
         """A command's request from its click options: an option named as a field of `Overrides` goes there (when
         given), the others to the request's own fields."""
-        from llm_engineering.run_config import Overrides
+        from llm_engineering.run_overrides import Overrides
 
         names = {f.name for f in fields(Overrides)}
         given = {name: value for name, value in options.items() if name in names and value not in (None, False, ())}
@@ -139,7 +139,8 @@ def _execute(request: Request, run_log: Any = None) -> None:
     from llm_engineering.evaluation.trust.similarity import SimilarityError
     from llm_engineering.infrastructure.zenml_runs import NoStoredResults, failed_steps_message, run_to_compare
     from llm_engineering.preflight import check_run
-    from llm_engineering.run_config import apply_overrides, load_run_config, with_judges_chosen
+    from llm_engineering.run_config import load_run_config, with_judges_chosen
+    from llm_engineering.run_overrides import apply_overrides
     from sqlalchemy.exc import OperationalError
 
     try:

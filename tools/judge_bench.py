@@ -29,6 +29,7 @@ def calibration_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def judge_bench(*, pairs_path: Path, config_path: Path, limit: Optional[int], half: Optional[int],
                 judge_model: Optional[str], rubric: Optional[str], verbose: bool,
+                judge_served_model: Optional[str] = None,
                 calibration: Optional[Path] = None, target_agreement: float = 0.8, risk: float = 0.1) -> None:
     """Run the judge benchmark (in a CLI process with library output in the log, as `evaluate`); the click command's
     options, by name."""
@@ -50,7 +51,7 @@ def judge_bench(*, pairs_path: Path, config_path: Path, limit: Optional[int], ha
 
             run_log = stack.enter_context(quiet_console(get_settings().logs_dir))
         try:
-            config, choices = bench_config(config_path, judge_model, rubric)
+            config, choices = bench_config(config_path, judge_model, rubric, judge_served_model)
             for line in choices:
                 click.echo(line)
             # The process's engine pool, as a pipeline run's steps use it: in a test session, its engine is reused.

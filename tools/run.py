@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 
@@ -18,11 +18,23 @@ if str(ROOT) not in sys.path:  # run as a script: tools/ is on the path, the rep
     sys.path.insert(0, str(ROOT))
 
 from tools.aliases import NOTHING_TO_DO, Commands  # noqa: E402
-from tools.execution import DEFAULT_CONFIG, Request  # noqa: E402
+from tools.execution import Request  # noqa: E402
 from tools.execution import execute as _execute  # noqa: E402
 from tools.execution import export_settings as _export_settings  # noqa: E402
 from tools.execution import prepare_environment as _prepare_environment  # noqa: E402
 from tools.judge_bench import calibration_options  # noqa: E402
+from tools.options import (  # noqa: E402
+    cache_option,
+    check_regression_gate,
+    compare_options,
+    config_option,
+    gate_option,
+    judge_options,
+    labels_option,
+    rubric_option,
+    selection_options,
+    verbose_option,
+)
 
 EPILOG = """
 \b
@@ -47,112 +59,6 @@ Aliases (the earlier single command's flags; the options of the command go with 
 """
 
 
-def _config_option() -> Callable:
-    return click.option(
-        "--config", "config_path", type=click.Path(path_type=Path), default=DEFAULT_CONFIG,
-        show_default=True, help="Run config YAML (ZenML layout: parameters, settings, steps).",
-    )
-
-
-def _cache_option(generates: bool = True) -> Callable:
-    help = ("Re-run every step and generate every answer again (ignores answers saved by an interrupted run)."
-            if generates else "Re-run every step (ZenML's step cache off).")
-    return click.option("--no-cache", is_flag=True, help=help)
-
-
-def _rubric_option() -> Callable:
-    return click.option("--rubric",
-                        help="The judge's rubric: task-accuracy (default), handbook (the original's wording), "
-                        "handbook-score-first, reference-guided, helpfulness, or a rubric YAML file.")
-
-
-def _labels_option() -> Callable:
-    return click.option("--labels", metavar="FILE",
-                        help="Human labels (.jsonl or .csv; pointwise: id, answer, criterion, score; pairwise: id, "
-                             "answer_a, answer_b, preferred): report the judge's agreement with them.")
-
-
-def _check_gates(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
-    from llm_engineering.evaluation.report.gates import parse_gate
-
-    for value in values:
-        try:
-            parse_gate(value)
-        except ValueError as error:
-            raise click.BadParameter(str(error)) from None
-    return values
-
-
-def _together(options: list[Callable]) -> Callable:
-    """One decorator applying `options`, the first listed first in --help."""
-    def decorate(command: Callable) -> Callable:
-        for option in reversed(options):
-            command = option(command)
-        return command
-
-    return decorate
-
-
-def _gate_option() -> Callable:
-    """--fail-under, --max-failed-rate: CI gates on the stored run (exit code 3)."""
-    options = [
-        click.option("--fail-under", "fail_under", multiple=True, metavar="METRIC=VALUE", callback=_check_gates,
-                     help="CI gate (repeatable): after the run is stored, exit with code 3 if a model's METRIC is "
-                          "under VALUE. METRIC: a criterion (accuracy), <criterion>_expected, similarity, "
-                          "judge_check, judge_check_expected."),
-        click.option("--max-failed-rate", "max_failed_rate", type=click.FloatRange(0, 1), metavar="RATE",
-                     help="CI gate: exit with code 3 if a model's share of rows without a valid verdict (a judge "
-                          "error, or no answer: prompt too long) is over RATE, e.g. 0.05."),
-    ]
-
-    return _together(options)
-
-
-def _compare_options() -> Callable:
-    """--compare-to, --fail-on-regression: this run against an earlier one."""
-    options = [
-        click.option("--compare-to", "compare_to", metavar="RUN",
-                     help="Compare with an earlier run (a run name or id, or `previous`): per model and metric, the "
-                          "difference on the rows both runs scored, with a paired bootstrap 95% interval, and the "
-                          "rows that changed most (console, JSON and HTML report)."),
-        click.option("--fail-on-regression", is_flag=True,
-                     help="CI gate (with --compare-to): exit with code 3 if a metric is lower than on the earlier "
-                          "run, significantly after Holm's correction across every metric and model compared."),
-    ]
-
-    return _together(options)
-
-
-def _verbose_option() -> Callable:
-    return click.option("--verbose", is_flag=True,
-                        help="Show library warnings and engine logs on the console (by default they go to "
-                             "outputs/logs/<run>.log, whose path is printed).")
-
-
-def _check_regression_gate(options: dict[str, Any]) -> None:
-    if options.get("fail_on_regression") and not options.get("compare_to"):
-        raise click.UsageError("--fail-on-regression needs --compare-to RUN (a run name or id, or `previous`).")
-
-
-def _selection_options() -> Callable:
-    """--model, --dataset, --limit, --dummy, --samples: what is evaluated."""
-    options = [
-        click.option("--model", "models", multiple=True,
-                     help="Model alias, local folder or Hub id; BASE+ADAPTER adds a LoRA adapter (PEFT folder or "
-                          "Hub id); repeat to compare models."),
-        click.option("--dataset",
-                     help="Hub dataset id, or a local json/jsonl/parquet/csv file or dataset folder; "
-                          "embedded-conversations: the packaged two-turn rows."),
-        click.option("--limit", type=click.IntRange(min=1), help="Evaluate only the first N rows."),
-        click.option("--dummy", is_flag=True, help="Evaluate only 10 rows (a quick smoke run)."),
-        click.option("--samples", type=click.IntRange(min=1), metavar="K",
-                     help="K answers per prompt (sampling.n), each judged: intervals then include how far a model's "
-                          "answers to one prompt differ, and the summary adds max, majority and pass@k."),
-    ]
-
-    return _together(options)
-
-
 @click.group(cls=Commands, invoke_without_command=True, epilog=EPILOG)
 @click.pass_context
 def main(ctx: click.Context) -> None:
@@ -175,17 +81,18 @@ Examples:
   python tools/run.py evaluate --fail-under accuracy=2.0 --fail-under judge_check=0.7   # exit code 3 if not met
   python tools/run.py evaluate --compare-to previous --fail-on-regression               # exit code 3 if worse
 """)
-@_config_option()
-@_selection_options()
-@_rubric_option()
-@_labels_option()
-@_gate_option()
-@_compare_options()
-@_cache_option()
-@_verbose_option()
+@config_option()
+@selection_options()
+@judge_options()
+@rubric_option()
+@labels_option()
+@gate_option()
+@compare_options()
+@cache_option()
+@verbose_option()
 def evaluate(**options: Any) -> None:
     """Generate answers with each model, publish them, judge them, summarize."""
-    _check_regression_gate(options)
+    check_regression_gate(options)
     _execute(Request.of("evaluate", **options))
 
 
@@ -199,23 +106,24 @@ Examples:
   python tools/run.py rescore --labels my-labels.csv    # the judge against your labels, no generation
   python tools/run.py rescore --rubric my-rubric.yaml --compare-to previous   # what the new rubric changed
 """)
-@_config_option()
-@_rubric_option()
-@_labels_option()
-@_gate_option()
-@_compare_options()
-@_verbose_option()
+@config_option()
+@judge_options()
+@rubric_option()
+@labels_option()
+@gate_option()
+@compare_options()
+@verbose_option()
 @click.option("--only-failed", is_flag=True,
               help="Judge only the rows of the latest evaluations without a valid verdict, and merge.")
 @click.option("--from-hub", "from_hub", multiple=True, metavar="REPO",
               help="Judge the answers published in this Hub dataset repo (repeatable).")
-@_cache_option(generates=False)
+@cache_option("judges")
 def rescore(**options: Any) -> None:
     """Judge stored answers again with the config's judge: no generation, no inference."""
     if options["only_failed"] and options["from_hub"]:
         raise click.UsageError("--only-failed judges the latest stored evaluations again, --from-hub published "
                                "answers: pass one of them.")
-    _check_regression_gate(options)
+    check_regression_gate(options)
     _execute(Request.of("rescore", **options))
 
 
@@ -225,9 +133,9 @@ Examples:
   python tools/run.py publish
   python tools/run.py publish --config configs/evaluating_sagemaker.yaml   # to the Hub, as that config says
 """)
-@_config_option()
-@_cache_option(generates=False)
-@_verbose_option()
+@config_option()
+@cache_option("publishes")
+@verbose_option()
 def publish(**options: Any) -> None:
     """Publish the latest stored results again (after a failed push); run nothing else."""
     _execute(Request.of("publish", **options))
@@ -252,11 +160,11 @@ Examples:
   python tools/run.py snapshot smoke --limit 10
 """)
 @click.argument("name")
-@_config_option()
-@_selection_options()
-@_rubric_option()
-@_cache_option()
-@_verbose_option()
+@config_option()
+@selection_options()
+@rubric_option()
+@cache_option()
+@verbose_option()
 def snapshot(name: str, **options: Any) -> None:
     """Store the configured evaluation as the ZenML snapshot NAME instead of running it.
 
@@ -283,11 +191,10 @@ better, 2: output_2, 0: a tie); id and reference optional. A second run asks onl
 @click.option("--half", type=click.IntRange(1, 2), help="Every other pair: 1 the 1st, 3rd, 5th...; 2 the 2nd, 4th... "
               "Choose a rubric or prompt on one half, report it on the other.")
 @calibration_options
-@_config_option()
-@click.option("--judge", "judge_model", metavar="MODEL", help="The judge's model (an alias, folder or Hub id; or the "
-              "endpoint's model name with an openai backend), instead of the config's.")
-@_rubric_option()
-@_verbose_option()
+@config_option()
+@judge_options()
+@rubric_option()
+@verbose_option()
 def judge_bench(**options: Any) -> None:
     """Measure the configured judge against people: agreement on human-labelled answer pairs, judged pairwise (both
     orders) and pointwise (each answer scored alone), beside judge-free baselines."""

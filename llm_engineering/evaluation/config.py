@@ -24,6 +24,15 @@ from llm_engineering.evaluation.judging.judge import MAX_ANALYSIS_CHARS
 from llm_engineering.evaluation.judging.rubric import DEFAULT_RUBRIC, Rubric, load_rubric, shipped_rubrics
 
 
+class ColumnsConfig(Strict):
+    """The dataset's columns holding the instruction, the reference answer (optional per row) and the id; unset: found
+    by their usual names (`columns.INSTRUCTION_ALIASES`, `REFERENCE_ALIASES`, `id`). `turns`, `messages` as they are."""
+
+    instruction: Optional[str] = None
+    reference: Optional[str] = None
+    id: Optional[str] = None
+
+
 class DatasetConfig(Strict):
     """Where the test split comes from and which rows to evaluate."""
 
@@ -32,7 +41,8 @@ class DatasetConfig(Strict):
         description="'embedded', 'embedded-conversations' (two-turn rows), a Hugging Face dataset id, or a local "
         "path (json, jsonl, parquet, csv, or a save_to_disk / dataset repo folder).",
     )
-    split: str = "test"
+    split: str = Field("test", description="The split to read (--split): test, validation, train...")
+    columns: ColumnsConfig = Field(default_factory=ColumnsConfig, description="Your column names (--column ROLE=NAME).")
     limit: Optional[PositiveInt] = Field(None, description="Evaluate only the first N rows.")
     dummy: bool = Field(False, description="Evaluate only 10 rows, as the original's dummy mode.")
     revision: Optional[str] = None
@@ -170,7 +180,9 @@ class JudgeConfig(Strict):
     response_format: Literal["auto", "json_schema", "json_object", "none"] = Field(
         "auto", description="auto: JSON schema, falling back to JSON mode, then plain text + validation."
     )
-    cache: bool = Field(True, description="Reuse verdicts from the on-disk judge cache.")
+    cache: bool = Field(True, description="Reuse verdicts from the on-disk judge cache (and store new ones).")
+    refresh: bool = Field(False, description="Ask every verdict again, reading nothing from the judge cache (new "
+                          "verdicts are still stored, so an interrupted run resumes): what --no-cache sets.")
     endpoint: EndpointConfig = Field(default_factory=EndpointConfig,
                                      description="backends openai and openai-batch: the endpoint and its limits")
     batch: BatchConfig = Field(default_factory=BatchConfig, description="backend openai-batch: how long to wait")

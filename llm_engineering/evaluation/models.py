@@ -21,6 +21,11 @@ logger = logging.getLogger(__name__)
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
+def is_hub_id(name: str) -> bool:
+    """`org/name`, as the Hub names a repo (a path that does not exist may read so too: callers check paths first)."""
+    return bool(_HUB_ID.match(name))
+
+
 @dataclass(frozen=True)
 class ResolvedModel:
     model_id: str  # what the user asked for: alias, path or Hub id

@@ -30,3 +30,8 @@ def with_references(rows: Dataset) -> Dataset:
     if col.REFERENCE not in rows.column_names or all(r is not None for r in rows[col.REFERENCE]):
         return rows
     return rows.filter(lambda reference: reference is not None, input_columns=col.REFERENCE)
+
+
+def answered(rows: Dataset) -> Dataset:
+    """The rows with an answer (not empty, not left ungenerated)."""
+    return rows.filter(lambda answer: bool(answer and answer.strip()), input_columns=col.ANSWER)

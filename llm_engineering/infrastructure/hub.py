@@ -90,3 +90,28 @@ def push_results(
         raise _explain(repo_id, api.endpoint, error) from error
     logger.info("Pushed %d rows to %s", len(results), url)
     return str(url)
+
+
+def access_problem(repo_id: str, token: Optional[str], repo_type: str = "model") -> Optional[str]:
+    """Why the Hub `repo_type` repo `repo_id` (a model, a dataset) cannot be read with `token` (gated, private or
+    missing), in words that name the setting; None where it can, or where the Hub cannot be asked (offline: the
+    reader then says what it finds)."""
+    from huggingface_hub import constants
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
+    if constants.HF_HUB_OFFLINE:
+        return None
+    setting = "HUGGINGFACE_ACCESS_TOKEN (or HF_TOKEN)"
+    try:
+        HfApi().auth_check(repo_id, repo_type=repo_type, token=token)  # None: the login a download would use, if any
+    except GatedRepoError:
+        missing = "the token set has not been granted access to it" if token else f"{setting} is not set"
+        return (f"{repo_type} {repo_id} is gated: {missing}; request access on its Hub page, then set {setting} to a "
+                f"token of that account")
+    except RepositoryNotFoundError:
+        return (f"{repo_type} {repo_id} is not on the Hub ({constants.ENDPOINT}) or is private: check the {repo_type} id"
+                + ("; the token set (HUGGINGFACE_ACCESS_TOKEN or HF_TOKEN) may lack access to it" if token else
+                   f", or for a private {repo_type} set {setting} to a token with access"))
+    except (HfHubHTTPError, httpx.HTTPError, OSError) as error:  # the Hub not reachable: nothing to say yet
+        logger.info("Could not check access to the Hub %s %s (%s)", repo_type, repo_id, type(error).__name__)
+    return None

@@ -42,7 +42,7 @@ def build_judge(config: JudgeConfig, engine: EngineConfig, settings: Settings, p
 @contextlib.contextmanager
 def open_cache(config: JudgeConfig, settings: Settings) -> Iterator[JudgeCache | None]:
     """The judge cache for the block (None when `config.cache` is off), closed when the block ends."""
-    cache = JudgeCache(settings.JUDGE_CACHE_DIR) if config.cache else None
+    cache = JudgeCache(settings.JUDGE_CACHE_DIR, read=not config.refresh) if config.cache else None
     try:
         yield cache
     finally:
@@ -56,7 +56,8 @@ def open_judge(configs: Sequence[JudgeConfig], engine: EngineConfig, *, settings
     """The judge of `configs` (several: a jury) for the block: each backend built, the first config's rubric and
     limits, the verdict cache when every config keeps it on (closed when the block ends)."""
     first = configs[0]
-    with open_cache(first if all(c.cache for c in configs) else first.model_copy(update={"cache": False}),
+    kept = all(c.cache for c in configs)
+    with open_cache(first.model_copy(update={"cache": kept, "refresh": any(c.refresh for c in configs)}),
                     settings) as cache:
         backends = tuple(build_judge(config, engine, settings, pool) for config in configs)
         yield Judge(backends, first.resolved_rubric(), cache, first.max_analysis_chars, aggregate)

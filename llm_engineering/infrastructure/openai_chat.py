@@ -38,6 +38,27 @@ def chat_client(config: JudgeConfig, api_key: Optional[str], max_retries: int = 
                          max_retries=max_retries)
 
 
+def served_model(base_url: str, api_key: Optional[str] = None, timeout_s: float = 10.0) -> str:
+    """The one model an OpenAI-compatible server at `base_url` lists (`GET /models`; a `vllm serve` serves one), for
+    `--judge URL` without `--judge-model`. ConfigError when it cannot be reached or lists none or several."""
+    from llm_engineering.evaluation.config_base import ConfigError
+    from llm_engineering.settings import get_settings
+
+    configured = get_settings().OPENAI_API_KEY
+    key = api_key or (configured.get_secret_value() if configured else None)
+    client = openai.OpenAI(base_url=base_url, api_key=key or "EMPTY", timeout=timeout_s, max_retries=1)
+    try:
+        models = [model.id for model in client.models.list()]
+    except openai.OpenAIError as error:
+        raise ConfigError(f"--judge {base_url}: cannot list the served models ({describe(error)}): start the server or "
+                          f"fix the URL (an OpenAI-compatible base URL ends in /v1), or name the model with "
+                          f"--judge-model NAME") from None
+    if len(models) != 1:
+        raise ConfigError(f"--judge {base_url} serves {len(models)} models ({', '.join(models) or 'none'}): name the "
+                          f"judge with --judge-model NAME")
+    return models[0]
+
+
 class ChatRequests:
     """Chat request bodies for one judge config, and its replies; thread-safe."""
 

@@ -30,10 +30,8 @@ from llm_engineering.evaluation.engine_config import EngineConfig, RayConfig
 from llm_engineering.evaluation.generation.engine import Answers, Tokenizer
 from llm_engineering.infrastructure import cluster_reaper
 from llm_engineering.infrastructure.cluster_reaper import CLUSTER_MARK
-from llm_engineering.infrastructure.cpu_sampler import FAST_TOP_P
-from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT, ENGINE_CORE_CHILDREN
-from llm_engineering.infrastructure.vllm_setup import engine_kwargs
-from llm_engineering.infrastructure.cpu_tuning import preloaded_libraries
+from llm_engineering.infrastructure.vllm_setup import engine_kwargs, replica_cpu_environment
+from llm_engineering.settings import get_settings
 
 logger = logging.getLogger(__name__)
 
@@ -115,28 +113,15 @@ def processor_config(model_path: str, engine: EngineConfig, ray_config: RayConfi
         "detokenize_stage": False,
         "log_engine_metrics": False,
     }
+    # A replica on another node has none of this process's environment: a gated model's download needs the token.
+    env_vars = get_settings().hub_environment()
     if on_cpu:
         # Without CPU-only bundles the engine stage asks for GPUs and waits forever on a CPU cluster.
         config["placement_group_config"] = {"bundle_per_worker": {"CPU": ray_config.cpus_per_replica}}
-        config["runtime_env"] = {"env_vars": replica_cpu_environment(engine, ray_config)}
+        env_vars |= replica_cpu_environment(engine, ray_config)
+    if env_vars:
+        config["runtime_env"] = {"env_vars": env_vars}
     return config
-
-
-def replica_cpu_environment(engine: EngineConfig, ray_config: RayConfig) -> dict[str, str]:
-    """vLLM's CPU variables for one replica: its own thread count, no pinning (replicas share a node), and the
-    libraries the in-process engine preloads (`engine.cpu_preload`) and its sampler (`engine.cpu_fast_top_p`), so
-    both compute alike; the engine core runs its worker itself (one process start fewer, as in `vllm_server`)."""
-    threads = max(1, int(ray_config.cpus_per_replica or 1))
-    preload = preloaded_libraries() if engine.cpu_preload else ""
-    return {
-        "VLLM_CPU_KVCACHE_SPACE": str(engine.cpu_kvcache_space_gib),
-        "VLLM_CPU_OMP_THREADS_BIND": engine.cpu_threads or "nobind",
-        "OMP_NUM_THREADS": str(threads),
-        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",  # vLLM's CPU platform then keeps the uniproc executor
-        FAST_TOP_P: "1" if engine.cpu_fast_top_p else "0",
-        DIE_WITH_PARENT: ENGINE_CORE_CHILDREN,  # any process a replica's engine core starts ends with it
-        **({"LD_PRELOAD": preload} if preload else {}),
-    }
 
 
 def finish_reason(
@@ -154,9 +139,9 @@ def stop_token_ids(model_path: str) -> frozenset[int]:
     """The token ids vLLM stops on: the tokenizer's EOS and the generation config's EOS ids."""
     from transformers import AutoTokenizer, GenerationConfig
 
-    ids = {AutoTokenizer.from_pretrained(model_path).eos_token_id}
+    ids = {AutoTokenizer.from_pretrained(model_path, token=get_settings().hub_token).eos_token_id}
     try:
-        eos = GenerationConfig.from_pretrained(model_path).eos_token_id
+        eos = GenerationConfig.from_pretrained(model_path, token=get_settings().hub_token).eos_token_id
     except OSError:  # no generation_config.json
         eos = None
     ids.update(eos if isinstance(eos, list) else [eos])
@@ -275,7 +260,7 @@ class RayEngine:
     def get_tokenizer(self) -> Tokenizer:
         from transformers import AutoTokenizer
 
-        return AutoTokenizer.from_pretrained(self.model_path)
+        return AutoTokenizer.from_pretrained(self.model_path, token=get_settings().hub_token)
 
     def generate(self, prompts: dict[int, str], sampling: SamplingConfig,
                  samples: Optional[Mapping[int, int]] = None) -> Answers:

@@ -22,6 +22,7 @@ from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT
 from llm_engineering.infrastructure.cpu_tuning import cpu_environment
 from llm_engineering.infrastructure.vllm_setup import STRUCTURED_OUTPUTS
+from llm_engineering.settings import get_settings
 
 
 class ServerError(RuntimeError):
@@ -48,7 +49,8 @@ def vllm_server(
 ) -> Iterator[str]:
     """Run the server until the block ends; yields its base URL (`http://127.0.0.1:PORT/v1`)."""
     port = port or free_port()
-    env = {**os.environ, DIE_WITH_PARENT: "1"}  # the server's engine processes end with the server
+    # The server's engine processes end with the server; a gated model's download reads the Hub token from here.
+    env = {**get_settings().hub_environment(), **os.environ, DIE_WITH_PARENT: "1"}
     if cpu:
         for name, value in cpu_environment(EngineConfig(cpu_kvcache_space_gib=1)).items():
             env.setdefault(name, value)

@@ -10,10 +10,11 @@ import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from llm_engineering.evaluation.engine_config import EngineConfig
+from llm_engineering.evaluation.engine_config import EngineConfig, RayConfig
 from llm_engineering.infrastructure.cpu_sampler import FAST_TOP_P
 from llm_engineering.infrastructure.cpu_tuning import cpu_environment, engine_dtype, native_bf16_flags, preloaded_libraries
-from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT
+from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT, ENGINE_CORE_CHILDREN
+from llm_engineering.settings import get_settings
 
 
 # Judge verdicts as compact JSON: with whitespace allowed between JSON tokens, a judge can write spaces after a closed
@@ -55,6 +56,23 @@ def engine_kwargs(model_path: str, engine: EngineConfig, on_cpu: bool) -> dict[s
         # One adapter per batch: a model's answers are generated in one call, one model after another.
         kwargs.update(enable_lora=True, max_lora_rank=engine.lora.max_rank, max_loras=1)
     return kwargs
+
+
+def replica_cpu_environment(engine: EngineConfig, ray_config: RayConfig) -> dict[str, str]:
+    """vLLM's CPU variables for one replica: its own thread count, no pinning (replicas share a node), and the
+    libraries the in-process engine preloads (`engine.cpu_preload`) and its sampler (`engine.cpu_fast_top_p`), so
+    both compute alike; the engine core runs its worker itself (one process start fewer, as in `vllm_server`)."""
+    threads = max(1, int(ray_config.cpus_per_replica or 1))
+    preload = preloaded_libraries() if engine.cpu_preload else ""
+    return {
+        "VLLM_CPU_KVCACHE_SPACE": str(engine.cpu_kvcache_space_gib),
+        "VLLM_CPU_OMP_THREADS_BIND": engine.cpu_threads or "nobind",
+        "OMP_NUM_THREADS": str(threads),
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",  # vLLM's CPU platform then keeps the uniproc executor
+        FAST_TOP_P: "1" if engine.cpu_fast_top_p else "0",
+        DIE_WITH_PARENT: ENGINE_CORE_CHILDREN,  # any process a replica's engine core starts ends with it
+        **({"LD_PRELOAD": preload} if preload else {}),
+    }
 
 
 def engine_in_process(engine: EngineConfig, on_cpu: bool) -> bool:
@@ -103,6 +121,8 @@ def engine_process_environment(engine: EngineConfig, on_cpu: bool) -> Iterator[N
     # as long as the process.
     if threading.current_thread() is threading.main_thread():
         values[DIE_WITH_PARENT] = str(os.getpid())  # the engine's processes end with this one, however it ends
+    # A gated or private model: vLLM downloads its weights with the token of the environment alone.
+    values.update({name: v for name, v in get_settings().hub_environment().items() if name not in os.environ})
     before = dict(os.environ)
     os.environ.update(values)
     try:

@@ -9,7 +9,8 @@ from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.evaluation.trust.card import run_judge_check
 from llm_engineering.evaluation.stored.trust import TrustChecks
 from llm_engineering.evaluation.samples import first_samples
-from llm_engineering.evaluation.turns import first_turns, with_references
+from llm_engineering.evaluation.turns import answered, first_turns, with_references
+from llm_engineering.evaluation.trust.notes import trust_notes
 from llm_engineering.evaluation.trust.similarity import check_similarity, get_embedder
 from llm_engineering.infrastructure.judge_backends import open_judge
 from llm_engineering.settings import get_settings
@@ -29,24 +30,25 @@ def check_trust(
 
     `rows` are any model's answers (they carry each instruction and its reference); of several answers per
     prompt, the first (the checks pair a row with other prompts' rows); of conversations, the first turns with a
-    reference (a later turn reads only after the conversation before it).
+    reference (a later turn reads only after the conversation before it). Rows without a reference are left out of
+    the checks; where fewer than two rows have one, the judge check pairs each row's own answer with another row's
+    answer (the mismatch tier alone), and the notes say which checks could not be made.
     """
-    rows = first_samples(rows)
-    if col.REFERENCE in rows.column_names:
-        rows = with_references(first_turns(rows))
-    checks = TrustChecks()
-    if col.REFERENCE not in rows.column_names:
-        checks.notes.append(f"trust checks skipped: the answers have no {col.REFERENCE!r} column")
-        return checks
-    if judge_check.rows and len(rows) < 2:
-        checks.notes.append(f"judge check skipped: it needs at least 2 rows, the run has {len(rows)}")
+    rows = first_turns(first_samples(rows))
+    referenced = with_references(rows) if col.REFERENCE in rows.column_names else rows.select([])
+    checks = TrustChecks(notes=trust_notes(len(rows), len(referenced), bool(judge_check.rows), similarity.enabled))
+    from_answers = len(referenced) < 2
+    checked = answered(rows) if from_answers else referenced
+    if judge_check.rows and len(checked) < 2:
+        checks.notes.append(f"judge check skipped: it needs at least 2 rows with an answer, the run has {len(checked)}")
     elif judge_check.rows:
         settings = get_settings()
         with open_judge([judge], engine, settings=settings, pool=ENGINE_POOL) as bound:
-            embedder = get_embedder(similarity.batch_size) if "same_topic" in judge_check.tiers else None
-            checks.judge = run_judge_check(rows, bound, judge_check, embedder=embedder)
-    if similarity.enabled and len(rows) >= 2:
-        checks.similarity = check_similarity(rows, get_embedder(similarity.batch_size), judge_check.seed)
+            tiers = "same_topic" in judge_check.tiers and not from_answers
+            embedder = get_embedder(similarity.batch_size) if tiers else None
+            checks.judge = run_judge_check(checked, bound, judge_check, embedder=embedder, from_answers=from_answers)
+    if similarity.enabled and len(referenced) >= 2:
+        checks.similarity = check_similarity(referenced, get_embedder(similarity.batch_size), judge_check.seed)
     metadata = {}
     if checks.judge:
         metadata["judge_check"] = checks.judge.metadata()

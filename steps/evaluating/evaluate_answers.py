@@ -50,10 +50,10 @@ def evaluate_answers(
                         pool=ENGINE_POOL) as escalation:
             evaluations = escalate(evaluations, escalation, judges[0].escalate_below)
     if similarity is not None and similarity.enabled:
-        if col.REFERENCE in evaluations.column_names:
+        if col.REFERENCE in evaluations.column_names and any(r is not None for r in evaluations[col.REFERENCE]):
             evaluations = add_reference_similarity(evaluations, get_embedder(similarity.batch_size))
         else:
-            logger.warning("No %r column in these answers: reference similarity skipped", col.REFERENCE)
+            logger.info("No reference answers in these rows: reference similarity skipped")
     scores = model_scores(evaluations, rubric=rubric)
     run_name = get_step_context().pipeline_run.name
     opik_traces = log_scoring(evaluations, rubric, settings, f"{run_name}-{scores.model_id}")

@@ -12,8 +12,7 @@ from steps.materializers import DatasetMaterializer
 @step(output_materializers=DatasetMaterializer)
 def load_published_results(repo_id: str, split: str = "test") -> Annotated[Dataset, col.GENERATIONS]:
     """Read a model's published answers from a Hub dataset repo, to score them on this machine."""
-    token = get_settings().HUGGINGFACE_ACCESS_TOKEN
-    results = load_published(repo_id, split, token.get_secret_value() if token else None)
+    results = load_published(repo_id, split, get_settings().hub_token)
     missing = {col.ID, col.INSTRUCTION, col.ANSWER, col.MODEL_ID} - set(results.column_names)
     if missing:
         raise ValueError(f"{repo_id} lacks the columns {sorted(missing)} of a results repo written by this pipeline.")

@@ -55,7 +55,7 @@ def publish_results(
     receipt = PublishReceipt(repo=local_repo, stage=stage, rows=len(results), local_path=str(folder.resolve()))
     if publish.target == "hub":
         try:
-            token = settings.HUGGINGFACE_ACCESS_TOKEN.get_secret_value() if settings.HUGGINGFACE_ACCESS_TOKEN else ""
+            token = settings.hub_token
             if not token:
                 raise PublishError("HUGGINGFACE_ACCESS_TOKEN is not set: add a write token to .env or the environment.")
             receipt.repo = repo_name(hub_workspace(token, publish.workspace or settings.DATASET_HUGGINGFACE_WORKSPACE),

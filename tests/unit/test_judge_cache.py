@@ -23,6 +23,15 @@ def test_cached_verdicts_are_not_asked_again_and_failures_are_not_cached(tmp_pat
     assert evaluations[col.score("accuracy")] == [2, 2, 2]
 
 
+def test_a_cache_opened_not_to_be_read_asks_every_verdict_again_and_stores_the_new_ones(tmp_path):
+    score_answers(answers(2), Judge((ScriptedJudge([GOOD, GOOD]),), HANDBOOK, JudgeCache(tmp_path / "cache")))
+    refreshed = ScriptedJudge([GOOD, GOOD])
+    evaluations = score_answers(answers(2), Judge((refreshed,), HANDBOOK, JudgeCache(tmp_path / "cache", read=False)))
+    assert len(refreshed.asked) == 2 and evaluations[col.JUDGE_CACHED] == [False, False]  # --no-cache: nothing read
+    again = ScriptedJudge([])
+    assert score_answers(answers(2), Judge((again,), HANDBOOK, JudgeCache(tmp_path / "cache")))[col.JUDGE_CACHED] == [True, True]
+
+
 def test_cache_key_changes_with_judge_settings(tmp_path):
     cache = JudgeCache(tmp_path / "cache")
     score_answers(answers(1), Judge((ScriptedJudge([GOOD]),), HANDBOOK, cache))

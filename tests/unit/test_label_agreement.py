@@ -22,7 +22,8 @@ from llm_engineering.evaluation.report.text import label_rows, trust_lines
 from llm_engineering.evaluation.judging.rubric import load_rubric
 from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
 from llm_engineering.preflight import check_labels_fit_rubric
-from llm_engineering.run_config import Overrides, apply_overrides, parse_evaluation
+from llm_engineering.run_config import parse_evaluation
+from llm_engineering.run_overrides import Overrides, apply_overrides
 from llm_engineering.evaluation.judging.judge import Judge
 
 HANDBOOK = load_rubric("handbook")

@@ -3,7 +3,8 @@ import pytest
 from llm_engineering.evaluation.config import JudgeConfig
 from llm_engineering.evaluation.config_base import ConfigError
 from llm_engineering.evaluation.generation.prompts import chat_messages, format_prompts
-from llm_engineering.run_config import EvaluationConfig, Overrides, apply_overrides, load_run_config
+from llm_engineering.run_config import EvaluationConfig, load_run_config
+from llm_engineering.run_overrides import Overrides, apply_overrides
 
 
 class TemplateTokenizer:
@@ -64,6 +65,10 @@ def test_the_readmes_example_configs_load_as_they_say(repo_root):
     assert jury.jury.aggregate == "mean"
     qwen = load_run_config(repo_root / "configs" / "judge-qwen.yaml").evaluation
     assert (qwen.judge.model, qwen.judge.resolved_rubric().name) == ("qwen2.5-coder-1.5b", "task-accuracy")
+    served = load_run_config(repo_root / "configs" / "judge-served.yaml").evaluation.judge
+    assert (served.backend, served.model, served.endpoint.base_url) == ("openai", "judge", "http://127.0.0.1:8000/v1")
+    openai = load_run_config(repo_root / "configs" / "judge-openai.yaml").evaluation.judge
+    assert (openai.backend, openai.model, openai.endpoint.base_url) == ("openai", "gpt-4o-mini", None)
     rubric_file = repo_root / "configs" / "rubrics" / "concise-technical.yaml"
     rubric = EvaluationConfig.model_validate({"judge": {"rubric": str(rubric_file)}}).judge.resolved_rubric()
     assert rubric.name == "concise-technical" and rubric.names == ["correctness", "concision"] and rubric.reference_guided
@@ -126,6 +131,50 @@ def test_command_line_overrides_are_validated():
     assert (config.dataset.source, config.dataset.limit, config.dataset.row_limit) == ("x.jsonl", 3, 3)
     with pytest.raises(ConfigError, match="listed twice"):
         apply_overrides(EvaluationConfig(), Overrides(models=["a", "a"]))
+
+
+def test_split_and_columns_from_the_command_line_reach_the_dataset_and_a_bad_column_names_the_roles():
+    config = apply_overrides(EvaluationConfig(), Overrides(split="validation", columns=["instruction=q", "id=qid"]))
+    assert config.dataset.split == "validation"
+    assert (config.dataset.columns.instruction, config.dataset.columns.id, config.dataset.columns.reference) == ("q", "qid", None)
+    with pytest.raises(ConfigError, match="write ROLE=NAME with ROLE one of instruction, reference, id"):
+        apply_overrides(EvaluationConfig(), Overrides(columns=["question=q"]))
+
+
+@pytest.mark.parametrize("spec, served, expected", [
+    ("qwen2.5-coder-1.5b", None, ("vllm", "qwen2.5-coder-1.5b", None)),
+    ("./my-judge", None, ("vllm", "./my-judge", None)),
+    ("org/judge-7b", None, ("vllm", "org/judge-7b", None)),
+    ("openai:gpt-4o-mini", None, ("openai", "gpt-4o-mini", None)),
+    ("openai-batch:gpt-4o-mini", None, ("openai-batch", "gpt-4o-mini", None)),
+    ("http://127.0.0.1:8000/v1/", "served-judge", ("openai", "served-judge", "http://127.0.0.1:8000/v1")),
+])
+def test_judge_named_on_the_command_line_sets_its_backend_model_and_endpoint(spec, served, expected):
+    judge = apply_overrides(EvaluationConfig(), Overrides(judge_model=spec, judge_served_model=served)).judge
+    assert (judge.backend, judge.model, judge.endpoint.base_url) == expected
+
+
+def test_a_judge_named_in_process_replaces_a_served_one_and_a_bare_name_keeps_the_served_endpoint():
+    served = apply_overrides(EvaluationConfig(), Overrides(judge_model="http://127.0.0.1:9/v1", judge_served_model="m"))
+    back = apply_overrides(served, Overrides(judge_model="vllm:smollm2-135m")).judge
+    assert (back.backend, back.model, back.endpoint.base_url) == ("vllm", "smollm2-135m", None)
+    renamed = apply_overrides(served, Overrides(judge_model="other")).judge  # that server's other model
+    assert (renamed.backend, renamed.model, renamed.endpoint.base_url) == ("openai", "other", "http://127.0.0.1:9/v1")
+    with pytest.raises(ConfigError, match="--judge-model names the model of a served judge"):
+        apply_overrides(EvaluationConfig(), Overrides(judge_served_model="m"))
+    with pytest.raises(ConfigError, match="give its URL with --judge"):
+        apply_overrides(EvaluationConfig(), Overrides(judge_model="smollm2-135m", judge_served_model="m"))
+
+
+def test_a_served_judge_without_its_model_name_that_cannot_be_reached_says_so_before_any_work():
+    with pytest.raises(ConfigError, match=r"--judge http://127.0.0.1:9/v1: cannot list the served models .*--judge-model"):
+        apply_overrides(EvaluationConfig(), Overrides(judge_model="http://127.0.0.1:9/v1"))
+
+
+def test_no_cache_ignores_the_verdict_cache_of_every_judge_and_generates_again(repo_root):
+    jury = apply_overrides(load_run_config(repo_root / "configs" / "jury.yaml").evaluation, Overrides(fresh=True))
+    assert [judge.refresh for judge in jury.judges] == [True, True] and jury.resume is False
+    assert apply_overrides(EvaluationConfig(), Overrides()).judge.refresh is False
 
 
 def test_rubric_from_the_command_line_reaches_every_judge_of_a_jury_and_a_lone_judge(repo_root):

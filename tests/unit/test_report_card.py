@@ -230,3 +230,60 @@ def test_the_table_sets_the_right_and_the_wrong_answers_means_under_the_models()
     *models, right, wrong = table_rows(summary)
     assert [m[0] for m in models] == ["m"] and right[0].startswith("right answers") and wrong[0].startswith("answers to")
     assert right[1].startswith("3.00") and wrong[1].startswith("1.00") and right[2] == wrong[2] == ""
+
+
+class OwnQuestionJudge:
+    """Judges on the instruction alone (the rubric shows no reference where the row has none): 3 for an answer that
+    names its own question's number ("Question 2." -> "about 2"), 1 for any other; it fails if shown a reference."""
+
+    judge_id = "own-question"
+
+    def cache_namespace(self, reply_schema):
+        return {"judge": "own-question"}
+
+    def complete(self, conversations, on_reply, reply_schema):
+        for index, messages in enumerate(conversations):
+            prompt = messages[1]["content"]
+            assert "Reference answer" not in prompt, prompt
+            number = prompt.split("Instruction: Question ")[1].split(".")[0]
+            answer = prompt.split("\n\nAnswer: ")[1].split("\n\n")[0]
+            score = 3 if answer == f"about {number}" else 1
+            on_reply(index, JudgeReply(text=json.dumps({"accuracy": {"analysis": "", "score": score},
+                                                        "style": {"analysis": "", "score": 2}})))
+
+
+def test_without_references_the_card_pairs_each_rows_own_answer_with_another_rows_answer():
+    rows = Dataset.from_dict({col.ID: [f"q{i}" for i in range(4)], col.INSTRUCTION: [f"Question {i}." for i in range(4)],
+                              col.REFERENCE: [None] * 4, col.ANSWER: [f"about {i}" for i in range(4)]})
+    check = run_judge_check(rows, Judge((OwnQuestionJudge(),), load_rubric("task-accuracy")),
+                            JudgeCheckConfig(rows=4, tiers=["same_topic", "truncated", "corrupted"]), from_answers=True)
+    assert check.right_answers == "answers" and check.tiers == []  # the harder tiers need references
+    assert check.reference_higher.count == 4 and not check.no_signal
+    assert sorted(p.right_answer for p in check.details) == [f"about {i}" for i in range(4)]
+    assert all(p.worse_answer != p.right_answer and p.worse_answer.startswith("about ") for p in check.details)
+
+
+def test_the_notes_say_how_many_rows_had_a_reference_and_which_checks_could_not_be_made():
+    from llm_engineering.evaluation.trust.notes import trust_notes
+
+    assert trust_notes(10, 10, True, True) == []
+    (some,) = trust_notes(10, 6, True, True)
+    assert some.startswith("6 of 10 rows have a reference answer: the report card and the similarity check use those 6")
+    (none,) = trust_notes(10, 0, True, True)
+    assert none.startswith("0 of 10 rows have a reference answer: too few") and "mismatch tier alone" in none
+    assert "same_topic, truncated, corrupted" in none and "similarity check" in none
+    (no_check,) = trust_notes(10, 1, False, False)
+    assert "pairs each row's own answer" not in no_check and "similarity" not in no_check
+
+
+def test_the_summary_counts_the_rows_with_a_reference_and_says_how_the_others_were_judged():
+    answers = Dataset.from_dict({col.ID: ["a", "b", "c"], col.INSTRUCTION: ["x", "y", "z"], col.REFERENCE: ["r", None, None],
+                                 col.MODEL_ID: ["m"] * 3, col.ANSWER: ["1", "2", "3"], col.JUDGE_MODEL: ["j"] * 3,
+                                 col.JUDGE_ERROR: [None] * 3, col.score("accuracy"): [3, 1, 2], col.score("style"): [1] * 3})
+    summary = build_summary(SummaryInputs([answers], rubric=load_rubric("task-accuracy")))
+    assert summary.models[0].reference_rows == 1
+    assert any(n.startswith("References: 1 of 3 answers' rows have a reference answer; the others are judged on the "
+                            "instruction and the answer alone") for n in summary.notes), summary.notes
+    full = build_summary(SummaryInputs([answers.remove_columns(col.REFERENCE).add_column(col.REFERENCE, ["r"] * 3)],
+                                       rubric=load_rubric("task-accuracy")))
+    assert not [n for n in full.notes if n.startswith("References")]

@@ -107,23 +107,32 @@ def from_messages(row_id: str, messages: Any, reference: Any) -> tuple[list[Turn
     return [TurnRow(row_id, messages[-1]["content"], reference, row_id, turn, history)], []
 
 
-def from_instruction(row_id: str, instruction: Any, reference: Any, names: tuple[str, str]) -> tuple[list[TurnRow], list[str]]:
-    """A one-turn row among conversations: as in a one-turn split, both texts are needed (`names`: their columns)."""
-    problems = [f"empty or non-text {name!r}" for name, text in zip(names, (instruction, reference)) if not _is_text(text)]
-    return ([] if problems else [TurnRow(row_id, instruction, reference, row_id, 1)]), problems
+def from_instruction(row_id: str, instruction: Any, reference: Any, name: str) -> tuple[list[TurnRow], list[str]]:
+    """A one-turn row among conversations: as in a one-turn split, the instruction is needed (`name`: its column),
+    the reference is optional."""
+    if not _is_text(instruction):
+        return [], [f"empty or non-text {name!r}"]
+    return [TurnRow(row_id, instruction, reference if _is_text(reference) else None, row_id, 1)], []
 
 
 def _first(names: tuple[str, ...], columns: list[str]) -> Optional[str]:
     return next((name for name in names if name in columns), None)
 
 
-def conversation_rows(dataset: Dataset) -> tuple[list[TurnRow], list[str]]:
+def conversation_rows(dataset: Dataset, id_column: Optional[str] = None, instruction_column: Optional[str] = None,
+                      reference_column: Optional[str] = None) -> tuple[list[TurnRow], list[str]]:
     """Every row of a split with `turns` or `messages` rows as its answered turns; and the problems, each naming the
-    row and the fix (a row with none of `turns`, `messages` and an instruction is a one-turn row missing its text)."""
+    row and the fix (a row with none of `turns`, `messages` and an instruction is a one-turn row missing its text).
+    The `*_column` arguments: the columns `dataset.columns` names (default: found by their usual names)."""
     names = dataset.column_names
-    id_columns = [name for name in ID_ALIASES if name in names]  # one file may hold both (one-turn rows and MT-Bench's)
-    instruction = _first(col.INSTRUCTION_ALIASES, names) or col.INSTRUCTION
-    references = [name for name in (col.REFERENCE, *col.REFERENCE_ALIASES) if name in names]
+    # one file may hold both ids (one-turn rows and MT-Bench's)
+    id_columns = [id_column] if id_column else [name for name in ID_ALIASES if name in names]
+    instruction = instruction_column or _first(col.INSTRUCTION_ALIASES, names) or col.INSTRUCTION
+    references = [reference_column] if reference_column else [
+        name for name in (col.REFERENCE, *col.REFERENCE_ALIASES) if name in names]
+    missing = [c for c in (id_column, instruction_column, reference_column) if c and c not in names]
+    if missing:
+        return [], [f"dataset.columns names {missing}, but the split has {names}: name columns it has"]
     used = [c for c in (*id_columns, instruction, col.TURNS, col.MESSAGES, *references) if c in names]
     columns = dataset.select_columns(list(dict.fromkeys(used))).to_dict()
     rows: list[TurnRow] = []
@@ -142,8 +151,7 @@ def conversation_rows(dataset: Dataset) -> tuple[list[TurnRow], list[str]]:
         elif fields.get(col.MESSAGES) is not None:
             found, wrong = from_messages(str(raw_id), fields[col.MESSAGES], reference)
         else:
-            found, wrong = from_instruction(str(raw_id), fields.get(instruction), reference,
-                                            (instruction, references[0] if references else col.REFERENCE))
+            found, wrong = from_instruction(str(raw_id), fields.get(instruction), reference, instruction)
         rows += found
         problems += [f"row {row} (id {raw_id}): {problem}" for problem in wrong]
     return rows, problems

@@ -6,13 +6,13 @@ import logging
 from collections import Counter
 from importlib import resources
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
-from datasets import Dataset, DatasetDict, load_dataset, load_from_disk
+from datasets import Dataset, DatasetDict, Features, Value, load_dataset, load_from_disk
 from datasets.exceptions import DatasetNotFoundError
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.config import DatasetConfig, PromptConfig
+from llm_engineering.evaluation.config import ColumnsConfig, DatasetConfig, PromptConfig
 from llm_engineering.evaluation.generation.conversation_rows import as_split, conversation_rows, is_conversation_split
 from llm_engineering.evaluation.generation.prompts import alpaca_prompt
 
@@ -23,6 +23,8 @@ EMBEDDED_FILE = "llm_twin_test.jsonl"
 # A few two-turn conversations written for the project (MT-Bench's shape), each second turn about the first answer.
 EMBEDDED_CONVERSATIONS = "embedded-conversations"
 EMBEDDED_FILES = {EMBEDDED: EMBEDDED_FILE, EMBEDDED_CONVERSATIONS: "conversations.jsonl"}
+# The test split's columns, typed: a split whose rows all lack a reference keeps a text column of None.
+SPLIT_FEATURES = Features({col.ID: Value("string"), col.INSTRUCTION: Value("string"), col.REFERENCE: Value("string")})
 _FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".csv": "csv"}
 
 
@@ -47,9 +49,9 @@ def _pick_split(loaded: Dataset | DatasetDict, split: str, source: str) -> Datas
     return loaded[split]
 
 
-def read_split(source: str, split: str = "test", revision: Optional[str] = None) -> Dataset:
+def read_split(source: str, split: str = "test", revision: Optional[str] = None, token: Optional[str] = None) -> Dataset:
     """Read one split from 'embedded' (or 'embedded-conversations'), a local file/folder, or a Hugging Face dataset
-    id."""
+    id (private or gated ones with `token`)."""
     if source in EMBEDDED_FILES:
         return load_dataset("json", data_files={split: str(embedded_split_path(source))}, split=split)
     path = Path(source).expanduser()
@@ -68,13 +70,15 @@ def read_split(source: str, split: str = "test", revision: Optional[str] = None)
             return load_dataset(str(path), split=split)
         if path.suffix.lower() in _FILE_BUILDERS or source.startswith((".", "/", "~")):
             raise DatasetError(f"Dataset file not found: {path}. Check the path given to --dataset.")
-        return load_dataset(source, split=split, revision=revision)
+        return load_dataset(source, split=split, revision=revision, token=token)
     except DatasetError:
         raise
     except DatasetNotFoundError as error:  # on the Hub: no such repo, or no such revision of it (its own words)
+        access = ("the token set (HUGGINGFACE_ACCESS_TOKEN or HF_TOKEN) may lack access to it" if token else
+                  "if it is private or gated, set HUGGINGFACE_ACCESS_TOKEN (or HF_TOKEN) to a token with access")
         raise DatasetError(
             f"Cannot read dataset {source!r}{f' at revision {revision!r}' if revision else ''}: {error} Check the "
-            f"dataset id{' and dataset.revision (a branch, tag or commit sha)' if revision else ''}."
+            f"dataset id{' and dataset.revision (a branch, tag or commit sha)' if revision else ''}; {access}."
         ) from error
     except ValueError as error:
         if "split" in str(error).lower():
@@ -96,50 +100,76 @@ def _root_cause(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-def _find_column(dataset: Dataset, aliases: tuple[str, ...], role: str) -> str:
-    for name in aliases:
-        if name in dataset.column_names:
-            return name
-    raise DatasetError(
-        f"The test split has no {role} column: looked for {list(aliases)}, found "
-        f"{dataset.column_names}. Rename the column to {aliases[0]!r}."
-    )
+def _column(dataset: Dataset, given: Optional[str], aliases: tuple[str, ...], role: str, *,
+            required: bool = True) -> Optional[str]:
+    """The column holding `role`: the one `dataset.columns.<role>` names, else the first of `aliases` present; None
+    for an optional role that is absent."""
+    found = dataset.column_names
+    if given is not None:
+        if given not in found:
+            raise DatasetError(f"dataset.columns.{role} names the column {given!r}, but the test split has "
+                               f"{found}: set dataset.columns.{role} (or --column {role}=NAME) to one of those.")
+        return given
+    name = next((name for name in aliases if name in found), None)
+    if name is None and required:
+        raise DatasetError(
+            f"The test split has no {role} column: looked for {list(aliases)}, found {found}. Name yours with "
+            f"--column {role}=NAME (or dataset.columns.{role}: NAME in the config), or rename it to {aliases[0]!r}."
+        )
+    return name
 
 
-def validate_split(dataset: Dataset) -> Dataset:
+def _reference_text(value: Any) -> Optional[str]:
+    """A row's reference: text as it is, a number as text (a math answer), None where the row has none (empty)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return value if not isinstance(value, str) or value.strip() else None
+
+
+def validate_split(dataset: Dataset, columns: Optional[ColumnsConfig] = None) -> Dataset:
     """Normalise to columns (id, instruction, reference) and reject unusable rows.
 
-    The reference column may be called `answer` or `output`; a missing `id` column is filled
-    with the row number so every generated answer can be matched back to its row. A split with `turns` or
-    `messages` rows (conversations) becomes a row per answered turn, with the columns of `conversation_rows`.
+    The columns are those `columns` names, else found by their usual names (`columns.INSTRUCTION_ALIASES`,
+    `REFERENCE_ALIASES`). The reference is optional, per row: a row without one (no reference column, or an empty
+    value) is judged on its instruction and answer alone. A missing `id` column is filled with the row number so
+    every generated answer can be matched back to its row. A split with `turns` or `messages` rows (conversations)
+    becomes a row per answered turn, with the columns of `conversation_rows`.
     """
+    columns = columns or ColumnsConfig()
     if len(dataset) == 0:
         raise DatasetError("The test split is empty: point --dataset at a split with rows.")
     if is_conversation_split(dataset):
-        return _conversations(dataset)
-    instruction = _find_column(dataset, col.INSTRUCTION_ALIASES, "instruction")
-    reference = _find_column(dataset, col.REFERENCE_ALIASES, "reference answer")
+        return _conversations(dataset, columns)
+    instruction = _column(dataset, columns.instruction, col.INSTRUCTION_ALIASES, "instruction")
+    reference = _column(dataset, columns.reference, col.REFERENCE_ALIASES, "reference", required=False)
+    id_column = _column(dataset, columns.id, (col.ID,), "id", required=False)
     # Plain lists in one pass: `dataset[name]` is a lazy column that reads a row per item.
-    columns = dataset.select_columns([c for c in (col.ID, instruction, reference) if c in dataset.column_names]).to_dict()
-    raw_ids = columns[col.ID] if col.ID in columns else list(range(len(dataset)))
+    values = dataset.select_columns(list(dict.fromkeys(c for c in (id_column, instruction, reference) if c))).to_dict()
+    raw_ids = values[id_column] if id_column else list(range(len(dataset)))
     ids = [str(value) for value in raw_ids]
-    instructions, references = columns[instruction], columns[reference]
+    instructions = values[instruction]
+    raw_references = values[reference] if reference else [None] * len(dataset)
+    references = [_reference_text(value) for value in raw_references]
 
-    problems = [f"row {row}: no id; give every row an id, or drop the id column to number rows"
+    problems = [f"row {row}: no id; give every row an id, or drop the {id_column!r} column to number rows"
                 for row, value in enumerate(raw_ids) if value is None or str(value).strip() == ""]
     for row, (row_id, text, ref) in enumerate(zip(ids, instructions, references)):
         if not isinstance(text, str) or not text.strip():
             problems.append(f"row {row} (id {row_id}): empty or non-text {instruction!r}")
-        if not isinstance(ref, str) or not ref.strip():
-            problems.append(f"row {row} (id {row_id}): empty or non-text {reference!r}")
+        if ref is not None and not isinstance(ref, str):
+            problems.append(f"row {row} (id {row_id}): {reference!r} is {type(ref).__name__}, not text; give it as "
+                            f"text, or leave it empty for a row without a reference")
     given = Counter(row_id for row_id, raw in zip(ids, raw_ids) if raw is not None)
     duplicates = sorted(row_id for row_id, count in given.items() if count > 1)
     if duplicates:
         problems.append(f"duplicate ids {duplicates[:5]}: every row needs a unique id")
     _refuse(problems)
-    return Dataset.from_dict(
-        {col.ID: ids, col.INSTRUCTION: instructions, col.REFERENCE: references}
-    )
+    with_reference = sum(ref is not None for ref in references)
+    if with_reference < len(references):
+        logger.info("%d of %d rows have a reference answer (%s); the others are judged on instruction and answer",
+                    with_reference, len(references), repr(reference) if reference else "no reference column")
+    return Dataset.from_dict({col.ID: ids, col.INSTRUCTION: instructions, col.REFERENCE: references},
+                             features=SPLIT_FEATURES)
 
 
 def _refuse(problems: list[str]) -> None:
@@ -149,8 +179,8 @@ def _refuse(problems: list[str]) -> None:
         raise DatasetError(f"The test split has {len(problems)} bad row(s):\n  - {shown}{more}")
 
 
-def _conversations(dataset: Dataset) -> Dataset:
-    rows, problems = conversation_rows(dataset)
+def _conversations(dataset: Dataset, columns: ColumnsConfig) -> Dataset:
+    rows, problems = conversation_rows(dataset, columns.id, columns.instruction, columns.reference)
     counts = Counter(row.id for row in rows)
     duplicates = sorted(row_id for row_id, count in counts.items() if count > 1)
     if duplicates:
@@ -173,11 +203,22 @@ def select_rows(dataset: Dataset, limit: Optional[int]) -> Dataset:
     return dataset.select(range(limit))
 
 
-def read_test_split(config: DatasetConfig) -> Dataset:
-    """Read, validate and subset the configured test split."""
-    raw = read_split(config.source, config.split, config.revision)
-    split = select_rows(validate_split(raw), config.row_limit)
+def read_test_split(config: DatasetConfig, reference_required_by: Optional[str] = None,
+                    token: Optional[str] = None) -> Dataset:
+    """Read, validate and subset the configured test split (a private Hub dataset with the Hub `token`).
+    `reference_required_by`: the name of a rubric that cannot judge a row without a reference, so such rows stop the
+    run here, before any model loads."""
+    raw = read_split(config.source, config.split, config.revision, token)
+    split = select_rows(validate_split(raw, config.columns), config.row_limit)
     logger.info("Loaded %d rows from %s (split %s)", len(split), config.source, config.split)
+    if reference_required_by:
+        missing = [row_id for row_id, ref in zip(split[col.ID], split[col.REFERENCE]) if ref is None]
+        if missing:
+            raise DatasetError(
+                f"{len(missing)} of {len(split)} rows have no reference answer (ids {missing[:5]}"
+                f"{' ...' if len(missing) > 5 else ''}), but rubric {reference_required_by!r} judges against one: use "
+                f"--rubric task-accuracy (judges with the reference where a row has one), a rubric without references "
+                f"(helpfulness), or name the reference column with --column reference=NAME.")
     return split
 
 

@@ -28,7 +28,8 @@ class JudgeCache:
     """Process- and thread-safe (SQLite under diskcache); each write is committed at once,
     so an interrupted scoring run resumes where it stopped."""
 
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path, read: bool = True):
+        self._read = read  # False: every verdict asked again (--no-cache), the new ones stored
         try:
             self._cache = self._open(directory)
         except sqlite3.DatabaseError as error:  # a damaged file: keep it for a post-mortem, start an empty cache
@@ -49,7 +50,7 @@ class JudgeCache:
         return cache
 
     def get(self, key: str) -> Optional[dict[str, Any]]:
-        return self._cache.get(key)
+        return self._cache.get(key) if self._read else None
 
     def set(self, key: str, reply: dict[str, Any]) -> None:
         self._cache.set(key, reply)

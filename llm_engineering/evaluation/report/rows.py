@@ -151,7 +151,7 @@ def _row(item: ItemView, models: list[str], criteria: list[str], with_similarity
         _cell(html.escape(item.id), item.id),
         _cell("failed" if worst < 0 else f"{worst:g}", worst, verdict=True),
         _cell((f"<em>turn {item.turn}:</em> " if item.turn > 1 else "") + _long_text(item.instruction), item.instruction),
-        _cell(_long_text(item.reference), item.reference),
+        _cell(_long_text(item.reference) if item.reference else "<em>none: judged without one</em>", item.reference),
     ]
     cells += [_answer_cells(by_model.get(m, []), m, criteria, with_similarity) for m in models]
     sure = [a.confidence for a in item.answers if a.confidence is not None]  # the least sure verdict of the row

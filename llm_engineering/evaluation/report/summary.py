@@ -36,7 +36,7 @@ from llm_engineering.evaluation.trust.labels import Labels
 from llm_engineering.evaluation.trust.ppi import ppi_by_criterion, ppi_difference
 from llm_engineering.evaluation.judging.rubric import Rubric
 from llm_engineering.evaluation.report.trust_text import (
-    EXPECTED_BEFORE_ANALYSIS, REFERENCE_GUIDED_CHECK, judge_headline, self_preference_warnings,
+    EXPECTED_BEFORE_ANALYSIS, REFERENCE_GUIDED_CHECK, judge_headline, reference_notes, self_preference_warnings,
 )
 from llm_engineering.evaluation.stored.judge_id import JudgeId, members
 from llm_engineering.evaluation.stored.summary import (
@@ -176,6 +176,8 @@ def model_scores(
         similarity_mean=round(sum(similarities) / len(similarities), 4) if similarities else None,
         similarity_ci=bootstrap_ci(similarities),
         similarity_rows=len(similarities),
+        reference_rows=sum(r.get(col.REFERENCE) is not None for r in rows) if col.REFERENCE in evaluations.column_names
+        else 0,
         escalated=sum(bool(r.get(col.ESCALATED)) for r in rows),
         escalation_failed=len(errors := [r[col.ESCALATION_ERROR] for r in rows if r.get(col.ESCALATION_ERROR)]),
         escalation_error=errors[0] if errors else None,
@@ -271,7 +273,8 @@ def build_summary(inputs: SummaryInputs) -> EvaluationSummary:
         labels=inputs.labels,
         warnings=self_preference_warnings([JudgeId.parse(j).model for j in judges], [s.model_id for s in scores],
                                           judge_check),
-        notes=(checks.notes if checks else []) + ([REFERENCE_GUIDED_CHECK] if judge_check and rubric.reference_guided else [])
+        notes=reference_notes(scores, rubric.reference_guided) + (checks.notes if checks else [])
+        + ([REFERENCE_GUIDED_CHECK] if judge_check and judge_check.right_answers == "reworded" else [])
         + ([EXPECTED_BEFORE_ANALYSIS] if rubric.expected_before_analysis else []),
         items=items,
         items_total=items_total,

@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # only read attributes of these: the cards need no judge code
     from llm_engineering.evaluation.stored.labels import PointwiseAgreement
     from llm_engineering.evaluation.stored.labels import PairwiseAgreement
     from llm_engineering.evaluation.stored.pairwise import PairwiseComparison
+    from llm_engineering.evaluation.stored.summary import ModelScores
     from llm_engineering.evaluation.stored.trust import SimilarityCheck
 
 
@@ -51,7 +52,8 @@ EXPECTED_BEFORE_ANALYSIS = ("the rubric has the judge write each analysis before
                             "of the integers, and can lie far from it: read it against the judge check's right answers "
                             "and answers to other questions; it ranks answers, and breaks the integers' ties.")
 
-RIGHT_ANSWERS_TEXT = {"reference": "the references", "reworded": "the references reworded by the judge"}
+RIGHT_ANSWERS_TEXT = {"reference": "the references", "reworded": "the references reworded by the judge",
+                      "answers": "each row's own answer (no references: not known to be right)"}
 
 REFERENCE_GUIDED_CHECK = ("the rubric shows the judge the reference, so in the judge check the right answer is the "
                           "reference reworded by the judge (keeping every number and name), not the reference itself: "
@@ -220,3 +222,15 @@ def preference_figures(p: PreferenceAgreement) -> list[str]:
 def note_text(note: str) -> str:
     """A check that was skipped, and why."""
     return f"Note: {note}"
+
+
+def reference_notes(models: list[ModelScores], reference_guided: bool) -> list[str]:
+    """How many answered rows had a reference answer, where some had none (one note per run: the rows are the
+    split's, the same for every model)."""
+    first = models[0] if models else None
+    if first is None or first.reference_rows is None or first.reference_rows == first.rows:
+        return []
+    judged = ("judged on the instruction and the answer alone (what the judge knows)" if reference_guided
+              else "judged as every row is: this rubric never shows the judge a reference")
+    return [f"References: {first.reference_rows} of {first.rows} answers' rows have a reference answer; the others are "
+            f"{judged}, and have no similarity."]

@@ -138,6 +138,8 @@ class ModelScores(BaseModel):
     similarity_mean: Optional[float] = Field(None, description="mean cosine similarity of answer and reference")
     similarity_ci: Optional[list[float]] = None
     similarity_rows: int = 0
+    reference_rows: Optional[int] = Field(None, description="answers whose row has a reference answer (the others were "
+                                          "judged on instruction and answer alone; None: stored before this was counted)")
     escalated: int = Field(0, description="judge.escalate_to: rows whose verdict is the second judge's")
     escalation_failed: int = Field(0, description="rows under the threshold the second judge could not score: they "
                                    "keep the first judge's verdict")

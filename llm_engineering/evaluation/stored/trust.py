@@ -70,9 +70,10 @@ class JudgeCheck(BaseModel):
     baselines: dict[str, Rate] = Field(default_factory=dict, description="per judge-free rule (`trust.rules`): the "
                                        "pairs it orders the right answer above the worse one (a tie is no pass)")
     margin_over_rules: Optional[float] = Field(None, description="integer discrimination minus the best rule's rate")
-    right_answers: Literal["reference", "reworded"] = Field(
+    right_answers: Literal["reference", "reworded", "answers"] = Field(
         "reference", description="the right answers: the references, or (for a judge that sees the reference, which a "
-        "copy would prove nothing about) the references reworded by the judge")
+        "copy would prove nothing about) the references reworded by the judge; `answers` where the rows have no "
+        "references: each row's own answer (of the first model) against another row's answer")
     right_copies: int = Field(0, description="pairs whose right answer is the reference itself, its rewording having "
                               "failed or lost a fact")
     verdict: str = Field(description="the finding in plain words")

@@ -56,24 +56,29 @@ def _worse_answers(
 
 def run_judge_check(
     dataset: Dataset, judge: Judge, config: JudgeCheckConfig, *, embedder: Any = None, whole_verdicts: bool = False,
+    from_answers: bool = False,
 ) -> JudgeCheck:
     """Score `config.rows` sampled right answers and, per tier, their worse answers with the judge's first backend;
     see the module doc.
 
     The figures are the mismatch tier's, with the other tiers under `tiers`. `same_topic` needs an
     `embedder` (sentence embeddings of the references). `whole_verdicts`: ask for whole verdicts, not replies that
-    end at the first score (to compare; the figures are the same).
+    end at the first score (to compare; the figures are the same). `from_answers`: rows without references (each
+    row's `answer` is the right side, the judge shown no reference); only the mismatch tier can be built then: an
+    answer's own row against another row's answer.
     """
-    if col.REFERENCE not in dataset.column_names:
-        raise ValueError(f"the judge check needs a {col.REFERENCE!r} column; the rows have {dataset.column_names}")
+    source = col.ANSWER if from_answers else col.REFERENCE
+    if source not in dataset.column_names:
+        raise ValueError(f"the judge check needs a {source!r} column; the rows have {dataset.column_names}")
     rubric, seed = judge.rubric, config.seed
     sample = sample_rows(len(dataset), config.rows, seed)
-    tiers = ["mismatch", *[tier for tier in config.tiers if tier != "mismatch"]]  # the mismatch tier decides the flag
-    instructions, references, ids = dataset[col.INSTRUCTION], dataset[col.REFERENCE], dataset[col.ID]
+    tiers = ["mismatch", *[tier for tier in config.tiers if tier != "mismatch" and not from_answers]]  # mismatch: the flag
+    instructions, references, ids = dataset[col.INSTRUCTION], dataset[source], dataset[col.ID]
+    shown: list[Optional[str]] = [None] * len(dataset) if from_answers else references  # what the judge sees as reference
     embeddings = embedder.encode(references) if "same_topic" in tiers and embedder is not None else None
     right = {i: references[i] for i in sample}
     copies: set[int] = set()
-    if rubric.reference_guided:  # the judge sees the reference: the right answer must not be a copy of it
+    if rubric.reference_guided and not from_answers:  # the judge sees the reference: the right answer is no copy of it
         reworded = reworded_references(judge, [references[i] for i in sample])
         copies = {i for i, text in zip(sample, reworded) if text is None}
         right |= {i: text for i, text in zip(sample, reworded) if text is not None}
@@ -83,9 +88,9 @@ def run_judge_check(
     worse = {tier: _worse_answers(tier, sample, instructions=instructions, references=references, right=right, seed=seed,
                                   embeddings=embeddings)
              for tier in tiers if tier != "same_topic" or embeddings is not None}
-    asked: list[Asked] = [(instructions[i], right[i], references[i], None) for i in sample]
+    asked: list[Asked] = [(instructions[i], right[i], shown[i], None) for i in sample]
     for answers in worse.values():
-        asked += [(instructions[i], text, references[i], None) for i, (text, _) in answers.items()]
+        asked += [(instructions[i], text, shown[i], None) for i, (text, _) in answers.items()]
     conversations = [judge_messages(rubric, *a) for a in asked]
     # The check reads one score per verdict: the judge is asked for a reply that ends at that score (the same score,
     # see `first_score_schema`), which spares it the rest of the verdict.
@@ -106,7 +111,7 @@ def run_judge_check(
 
     problem = next((r.expected_problem for r in readings if r.expected_problem), None)
     scale = [rubric.criteria[0].values[0], rubric.criteria[0].values[-1]]
-    kind = "reworded" if rubric.reference_guided else "reference"
+    kind = "answers" if from_answers else "reworded" if rubric.reference_guided else "reference"
     checks, offset = {}, len(sample)
     for tier, answers in worse.items():
         pairs = []
@@ -116,7 +121,7 @@ def run_judge_check(
                 id=str(ids[i]), mismatched_id=str(ids[int(source)]) if source.isdigit() else source,
                 reference_accuracy=ref, mismatched_accuracy=mis, reference_expected=ref_expected,
                 mismatched_expected=mis_expected, error=ref_error or mis_error, right_is_copy=i in copies,
-                right_answer=right[i] if right[i] != references[i] else None, worse_answer=text,
+                right_answer=right[i] if from_answers or right[i] != references[i] else None, worse_answer=text,
                 rules={name: rule(instructions[i], right[i], text) for name, rule in RULES.items()}))
         offset += len(answers)
         checks[tier] = judge_check_from_pairs(judge.backend.judge_id, pairs, threshold=config.threshold, criterion=criterion,
