@@ -62,6 +62,20 @@ def _check_variant(model: str) -> None:
         raise ValueError(f"model {model!r} has invalid sampling settings ({validation_problems(error)})") from None
 
 
+class ChecklistsConfig(BaseModel):
+    """Where the rows' checklists come from, for a checklist rubric (`reference-checklist`). Items a dataset gives in
+    its `checklist` column are used as given."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    from_reference: bool = Field(
+        True, description="A row's items are its reference's sentences; false: the writer writes them from the "
+        "instruction and the reference. Rows without a reference: always the writer, from the instruction.")
+    writer: Optional[JudgeConfig] = Field(
+        None, description="The model that writes items: any judge (alias, folder, Hub id, served or OpenAI), e.g. a "
+        "stronger one than the grader; None: the judge itself.")
+
+
 class EvaluationConfig(BaseModel):
     """Everything one evaluation run needs; the `parameters` section of a run config."""
 
@@ -88,6 +102,7 @@ class EvaluationConfig(BaseModel):
         "at least this, for the summary's pass@1 and pass@k; default: the top of the criterion's scale.",
     )
     generation_step: GenerationStepConfig = GenerationStepConfig()
+    checklists: ChecklistsConfig = ChecklistsConfig()
     judge_check: JudgeCheckConfig = JudgeCheckConfig()
     similarity: SimilarityConfig = SimilarityConfig()
     pairwise: PairwiseConfig = PairwiseConfig()

@@ -21,7 +21,7 @@ from llm_engineering.evaluation.report.comparison import RunComparison, compare_
 from llm_engineering.evaluation.report.gates import failed_gates, failed_rate_failures, parse_gate
 from llm_engineering.evaluation.report.html import render_html
 from llm_engineering.evaluation.stored.summary import EvaluationSummary
-from llm_engineering.evaluation.report.text import table_header, table_rows, trust_lines
+from llm_engineering.evaluation.report.text import COMPARISON_HEADER, comparison_rows, table_header, table_rows, trust_lines
 from llm_engineering.evaluation.report.turns_text import (
     PAIRWISE_TURNS_HEADER,
     TURNS_TITLE,
@@ -95,14 +95,19 @@ def table(title: str, header: list[str], rows: list[list[str]]) -> Table:
 
 
 def console_blocks(report: RunReport) -> list[Union[str, Table]]:
-    """What the console shows of a run, in order: the headline, the summary table, the trust lines, the
-    comparison, the reports' paths (`report.text` and `report.comparison_text` hold the words)."""
+    """What the console shows of a run, in order: the models' scores and their comparisons (the question a user came
+    with), the judge's line (what it can and cannot tell apart), the trust lines, the comparison with an earlier run,
+    the reports' paths (`report.text` and `report.comparison_text` hold the words)."""
     summary, comparison = report.summary, report.comparison
     if summary is None:
         return []
-    blocks: list[Union[str, Table]] = [summary.headline] if summary.headline else []
-    blocks.append(table(f"Evaluation summary · run {report.run_name} · judge {summary.judge_model} · rubric "
-                         f"{summary.rubric}", table_header(summary), table_rows(summary)))
+    blocks: list[Union[str, Table]] = [table(f"Evaluation summary · run {report.run_name} · judge {summary.judge_model} "
+                                             f"· rubric {summary.rubric}", table_header(summary), table_rows(summary))]
+    if summary.comparisons:
+        blocks.append(table("Model comparisons (paired on rows both scored)", COMPARISON_HEADER,
+                            comparison_rows(summary)))
+    if summary.headline:
+        blocks.append(summary.headline)
     if turns := turn_rows(summary):
         blocks.append(table(TURNS_TITLE, turn_header(summary), turns))
     if pairwise_turns := pairwise_turn_rows(summary):

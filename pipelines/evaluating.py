@@ -1,6 +1,6 @@
 """Pipeline wiring only: which step feeds which."""
 
-from typing import Optional
+from typing import Any, Optional
 
 from zenml import pipeline
 from zenml.client import Client
@@ -21,6 +21,7 @@ from steps.evaluating import (
     load_test_split,
     publish_results,
     summarize,
+    write_checklists,
 )
 from steps.evaluating.generate_answers import FREE_ENGINE
 
@@ -31,11 +32,16 @@ CODE_VERSIONED = CachePolicy(cache_func=CACHE_FUNC)
 
 def _score_publish_summarize(
     config: EvaluationConfig, answers: list, stats: list, *, after: Optional[list] = None,
-    only_failed: bool = False, samplings: Optional[list] = None,
+    only_failed: bool = False, samplings: Optional[list] = None, checklists: Any = None,
 ) -> None:
+    if checklists is None and config.panel[0].resolved_rubric().checklist is not None:
+        # Written once from the first model's rows (each row's id, instruction, reference), for every model.
+        checklists = write_checklists(answers[0], judge=config.panel[0], engine=config.engine,
+                                      writer=config.checklists.writer,
+                                      from_reference=config.checklists.from_reference, after=after)
     evaluations = [
         evaluate_answers(rows, judges=config.panel, engine=config.engine, only_failed=only_failed,
-                         similarity=config.similarity, jury=config.jury, after=after)
+                         similarity=config.similarity, jury=config.jury, checklists=checklists, after=after)
         for rows in answers
     ]
     # After every verdict, so a judge engine that is not the generation model loads once.
@@ -91,16 +97,21 @@ def rescoring(
     answers_ids: Optional[list[str]] = None,
     hub_repos: Optional[list[str]] = None,
     only_failed: bool = False,
+    checklists_id: Optional[str] = None,
 ) -> None:
     """Judge stored answers again: no generation engine, no inference.
 
     `answers_ids` name `generations` artifacts, or, with `only_failed`, previous `evaluations`
     artifacts whose rows without a valid verdict are judged again and merged. `hub_repos`
-    read published answers from Hub dataset repos instead (scoring on another machine).
+    read published answers from Hub dataset repos instead (scoring on another machine). `checklists_id`: the
+    source run's `checklists`, for a checklist rubric.
     """
     answers = [Client().get_artifact_version(artifact_id) for artifact_id in answers_ids or []]
     answers += [load_published_results(repo_id=repo, split=config.dataset.split) for repo in hub_repos or []]
-    _score_publish_summarize(config, answers, generation_stats, only_failed=only_failed)
+    # The source run's checklists, reused as they are (not written again); none stored: written from the answers.
+    reads_checklists = checklists_id and config.panel[0].resolved_rubric().checklist is not None
+    checklists = Client().get_artifact_version(checklists_id) if reads_checklists else None
+    _score_publish_summarize(config, answers, generation_stats, only_failed=only_failed, checklists=checklists)
 
 
 @pipeline(name="publishing", cache_policy=CODE_VERSIONED)

@@ -34,7 +34,7 @@ def _cpu_flags() -> str:
 
 def _card(check) -> dict:
     return {t.tier: {"integer": t.reference_higher.describe(), "ties": t.ties.count,
-                     "expected": t.reference_higher_expected.describe() if t.reference_higher_expected else None}
+                     "expected": t.reference_higher_tie_broken.describe() if t.reference_higher_tie_broken else None}
             for t in [check, *check.tiers]}
 
 

@@ -32,7 +32,7 @@ def _answers(path: Path):
 
 def _tier_row(t) -> dict:
     return {"tier": t.tier, "pairs": t.pairs, "integer": t.reference_higher.describe(),
-            "tie_broken": t.reference_higher_expected.describe() if t.reference_higher_expected else None,
+            "tie_broken": t.reference_higher_tie_broken.describe() if t.reference_higher_tie_broken else None,
             "lowest_level": t.lowest_level.describe() if t.lowest_level else None,
             "right_mean": t.reference_accuracy_mean, "wrong_mean": t.mismatched_accuracy_mean,
             "rules": {name: r.describe() for name, r in t.baselines.items()}, "margin": t.margin_over_rules,

@@ -41,10 +41,13 @@ JUDGE_COMPLETION_TOKENS = "judge_completion_tokens"
 JUDGE_CACHED = "judge_cached"
 # the verdict's share of the judge's wall time (JudgeReply.seconds), summed over a jury's judges; 0 when cached
 JUDGE_SECONDS = "judge_seconds"
+JUDGE_CALLS = "judge_calls"  # the judge calls made for the row (not from the cache): its verdict, and its probe if any
 REFERENCE_SIMILARITY = "reference_similarity"
 EXPECTED_PROBLEM = "expected_score_problem"  # why a verdict has no expected scores (no logprobs, ...)
-# escalation (`judge.escalate_to`): the first judge's probability of the score it gave (lowest over the criteria),
-# whether the row's verdict is the second judge's, and why not where the second judge failed
+# escalation (`judge.escalate_to`): the first judge's probability of the integer score it gave (lowest over the
+# criteria), read from the score distribution the row's expected score comes from (`judging.escalation`: the probe
+# before the analysis where the rubric has one, else the verdict's score token); whether the row's verdict is the second
+# judge's, and why not where the second judge failed
 CONFIDENCE = "judge_confidence"
 ESCALATED = "escalated"
 ESCALATION_ERROR = "escalation_error"
@@ -75,6 +78,16 @@ def jury_scores(criterion: str) -> str:
 
 def jury_expected(criterion: str) -> str:
     return f"{criterion}_jury_expected"
+
+
+def checklist_items(criterion: str) -> str:
+    """Under a checklist rubric: the row's items and the judge's probability that the answer states each."""
+    return f"{criterion}_items"
+
+
+# a row's checklist items (list of strings): the dataset's own `checklist` column, or the `checklists` artifact's
+CHECKLIST = "checklist"
+CHECKLISTS = "checklists"
 
 # The reference answer may be called either way in the source data (the original uses `output`).
 REFERENCE_ALIASES = ("answer", "output", "reference")

@@ -187,8 +187,8 @@ class JudgeConfig(Strict):
                                      description="backends openai and openai-batch: the endpoint and its limits")
     batch: BatchConfig = Field(default_factory=BatchConfig, description="backend openai-batch: how long to wait")
     escalate_to: Optional[JudgeConfig] = Field(
-        None, description="A second judge for the rows this one is unsure of (its probability of a score it gave "
-        "under escalate_below, or no verdict): their verdicts come from it; where it fails, the first one's stay.")
+        None, description="A second judge for the rows this one is unsure of (`judge_confidence` under escalate_below, "
+        "or no verdict): their verdicts come from it; where it fails, the first one's stay.")
     escalate_below: float = Field(0.9, gt=0.0, le=1.0, description="With escalate_to: the confidence under which a row "
                                   "is escalated; find one on labelled pairs with judge-bench --calibration.")
 

@@ -101,7 +101,9 @@ class ChatRequests:
             "max_tokens": c.max_tokens,
             "seed": c.seed,
         }
-        if self._format == "json_schema":
+        if reply_schema.choices:  # one word: cut at one token, read at its candidates (no response format needed)
+            body["max_tokens"] = 1
+        elif self._format == "json_schema":
             body["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": reply_schema.name, "schema": reply_schema.schema, "strict": True},

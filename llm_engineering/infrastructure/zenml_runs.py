@@ -80,6 +80,12 @@ def latest_answers_to_rescore(only_failed: bool = False) -> tuple[dict[str, Any]
         answers, source_run = latest_evaluations()
     arguments = {"generation_stats": stats, "answers_ids": [str(artifact.id) for artifact in answers],
                  "only_failed": only_failed}
+    from zenml.client import Client
+
+    # A checklist rubric's items, written by the source run: reused, not written again.
+    run = Client().get_pipeline_run(source_run)
+    if found := finished_outputs(run, "write_checklists", col.CHECKLISTS):
+        arguments["checklists_id"] = str(found[0].id)
     return arguments, source_run
 
 

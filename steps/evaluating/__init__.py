@@ -7,9 +7,10 @@ from steps.evaluating.load_published_results import load_published_results
 from steps.evaluating.load_test_split import load_test_split
 from steps.evaluating.publish_results import publish_results
 from steps.evaluating.summarize import summarize
+from steps.evaluating.write_checklists import write_checklists
 
 __all__ = [
     "check_labels", "check_trust", "compare_pairwise",
     "evaluate_answers", "generate_answers", "load_published_results", "load_test_split", "publish_results",
-    "summarize",
+    "summarize", "write_checklists",
 ]

@@ -7,6 +7,7 @@ from zenml import get_step_context, log_metadata, step
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeConfig, JuryConfig, SimilarityConfig
 from llm_engineering.evaluation.engine_config import EngineConfig
+from llm_engineering.evaluation.judging.checklist_writing import with_checklists
 from llm_engineering.evaluation.judging.escalation import escalate, with_confidence
 from llm_engineering.evaluation.judging.scoring import score_answers
 from llm_engineering.evaluation.trust.similarity import add_reference_similarity, get_embedder
@@ -29,6 +30,7 @@ def evaluate_answers(
     only_failed: bool = False,
     similarity: Optional[SimilarityConfig] = None,
     jury: Optional[JuryConfig] = None,
+    checklists: Optional[Dataset] = None,
 ) -> Annotated[Dataset, col.EVALUATIONS]:
     """Score every generated answer with the LLM judge, or each judge of a jury, on the judges'
     rubric (default task-accuracy: does the answer do the task, and the original's style, 1-3), and its similarity to the
@@ -39,6 +41,8 @@ def evaluate_answers(
     verdicts are kept and only the rows without one are judged again.
     """
     settings = get_settings()
+    if checklists is not None:  # a checklist rubric: each row's items (the `checklists` artifact)
+        generations = with_checklists(generations, checklists)
     with open_judge(judges, engine, settings=settings, pool=ENGINE_POOL,
                     aggregate=(jury or JuryConfig()).aggregate) as judge:
         rubric = judge.rubric

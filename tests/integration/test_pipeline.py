@@ -208,7 +208,7 @@ def test_first_run_checks_its_judge_and_reports_how_far_to_trust_it(first_run):
     # The real engine's logprobs reach the check: integer ties are broken by expected scores.
     assert check.failed.count == 0 and check.expected_problem is None
     assert all(1.0 <= p.reference_expected <= 3.0 and 1.0 <= p.mismatched_expected <= 3.0 for p in check.details)
-    assert check.reference_higher_expected is not None
+    assert check.reference_higher_tie_broken is not None
     assert summary.similarity_check.rows == ROWS
     evaluations = step_output(first_run, "evaluate_answers", col.EVALUATIONS)
     similarities = [v for v in evaluations[col.REFERENCE_SIMILARITY] if v is not None]

@@ -69,4 +69,4 @@ def test_a_custom_rubric_file_scores_through_the_cli_with_expected_scores_from_r
     clarity = next(c for c in model["criteria"] if c["name"] == "clarity")
     assert clarity["expected_rows"] == len(valid) and clarity["expected_mean"] is not None
     assert report["judge_check"]["criterion"] == "clarity"
-    assert report["judge_check"]["reference_higher_expected"] is not None
+    assert report["judge_check"]["reference_higher_tie_broken"] is not None

@@ -87,9 +87,9 @@ def test_without_usable_logprobs_the_problem_is_named(tokens, words):
     assert d.expected is None and words in d.problem
 
 
-def test_compact_keeps_candidates_only_where_a_digit_was_written():
+def test_compact_keeps_candidates_only_at_the_first_token_and_where_a_digit_was_written():
     kept = compact([("{", [("{", 0.0)]), ("2", [("2", 0.0), ("3", -1.0)]), ("ok", [("ok", 0.0)])])
-    assert kept == [("{", None), ("2", [("2", 0.0), ("3", -1.0)]), ("ok", None)]
+    assert kept == [("{", [("{", 0.0)]), ("2", [("2", 0.0), ("3", -1.0)]), ("ok", None)]  # a one-word reply: its first
 
 
 def _reply(score, probabilities=None):
@@ -181,12 +181,12 @@ def test_the_judge_check_breaks_integer_ties_with_expected_scores_beside_the_int
     pairs = [pair(0, 2, 2, 2.4, 2.1), pair(1, 2, 2, 2.0, 2.3), pair(2, 3, 1, 2.9, 1.2), pair(3, 2, 2, 2.2, 2.2)]
     check = judge_check_from_pairs("j", pairs, threshold=0.5)
     assert check.reference_higher.count == 1 and check.ties.count == 3
-    assert check.reference_higher_expected.count == 2  # pair 0 breaks for the reference, pair 1 against, pair 3 stays tied
+    assert check.reference_higher_tie_broken.count == 2  # pair 0 breaks for the reference, pair 1 against, pair 3 stays tied
     # The flag reads integer scores, the kind the table leads with: 1 of 4 is no signal, whatever the tie-break says.
-    assert check.no_signal is True and "1 of 4 pairs (25%" in check.verdict
+    assert check.no_signal is True and "1/4 (25%" in check.verdict
     assert judge_check_from_pairs("j", pairs, threshold=0.25).no_signal is False
     without = judge_check_from_pairs("j", [pair(0, 2, 2, None, None)], threshold=0.5, expected_problem="no logprobs")
-    assert without.reference_higher_expected is None and without.expected_problem == "no logprobs"
+    assert without.reference_higher_tie_broken is None and without.expected_problem == "no logprobs"
 
 
 def test_a_judge_that_is_also_a_generator_is_warned_about_with_its_check_figure():

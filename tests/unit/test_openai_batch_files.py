@@ -123,8 +123,8 @@ def test_batch_replies_carry_usage_compacted_logprobs_and_errors_naming_the_batc
     assert again == []
     ok = replies["ok"]
     assert (ok.text, ok.error, ok.prompt_tokens, ok.completion_tokens) == (VERDICT, None, 812, 41)
-    # Candidates kept only where a digit (a score) was written.
-    assert [candidates is not None for _, candidates in ok.logprobs] == [False, True, False]
+    # Candidates kept only at the first token (a one-word reply is read there) and where a digit (a score) was written.
+    assert [candidates is not None for _, candidates in ok.logprobs] == [True, True, False]
     assert ok.logprobs[1] == ("3", [("3", math.log(0.7)), ("2", math.log(0.3))]) and ok.logprobs_problem is None
     assert (replies["failed"].text, replies["failed"].error) == (None, "batch batch_7: HTTP 500: The server had an error.")
     assert replies["missing"].error == "batch batch_7 expired without running this request"

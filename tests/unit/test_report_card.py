@@ -94,10 +94,9 @@ def test_every_tier_is_scored_and_reported_with_its_own_verdict():
         ("q0", "q1"), ("q1", "q0"), ("q2", "q3"), ("q3", "q2")]
     assert check.judge_calls == judge.asked == 4 + 4 * 4 and check.judge_tokens == 7 * 20  # references + 4 tiers
     assert check.judge_seconds_per_verdict > 0 and check.metadata()["judge_seconds_per_verdict"] > 0
-    assert "truncated: the right answer scored above an answer that loops without making its point in 4 of 4" in \
-        check.tiers[1].verdict
+    assert "the right answer above an answer that loops without making its point in 4/4 (100%" in check.tiers[1].verdict
     rows = judge_check_rows(_summary_with(check))
-    assert [r[1] for r in rows] == ["mismatch", "same_topic", "truncated", "corrupted"]
+    assert [r[0] for r in rows] == ["mismatch", "same_topic", "truncated", "corrupted"]
 
 
 def test_without_an_embedder_the_same_topic_tier_is_left_out():
@@ -148,20 +147,30 @@ def test_judge_free_rules_order_two_answers_by_length_and_by_the_instructions_wo
     assert instruction_overlap("Why do cats purr?", "Cats sleep.", "Cats eat.") == 0  # a tie is no pass
 
 
-def test_no_judge_free_rule_passes_a_harder_tier_of_the_embedded_split_above_65_percent():
+def test_every_rule_orders_the_cards_own_pairs_and_a_tier_a_rule_passes_is_marked_so():
     """The card's own pairs (embedded split, default sample) decided without a judge: the harder tiers are built so
-    that neither the longer answer nor the instruction's words pass them; the mismatch tier is the sanity floor."""
+    that neither the longer answer nor the instruction's words pass them, but a rule that reads the reference (its
+    words, its names and numbers) passes each tier: every tier is marked as one a rule passes, so a judge passes it
+    only above that rule. (The echo judge rewords nothing: the right answers are the references, as for a judge
+    that does not see them; the rules that read the reference are scored under a rubric that shows it.)"""
     from llm_engineering.evaluation.config import DatasetConfig
     from llm_engineering.evaluation.generation.dataset import read_test_split
     from llm_engineering.evaluation.trust.similarity import get_embedder
 
-    check = run_judge_check(read_test_split(DatasetConfig()), Judge((EchoJudge(),), HANDBOOK), JudgeCheckConfig(),
-                            embedder=get_embedder())
+    check = run_judge_check(read_test_split(DatasetConfig()), Judge((EchoJudge(),), load_rubric("task-accuracy")),
+                            JudgeCheckConfig(), embedder=get_embedder())
+    handbook = run_judge_check(read_test_split(DatasetConfig()), Judge((EchoJudge(),), HANDBOOK),
+                               JudgeCheckConfig(rows=4, tiers=[]))
+    assert set(handbook.baselines) == {"longer", "instruction_overlap", "distinct_words"}  # it never sees the reference
     assert [t.tier for t in check.tiers] == ["same_topic", "truncated", "corrupted"]
     for tier in check.tiers:
         assert tier.pairs >= 8 and set(tier.baselines) == set(RULES)
-        assert all(r.rate <= 0.65 for r in tier.baselines.values()), (tier.tier, tier.baselines)
+        assert tier.baselines["longer"].rate <= 0.65 and tier.baselines["instruction_overlap"].rate <= 0.65, tier.tier
     assert check.baselines["instruction_overlap"].rate >= 0.8  # another question's answer: even word overlap sees it
+    assert all(t.rule_passes for t in [check, *check.tiers])
+    assert check.tiers[2].best_rule == "reference_facts" and check.tiers[2].baselines["reference_facts"].rate == 1.0
+    # The echo judge ties every pair: it fails every tier, which the card says tier by tier.
+    assert {t.outcome for t in [check, *check.tiers]} == {"fails"} and check.no_signal
 
 
 class EchoJudge:

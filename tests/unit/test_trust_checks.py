@@ -87,7 +87,7 @@ def test_no_signal_flag_follows_the_threshold(threshold, flagged):
     assert check.reference_higher.rate == 0.5
     assert check.no_signal is flagged
     assert ("NO SIGNAL" in check.verdict) is flagged
-    assert "2 of 4 pairs" in check.verdict
+    assert "2/4 (50%" in check.verdict
 
 
 def test_no_pairs_means_no_signal():
@@ -149,7 +149,8 @@ def test_check_judge_pairs_each_reference_with_another_rows_and_uses_the_cache(t
     rerun = run_judge_check(split(30), Judge((again,), HANDBOOK, cache),
                             JudgeCheckConfig(rows=10, threshold=0.7, seed=1, tiers=["mismatch"]))
     assert rerun.judge_seconds_per_verdict is None and check.judge_seconds_per_verdict is not None  # no new calls
-    assert rerun == check.model_copy(update={"judge_seconds_per_verdict": None})
+    assert (check.judge_calls, rerun.judge_calls) == (20, 0)  # calls made: none from the cache
+    assert rerun == check.model_copy(update={"judge_seconds_per_verdict": None, "judge_calls": 0})
     assert again.asked == []  # every verdict came from the cache
 
 

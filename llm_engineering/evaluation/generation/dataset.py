@@ -8,7 +8,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Optional
 
-from datasets import Dataset, DatasetDict, Features, Value, load_dataset, load_from_disk
+from datasets import Dataset, DatasetDict, Features, List, Value, load_dataset, load_from_disk
 from datasets.exceptions import DatasetNotFoundError
 
 from llm_engineering.evaluation import columns as col
@@ -168,8 +168,24 @@ def validate_split(dataset: Dataset, columns: Optional[ColumnsConfig] = None) ->
     if with_reference < len(references):
         logger.info("%d of %d rows have a reference answer (%s); the others are judged on instruction and answer",
                     with_reference, len(references), repr(reference) if reference else "no reference column")
-    return Dataset.from_dict({col.ID: ids, col.INSTRUCTION: instructions, col.REFERENCE: references},
-                             features=SPLIT_FEATURES)
+    split = Dataset.from_dict({col.ID: ids, col.INSTRUCTION: instructions, col.REFERENCE: references},
+                              features=SPLIT_FEATURES)
+    return _with_own_checklists(split, dataset)
+
+
+def _with_own_checklists(split: Dataset, source: Dataset) -> Dataset:
+    """The source's `checklist` column, items a user wrote (a list of texts, or one text of lines), kept for a
+    checklist rubric, which grades them as given."""
+    if col.CHECKLIST not in source.column_names:
+        return split
+    items = []
+    for row, value in enumerate(source[col.CHECKLIST]):
+        texts = value.splitlines() if isinstance(value, str) else value
+        if texts is not None and not (isinstance(texts, list) and all(isinstance(t, str) for t in texts)):
+            raise DatasetError(f"row {row}: {col.CHECKLIST!r} is {type(value).__name__}; give a list of texts (or one "
+                               f"text, an item a line), or leave it empty for items written from the reference")
+        items.append([t.strip() for t in texts if t.strip()] or None if texts is not None else None)
+    return split.add_column(col.CHECKLIST, items, feature=List(Value("string")))
 
 
 def _refuse(problems: list[str]) -> None:

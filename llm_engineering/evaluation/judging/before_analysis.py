@@ -70,11 +70,13 @@ def _read(rubric: Rubric, model: type[BaseModel], reply: JudgeReply) -> dict[str
 
 
 def probe_scores(backend: JudgeBackend, rubric: Rubric, count: int, asked: Sequence[Asked], *,
-                 cache: Optional[JudgeCache]) -> list[tuple[dict[str, ScoreDistribution], JudgeReply]]:
+                 cache: Optional[JudgeCache], messages: Optional[Sequence[list[dict[str, str]]]] = None,
+                 ) -> list[tuple[dict[str, ScoreDistribution], JudgeReply]]:
     """For each answer, the first `count` criteria's distributions before any analysis (or why there are none),
-    and the reply."""
+    and the reply; `messages`: the prompts to ask instead of the verdict's with the score-first structure."""
     model = scores_model(rubric, count)
     schema = ReplySchema("first_score" if count == 1 else "scores", reply_json_schema(model, {}))
-    replies = ask_judge(backend, [probe_messages(rubric, a) for a in asked], cache=cache,
+    replies = ask_judge(backend, list(messages) if messages is not None else [probe_messages(rubric, a) for a in asked],
+                        cache=cache,
                         is_valid=lambda text: _validated(model, text)[0] is not None, reply_schema=schema)
     return [(_read(rubric, model, reply), reply) for reply in replies]

@@ -1,7 +1,10 @@
 """Escalation: the rows a judge is unsure of go to a second judge, the others keep the first judge's verdict.
 
-A verdict's confidence is the judge's probability of the score it gave, the lowest over the rubric's criteria (from
-the token logprobs at each score: a judge without them, or a row it could not score, has none and is escalated). Rows
+A verdict's confidence (`judge_confidence`) is the judge's probability of the integer score it gave, the lowest over
+the rubric's criteria, read from the distribution the row's expected score comes from: under a rubric that writes each
+analysis first and reads its expected scores before it (`expected_before_analysis`, the default's), that is the
+probe's, so the confidence is how likely the judge found, before its analysis, the score it wrote after it; else the
+verdict's own score token. A judge without logprobs, or a row it could not score, has none and is escalated. Rows
 under `threshold` (one found on labelled data, e.g. by `judge-bench --calibration`) are judged again by the second
 judge; where it answers, its verdict replaces the first, and where it fails, the row keeps the first judge's verdict
 and says why. Nothing already judged is lost.
@@ -20,7 +23,8 @@ from llm_engineering.evaluation.judging.scoring import judge_columns, score_answ
 
 
 def verdict_confidence(row: dict[str, Any], rubric: Rubric) -> Optional[float]:
-    """The judge's probability of the score it gave, the lowest over the criteria; None without a verdict or
+    """The judge's probability of the integer score it gave, from the row's score distribution (the probe's under
+    `expected_before_analysis`: see the module doc), the lowest over the criteria; None without a verdict or
     probabilities."""
     if row.get(col.JUDGE_ERROR) is not None:
         return None

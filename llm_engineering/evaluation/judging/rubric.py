@@ -69,6 +69,16 @@ class Criterion(BaseModel):
         return list(self.scale)
 
 
+class ChecklistSpec(BaseModel):
+    """A criterion judged by a checklist (`judging.checklist`): the row's items, each answered yes or no in one token;
+    the rubric's other criteria are scored in one short reply, the scores alone, no analysis."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    criterion: str = Field(description="the criterion the items grade (its scale takes the checklist's score)")
+    max_items: int = Field(6, ge=1, le=12, description="items per row at most (more are dropped, with the reason)")
+
+
 class Rubric(BaseModel):
     """What the judge is asked and what its verdict must hold (see the module doc)."""
 
@@ -86,6 +96,7 @@ class Rubric(BaseModel):
                                            "second, short reply that gives the scores before any analysis "
                                            "(`judging.before_analysis`), not at the verdict's score tokens")
     template: Optional[str] = Field(None, description=f"the user prompt; placeholders: {', '.join(PLACEHOLDERS)}")
+    checklist: Optional[ChecklistSpec] = Field(None, description="one criterion judged by the row's checklist items")
 
     @field_validator("criteria")
     @classmethod
@@ -124,6 +135,17 @@ class Rubric(BaseModel):
             raise ValueError("expected_before_analysis is for a rubric that writes each analysis before its score; this "
                              "one has score_first true, so its expected scores are read before the analysis already: "
                              "drop expected_before_analysis or set score_first to false")
+        return self
+
+    @model_validator(mode="after")
+    def _checklist_criterion(self) -> "Rubric":
+        if self.checklist is None:
+            return self
+        if self.checklist.criterion not in self.names:
+            raise ValueError(f"checklist.criterion {self.checklist.criterion!r} is not a criterion of the rubric "
+                             f"({self.names}): name the criterion the items grade")
+        if self.expected_before_analysis:
+            raise ValueError("a checklist rubric writes no analysis: drop expected_before_analysis")
         return self
 
     @property

@@ -22,10 +22,11 @@ TOP_LOGPROBS = 20  # vLLM's default max_logprobs and OpenAI's ceiling
 
 
 def compact(tokens: Sequence[TokenChoices]) -> list[TokenChoices]:
-    """Keep candidates only at tokens holding a digit (a score is written there): a reply's
-    logprobs shrink from ~20 entries per token to a few positions, small enough to cache."""
-    return [(text, candidates if candidates is not None and any(ch.isdigit() for ch in text) else None)
-            for text, candidates in tokens]
+    """Keep candidates only at the first token (a one-word reply, a checklist item's Yes or No, is read there) and at
+    tokens holding a digit (a score is written there): a reply's logprobs shrink from ~20 entries per token to a few
+    positions, small enough to cache."""
+    return [(text, candidates if candidates is not None and (k == 0 or any(ch.isdigit() for ch in text)) else None)
+            for k, (text, candidates) in enumerate(tokens)]
 
 
 @dataclass(frozen=True)

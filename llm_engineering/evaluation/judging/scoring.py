@@ -18,6 +18,8 @@ from datasets import Dataset, List, Value
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judging.agreement import jury_aggregate
 from llm_engineering.evaluation.judging.before_analysis import Asked, probe_scores
+from llm_engineering.evaluation.judging.checklist import ChecklistScore
+from llm_engineering.evaluation.judging.checklist_scoring import checklist_readings
 from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.transport import JudgeBackend, JudgeReply, ReplySchema, ask_judge
 from llm_engineering.evaluation.judging.rubric import Rubric, judge_messages
@@ -36,10 +38,12 @@ def judge_columns(rubric: Rubric, jury: bool = False) -> dict[str, Any]:
                     col.expected(name): Value("float64"), col.probabilities(name): List(Value("float64"))}
         if jury:
             columns |= {col.jury_scores(name): List(Value("int32")), col.jury_expected(name): List(Value("float64"))}
+    if rubric.checklist is not None:
+        columns[col.checklist_items(rubric.checklist.criterion)] = List({"item": Value("string"), "yes": Value("float64")})
     return columns | {
         col.JUDGE_ERROR: Value("string"), col.EXPECTED_PROBLEM: Value("string"), col.JUDGE_RAW: Value("string"),
         col.JUDGE_PROMPT_TOKENS: Value("int32"), col.JUDGE_COMPLETION_TOKENS: Value("int32"), col.JUDGE_CACHED: Value("bool"),
-        col.JUDGE_SECONDS: Value("float64"),
+        col.JUDGE_SECONDS: Value("float64"), col.JUDGE_CALLS: Value("int32"),
     }
 
 
@@ -50,6 +54,7 @@ class Reading:
     reply: JudgeReply
     verdict: ParsedVerdict
     distributions: dict[str, ScoreDistribution]
+    checklist: Optional[ChecklistScore] = None  # under a checklist rubric: its items and their probabilities
 
     @property
     def expected_problem(self) -> Optional[str]:
@@ -96,8 +101,25 @@ def with_scores_before_analysis(judge: Judge, backend: JudgeBackend, readings: l
         reply = out[k].reply
         out[k] = replace(out[k], distributions={**out[k].distributions, **distributions}, reply=replace(
             reply, prompt_tokens=reply.prompt_tokens + probe.prompt_tokens, seconds=reply.seconds + probe.seconds,
-            completion_tokens=reply.completion_tokens + probe.completion_tokens, cached=reply.cached and probe.cached))
+            completion_tokens=reply.completion_tokens + probe.completion_tokens, cached=reply.cached and probe.cached,
+            calls=reply.calls + probe.calls))
     return out
+
+
+def judge_readings(judge: Judge, backend: JudgeBackend, asked: Sequence[Asked], first_score_only: bool = False,
+                   checklists: Optional[Sequence[Sequence[str]]] = None) -> list[Reading]:
+    """Each answer's reading by `backend`: its verdict (`first_score_only`: a reply that ends at the first score), with
+    the probe of its scores before the analysis where the rubric asks for one; under a checklist rubric, its items'
+    grading (`checklists`: each answer's items) and the other criteria's scores."""
+    rubric = judge.rubric
+    if rubric.checklist is not None:
+        return [Reading(reply, verdict, distributions, score) for verdict, distributions, reply, score in checklist_readings(
+            judge, backend, asked, checklists or [[] for _ in asked], first_score_only)]
+    schema = ReplySchema("first_score", first_score_schema(rubric, judge.max_analysis_chars)) if first_score_only else None
+    replies = ask_judge(backend, [judge_messages(rubric, *a) for a in asked], cache=judge.cache,
+                        is_valid=verdict_checker(rubric, first_score_only), reply_schema=schema)
+    own = [read_reply(rubric, r, first_score_only) for r in replies]
+    return with_scores_before_analysis(judge, backend, own, asked, 1 if first_score_only else None)
 
 
 def _single_row(rubric: Rubric, judge_id: str, reading: Reading) -> dict[str, Any]:
@@ -110,10 +132,13 @@ def _single_row(rubric: Rubric, judge_id: str, reading: Reading) -> dict[str, An
         row[col.analysis(name)] = verdict.analysis if verdict else None
         row[col.expected(name)] = distribution.expected if distribution else None
         row[col.probabilities(name)] = distribution.probabilities if distribution else None
+    if rubric.checklist is not None:
+        row[col.checklist_items(rubric.checklist.criterion)] = (
+            [{"item": item, "yes": p} for item, p in reading.checklist.items] if reading.checklist else None)
     return row | {
         col.JUDGE_ERROR: reading.verdict.error, col.EXPECTED_PROBLEM: reading.expected_problem, col.JUDGE_RAW: reply.text,
         col.JUDGE_PROMPT_TOKENS: reply.prompt_tokens, col.JUDGE_COMPLETION_TOKENS: reply.completion_tokens,
-        col.JUDGE_CACHED: reply.cached, col.JUDGE_SECONDS: round(reply.seconds, 4),
+        col.JUDGE_CACHED: reply.cached, col.JUDGE_SECONDS: round(reply.seconds, 4), col.JUDGE_CALLS: reply.calls,
     }
 
 
@@ -154,6 +179,7 @@ def _jury_row(
         col.JUDGE_COMPLETION_TOKENS: sum(r.reply.completion_tokens for r in readings),
         col.JUDGE_CACHED: all(r.reply.cached for r in readings),
         col.JUDGE_SECONDS: round(sum(r.reply.seconds for r in readings), 4),
+        col.JUDGE_CALLS: sum(r.reply.calls for r in readings),
     }
 
 
@@ -191,16 +217,9 @@ def score_answers(dataset: Dataset, judge: Judge, only_failed: bool = False, fir
     histories = dataset[col.HISTORY] if col.HISTORY in dataset.column_names else [None] * len(dataset)
     instructions, answers = dataset[col.INSTRUCTION], dataset[col.ANSWER]
     asked: list[Asked] = [(instructions[i], answers[i], references[i], histories[i]) for i in todo]
-    conversations = [judge_messages(rubric, *a) for a in asked]
-    is_valid = verdict_checker(rubric, first_score_only)
-    schema = ReplySchema("first_score", first_score_schema(rubric, judge.max_analysis_chars)) if first_score_only else None
-
-    def read(backend: JudgeBackend) -> dict[int, Reading]:
-        replies = ask_judge(backend, conversations, cache=judge.cache, is_valid=is_valid, reply_schema=schema)
-        own = [read_reply(rubric, r, first_score_only) for r in replies]
-        return dict(zip(todo, with_scores_before_analysis(judge, backend, own, asked, 1 if first_score_only else None)))
-
-    readings = [read(backend) for backend in judges]
+    items = dataset[col.CHECKLIST] if col.CHECKLIST in dataset.column_names else [[] for _ in range(len(dataset))]
+    checklists = [items[i] or [] for i in todo]
+    readings = [dict(zip(todo, judge_readings(judge, backend, asked, first_score_only, checklists))) for backend in judges]
     unanswered = JudgeReply(None, "not judged: the prompt is longer than engine.max_model_len, so no answer was generated")
     judge_ids = [j.judge_id for j in judges]
     if len(set(judge_ids)) < len(judge_ids):  # one model twice (other sampling): number them

@@ -42,6 +42,8 @@ class JudgeReply:
     # This reply's share of the judge's wall time: the seconds the judge took for the prompts asked together,
     # over their number (a batching engine answers them at once); 0 for a reply from the cache.
     seconds: float = 0.0
+    # The judge calls made for this reply (not served by the cache): 1, 0 from the cache, 2 with its probe.
+    calls: int = 1
 
 
 OnReply = Callable[[int, JudgeReply], None]
@@ -57,6 +59,9 @@ class ReplySchema:
 
     name: str
     schema: dict[str, Any]
+    # A one-word reply, one of these (a checklist item's Yes or No): backends constrain the reply to them where they
+    # can and cut it at a few tokens; what is read is the first token's candidates.
+    choices: Optional[tuple[str, ...]] = None
 
 
 def reply_json_schema(model: type[BaseModel], max_lengths: Mapping[str, int]) -> dict[str, Any]:
@@ -126,7 +131,7 @@ def ask_judge(
     for i in range(len(conversations)):
         hit = cache.get(keys[i]) if cache is not None else None
         if hit is not None:
-            replies[i] = JudgeReply(**{**hit, "cached": True})
+            replies[i] = JudgeReply(**{**hit, "cached": True, "calls": 0})
     misses = [i for i in range(len(conversations)) if i not in replies]
     logger.info("%s: %d prompts, %d from cache, %d to ask", judge.judge_id, len(conversations),
                 len(conversations) - len(misses), len(misses))

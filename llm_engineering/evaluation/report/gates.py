@@ -51,7 +51,7 @@ def metric_values(summary: EvaluationSummary) -> dict[str, list[tuple[str, Optio
     values["similarity"] = [(m.model_id, m.similarity_mean) for m in summary.models]
     check = summary.judge_check
     values["judge_check"] = [("the judge", check.reference_higher.rate if check else None)]
-    expected = check.reference_higher_expected if check else None
+    expected = check.reference_higher_tie_broken if check else None
     values["judge_check_expected"] = [("the judge", expected.rate if expected else None)]
     return values
 

@@ -49,6 +49,7 @@ from llm_engineering.evaluation.report.trust_text import (
     SCORES_METHOD,
     SIMILARITY_METRIC,
     WIN_RATE_DEFINITION,
+    judge_check_title,
     labels_title,
     note_text,
     similarity_check_finding,
@@ -98,8 +99,8 @@ def _trust_html(summary: EvaluationSummary) -> str:
                      + html_table(JURY_HEADER, jury_rows(summary)))
     judge_check = summary.judge_check
     if judge_check:
-        style = "background:#fdd;border:2px solid #c00" if judge_check.no_signal else "background:#efe;border:1px solid #393"
-        parts.append(f"<h3>Judge check</h3><p style='{style};padding:8px'>{html.escape(judge_check.verdict)}</p>"
+        verdicts = "".join(f"<li>{_text(t.verdict)}</li>" for t in [judge_check, *judge_check.tiers])
+        parts.append(f"<h3 id='judge-check'>{_text(judge_check_title(judge_check))}</h3><ul>{verdicts}</ul>"
                      + html_table(JUDGE_CHECK_HEADER, judge_check_rows(summary))
                      + f"<p>{_text(JUDGE_CHECK_METHOD)}</p>")
     parts.append(_labels_html(summary))
@@ -149,10 +150,16 @@ def _run_comparison_html(comparison: Optional[RunComparison]) -> str:
             + f"<p>{_text(compared.METHOD)}</p><h4>Rows whose scores changed most</h4>" + changed)
 
 
-def _headline_html(headline: str) -> str:
-    alarm = headline.startswith("NO SIGNAL")
-    style = "background:#fdd;border:2px solid #c00" if alarm else "background:#eef6ee;border:1px solid #9c9"
-    return f"<p style='{style};padding:8px'><b>{_text(headline)}</b></p>"
+def _headline_html(summary: EvaluationSummary) -> str:
+    """The judge's line under the models: red without signal, amber where it fails a tier or a rule does as well,
+    green only where it passes every tier; linked to its report card."""
+    check = summary.judge_check
+    outcomes = {t.outcome for t in ([check, *check.tiers] if check else [])}
+    style = ("background:#fdd;border:2px solid #c00" if summary.headline.startswith("NO SIGNAL") else
+             "background:#eef6ee;border:1px solid #9c9" if outcomes == {"passes"} else
+             "background:#fff6e0;border:1px solid #d90")
+    link = " <a href='#judge-check'>Its report card</a>." if check else ""
+    return f"<p style='{style};padding:8px'><b>{_text(summary.headline)}</b>{link}</p>"
 
 
 def render_html(summary: EvaluationSummary, comparison: Optional[RunComparison] = None) -> str:
@@ -168,13 +175,14 @@ def render_html(summary: EvaluationSummary, comparison: Optional[RunComparison] 
         "<style>body{font-family:sans-serif}table{border-collapse:collapse}"
         "td,th{border:1px solid #ccc;padding:4px 8px}</style></head><body>"
         "<h2>Evaluation summary</h2>"
-        + (_headline_html(summary.headline) if summary.headline else "")
-        + f"<p>Judge: {html.escape(summary.judge_model)} &middot; rubric: "
-        f"{html.escape(summary.rubric)} &middot; {html.escape(summary.created_at)}</p>"
+        + f"<p>Run {html.escape(summary.run)} &middot; judge: {html.escape(summary.judge_model)} &middot; rubric: "
+        f"{html.escape(summary.rubric)} &middot; {html.escape(summary.created_at)} &middot; "
+        "<a href='#row-browser'>every answer, row by row</a></p>"
         + html_table(table_header(summary), table_rows(summary))
+        + comparisons
+        + (_headline_html(summary) if summary.headline else "")
         + f"<p>{_text(SCORES_METHOD)}</p>"
         + _turns_html(summary)
-        + comparisons
         + _samples_html(summary)
         + _run_comparison_html(comparison)
         + _trust_html(summary)

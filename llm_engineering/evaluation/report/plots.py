@@ -51,8 +51,8 @@ def _judge_check_panel(axis: Any, summary: EvaluationSummary) -> None:
         _stacked_bar(axis, y, [("right answer higher", t.reference_higher.rate, "tab:green"),
                                ("tie", t.ties.rate, "tab:gray"), ("reversal", t.reversals.rate, "tab:red"),
                                ("failed", t.failed.rate, "black")], y == 0)
-        if t.reference_higher_expected is not None:
-            axis.plot(t.reference_higher_expected.rate, y, "k|", markersize=14,
+        if t.reference_higher_tie_broken is not None:
+            axis.plot(t.reference_higher_tie_broken.rate, y, "k|", markersize=14,
                       label="ties broken by expected scores" if y == 0 else None)
         if t.best_rule is not None:  # what a rule without a judge passes: the judge's figure is worth its lead on it
             axis.plot(t.baselines[t.best_rule].rate, y, "D", color="tab:orange", markersize=5,

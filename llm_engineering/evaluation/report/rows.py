@@ -181,7 +181,7 @@ def row_browser_html(summary: EvaluationSummary) -> str:
             if summary.items_total > len(items) else f"{len(items)} items")
     controls, script = labelling_html(summary, items)
     return (
-        f"<style>{_STYLE}</style><h3>Rows</h3>"
+        f"<style>{_STYLE}</style><h3 id='row-browser'>Rows</h3>"
         f"<p>{kept}, worst first: click a header to sort; scores are the judge's integer score with the "
         f"expected (probability-weighted) score in brackets; a red answer has no valid verdict.</p>"
         "<div class='browser-controls'>"

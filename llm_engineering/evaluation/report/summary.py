@@ -62,7 +62,8 @@ def judge_usage(rows: list[dict], prices: Optional[tuple[float, float]] = None) 
     timed = [r[col.JUDGE_SECONDS] for r in fresh if r.get(col.JUDGE_SECONDS) is not None]
     seconds = round(sum(timed), 3) if fresh and len(timed) == len(fresh) else None
     return JudgeUsage(
-        calls=len(fresh),
+        answers=len(fresh),
+        calls=sum(r[col.JUDGE_CALLS] if r.get(col.JUDGE_CALLS) is not None else 1 for r in fresh),  # before: 1 a row
         seconds=seconds,
         seconds_per_verdict=round(seconds / len(fresh), 3) if seconds is not None else None,
         cached=sum(bool(r.get(col.JUDGE_CACHED)) for r in rows),
@@ -91,7 +92,6 @@ def _criterion_scores(name: str, scored: list[dict], *, values: Optional[list[in
         own_expected = [e for _, e in own if e is not None]
         per_judge.append(JudgeScores(judge=judge, scored=len(own), mean=mean([s for s, _ in own]),
                                      expected_mean=mean(own_expected) if len(own_expected) == len(own) else None))
-    by_length = with_expected if len(with_expected) == len(scored) else answers
     scores = answers  # one per row: the rows a paired comparison pairs
     figures: dict[str, Any]
     if samples == 1:
@@ -114,7 +114,8 @@ def _criterion_scores(name: str, scored: list[dict], *, values: Optional[list[in
         expected_mean=mean(with_expected), expected_rows=sum(e is not None for e in expected),
         expected_problem=problems.most_common(1)[0][0] if problems else None,
         judges=per_judge,
-        length=length_correlation(by_length, [len(r.get(col.ANSWER) or "") for r in scored]),
+        length=length_correlation(answers, lengths := [len(r.get(col.ANSWER) or "") for r in scored]),
+        length_expected=length_correlation(with_expected, lengths) if len(with_expected) == len(scored) else None,
         detectable=detectable_change(scores),
         rows_for_tenth=rows_for_change(scores, 0.1),
         **figures,
@@ -177,7 +178,7 @@ def model_scores(
         similarity_ci=bootstrap_ci(similarities),
         similarity_rows=len(similarities),
         reference_rows=sum(r.get(col.REFERENCE) is not None for r in rows) if col.REFERENCE in evaluations.column_names
-        else 0,
+        else None,
         escalated=sum(bool(r.get(col.ESCALATED)) for r in rows),
         escalation_failed=len(errors := [r[col.ESCALATION_ERROR] for r in rows if r.get(col.ESCALATION_ERROR)]),
         escalation_error=errors[0] if errors else None,
@@ -259,6 +260,7 @@ def build_summary(inputs: SummaryInputs) -> EvaluationSummary:
         headline=judge_headline(", ".join(judge_ids), judge_check),
         rubric=rubric.name,
         criteria=rubric.names,
+        checklist=rubric.checklist.criterion if rubric.checklist else None,
         scales=rubric.scales,
         models=scores,
         comparisons=comparisons,

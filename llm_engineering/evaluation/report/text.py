@@ -34,16 +34,19 @@ def expected_lines(summary: EvaluationSummary) -> list[str]:
 def table_header(summary: EvaluationSummary) -> list[str]:
     """One column per criterion (integer mean, and expected mean where the judge gave logprobs)."""
     return (["model"] + [f"{name} (95% CI)" for name in summary.criteria]
-            + ["similarity (95% CI)", "scored", "failed", "cut by max_tokens", "output tok/s", "judge calls",
-               "judge s/verdict", "judge cost $"])
+            + ["similarity (95% CI)", "scored", "failed", "cut by max_tokens", "output tok/s", "judge calls (answers)",
+               "judge s/answer", "judge cost $"])
 
 
 COMPARISON_HEADER = ["difference", "criterion", "mean (95% CI)", "paired rows"]
-JUDGE_CHECK_HEADER = ["judge", "tier", "pairs", "right answer higher (integer scores)", "ties broken by expected scores",
-                      "ties", "reversals", "failed", "worse answer at the lowest level", "mean score: right / worse",
-                      *[f"rule: {name}" for name in RULE_NAMES.values()], "judge minus the best rule", "threshold"]
+JUDGE_CHECK_HEADER = ["tier", "outcome", "pairs", "right answer higher (integer scores)", "ties broken by expected scores",
+                      "by expected scores alone", "ties", "reversals", "failed", "worse answer at the lowest level",
+                      "mean score: right / worse", *[f"rule: {name}" for name in RULE_NAMES.values()],
+                      "judge minus the best rule", "threshold"]
+OUTCOMES = {"passes": "passes", "fails": "fails", "matched_by_rule": "no better than a rule", "unmeasured": "n/a"}
 JURY_HEADER = ["criterion", "Krippendorff's alpha, ordinal (95% CI)", "rows", "judges' means (integer / expected)"]
-LENGTH_HEADER = ["model", "criterion", "Spearman: score vs answer length", "rows"]
+LENGTH_HEADER = ["model", "criterion", "Spearman: integer score vs answer length", "expected score vs answer length",
+                 "rows"]
 LABELS_HEADER = ["criterion", "rater", "exact (95% CI)", "within one (95% CI)", "Spearman", "quadratic kappa (95% CI)",
                  "without a verdict"]
 PAIRWISE_LABELS_HEADER = ["rater", "agreement with the human preference"]
@@ -51,8 +54,11 @@ PAIRWISE_HEADER = ["model A vs model B", "win rate of A (95% CI)", "A wins", "ti
                    "orders disagree", "first position chosen"]
 
 
-def criterion_cell(c: CriterionScores) -> str:
-    """`1.07 [1.00, 1.17]; expected 1.42 [1.38, 1.46]`, or why there is no expected mean."""
+def criterion_cell(c: CriterionScores, checklist: bool = False) -> str:
+    """`1.07 [1.00, 1.17]; expected 1.42 [1.38, 1.46]`, or why there is no expected mean; a checklist's criterion leads
+    with its score: `checklist 2.61 [2.55, 2.68]; levels 2.75 [2.60, 2.90]`."""
+    if checklist:
+        return f"checklist {with_ci(c.expected_mean, c.expected_ci)}; levels {with_ci(c.mean, c.ci)}"
     cell = with_ci(c.mean, c.ci)
     if c.expected_mean is not None:
         return cell + f"; expected {with_ci(c.expected_mean, c.expected_ci)}"
@@ -76,7 +82,8 @@ def anchor_rows(summary: EvaluationSummary) -> list[list[str]]:
             (ANCHORS[0], check.reference_accuracy_mean, check.reference_accuracy_ci, check.reference_expected_mean),
             (ANCHORS[1], check.mismatched_accuracy_mean, check.mismatched_accuracy_ci, check.mismatched_expected_mean)):
         row = [name] + [""] * (width - 1)
-        row[position] = with_ci(mean, ci) + (f"; expected {expected:.2f}" if expected is not None else "")
+        row[position] = (f"checklist {fmt(expected)}; levels {with_ci(mean, ci)}" if check.criterion == summary.checklist
+                         else with_ci(mean, ci) + (f"; expected {expected:.2f}" if expected is not None else ""))
         rows.append(row)
     return rows
 
@@ -87,13 +94,14 @@ def table_rows(summary: EvaluationSummary) -> list[list[str]]:
     return [
         [
             s.model_id,
-            *(criterion_cell(c) for c in s.criteria),
+            *(criterion_cell(c, c.name == summary.checklist) for c in s.criteria),
             with_ci(s.similarity_mean, s.similarity_ci),
             f"{s.scored}/{s.rows}",
             str(s.failed),
             f"{s.truncated}/{s.rows}" if s.rows else "0",
             fmt(s.tokens_per_second, 1),
-            f"{s.judge_usage.calls} (+{s.judge_usage.cached} cached)",
+            f"{s.judge_usage.calls}" + (f" ({s.judge_usage.answers})" if s.judge_usage.answers is not None else "")
+            + f" (+{s.judge_usage.cached} cached)",
             fmt(s.judge_usage.seconds_per_verdict, 2),
             fmt(s.judge_usage.estimated_cost_usd, 4),
         ]
@@ -115,11 +123,15 @@ def judge_check_rows(summary: EvaluationSummary) -> list[list[str]]:
         return []
     rows = []
     for s in [summary.judge_check, *summary.judge_check.tiers]:
-        tie_broken = s.reference_higher_expected.describe() if s.reference_higher_expected else f"n/a: {s.expected_problem}"
+        tie_broken = (s.reference_higher_tie_broken.describe() if s.reference_higher_tie_broken
+                      else f"n/a: {s.expected_problem}")
+        by_expected = s.reference_higher_by_expected.describe() if s.reference_higher_by_expected else "n/a"
         rules = [s.baselines[name].describe() if name in s.baselines else "n/a" for name in RULE_NAMES]
         margin = "n/a" if s.margin_over_rules is None else f"{s.margin_over_rules * 100:+.0f} points"
-        rows.append([s.judge_model, s.tier, str(s.pairs), s.reference_higher.describe(), tie_broken, s.ties.describe(),
-                     s.reversals.describe(), s.failed.describe(), s.lowest_level.describe() if s.lowest_level else "n/a",
+        outcome = OUTCOMES[s.outcome] + (" (a rule passes it)" if s.rule_passes else "")
+        rows.append([s.tier, outcome, str(s.pairs), s.reference_higher.describe(), tie_broken, by_expected,
+                     s.ties.describe(), s.reversals.describe(), s.failed.describe(),
+                     s.lowest_level.describe() if s.lowest_level else "n/a",
                      f"{s.criterion}: {fmt(s.reference_accuracy_mean)} / {fmt(s.mismatched_accuracy_mean)}",
                      *rules, margin, f"{s.threshold:.0%}"])
     return rows
@@ -140,8 +152,8 @@ def jury_rows(summary: EvaluationSummary) -> list[list[str]]:
 def length_rows(summary: EvaluationSummary) -> list[list[str]]:
     """Length bias per model and criterion (`LENGTH_HEADER`)."""
     return [
-        [s.model_id, c.name, f"{fmt(c.length.spearman)} (p {fmt(c.length.p_value, 3)})" if c.length else "n/a",
-         str(c.length.rows) if c.length else "0"]
+        [s.model_id, c.name, *(f"{fmt(x.spearman)} (p {fmt(x.p_value, 3)})" if x else "n/a"
+                               for x in (c.length, c.length_expected)), str(c.length.rows) if c.length else "0"]
         for s in summary.models for c in s.criteria
     ]
 
@@ -261,8 +273,8 @@ def trust_lines(summary: EvaluationSummary) -> list[str]:
                      + (f" ({s.right_copies} kept as the reference: their rewording failed)" if s.right_copies else ""))
         lines += [f"  {tier.verdict}" for tier in s.tiers]
         if s.judge_calls is not None:
-            per_verdict = f", {s.judge_seconds_per_verdict:.2f} s per verdict" if s.judge_seconds_per_verdict else ""
-            lines.append(f"  the check asked for {s.judge_calls} verdicts ({s.judge_tokens} tokens not from the cache"
+            per_verdict = f", {s.judge_seconds_per_verdict:.2f} s per answer judged" if s.judge_seconds_per_verdict else ""
+            lines.append(f"  the check made {s.judge_calls} judge calls not served by the cache ({s.judge_tokens} tokens"
                          f"{per_verdict})")
     lines += _label_lines(summary) + ppi_lines(summary)
     if summary.similarity_check:
@@ -277,7 +289,9 @@ def trust_lines(summary: EvaluationSummary) -> list[str]:
                       if m.escalation_failed else "")
             lines.append(f"Escalation of {m.model_id}: {m.escalated} of {m.rows} rows the first judge was unsure of "
                          f"were judged by the second judge{failed}")
-        lengths = [f"{c.name} {fmt(c.length.spearman)}" for c in m.criteria if c.length and c.length.spearman is not None]
+        lengths = [f"{c.name} {fmt(c.length.spearman)}" + (f" (expected {fmt(c.length_expected.spearman)})"
+                                                           if c.length_expected else "")
+                   for c in m.criteria if c.length and c.length.spearman is not None]
         if lengths:
-            lines.append(f"Length bias of {m.model_id} (Spearman, score vs answer length): {', '.join(lengths)}")
+            lines.append(f"Length bias of {m.model_id} (Spearman, integer score vs answer length): {', '.join(lengths)}")
     return lines + [note_text(note) for note in summary.notes]

@@ -38,12 +38,16 @@ SAMPLES_METHOD = ("With several answers per prompt, a row's score is the mean of
 JUDGE_CHECK_METHOD = ("The judge scored, with the scoring prompt, each sampled row's right answer and, per tier, a worse "
                       "answer built from the split: another row's reference (mismatch), a neighbouring question's "
                       "reference that shares the instruction's words (same_topic), the instruction echoed and the "
-                      "reference's first third looping to the right answer's length (truncated), the reference with its "
-                      "numbers and names swapped (corrupted). Rates are over all pairs, with 95% Wilson intervals; a "
-                      "pass is the right answer scored strictly higher on integer scores (the figure the flag reads, as "
-                      "the table shows integer means), ties broken by expected scores beside it. The same pairs are "
-                      "decided by rules without a judge (the longer answer; more of the instruction's words; a tie is "
-                      "no pass): a tier that a rule passes as often says nothing of the judge.")
+                      "reference's first third looping to the right answer's length (truncated), the right answer with "
+                      "its numbers and names swapped for other rows' (corrupted). Rates are over all pairs, with 95% "
+                      "Wilson intervals; a pass is the right answer scored strictly higher on integer scores (the "
+                      "figure the outcome reads, as the table shows integer means), ties broken by expected scores and "
+                      "the order by expected scores alone beside it. The same pairs are ordered by rules without a judge "
+                      "(the longer answer; more of the instruction's words; more of the reference's words; more of the "
+                      "reference's names and numbers; more distinct words; a tie is no pass). A tier passes when the "
+                      "judge is at or above the threshold and above every rule; it fails under the threshold; where a "
+                      "rule does as well, the tier says nothing of the judge that a word count does not say. A tier "
+                      "that a rule passes above 65% is marked so.")
 
 EXPECTED_BEFORE_ANALYSIS = ("the rubric has the judge write each analysis before its score, so an integer score is "
                             "the judge's verdict after its analysis; the expected scores are read from a second, short "
@@ -87,43 +91,47 @@ def judge_without_signal(judge_model: str) -> bool:
     return model is not None and model.judge_signal is False
 
 
-def tier_figures(check: JudgeCheck, interval: bool = True) -> str:
-    """`18/20 (90%, 95% CI 70%-97%; tie-broken 95%; best rule without a judge 55%)`: integer discrimination first."""
-    figure = check.reference_higher
-    if figure.rate is None:
-        return figure.describe()
-    parts = [f"{figure.rate:.0%}" + (f", 95% CI {figure.ci[0]:.0%}-{figure.ci[1]:.0%}" if interval and figure.ci else "")]
-    tie_broken = check.reference_higher_expected
-    if tie_broken is not None and tie_broken.rate is not None:
-        parts.append(f"tie-broken {tie_broken.rate:.0%}")
-    if check.best_rule:
-        parts.append(f"best rule without a judge {check.baselines[check.best_rule].rate:.0%}")
-    return f"{figure.count}/{figure.total} ({'; '.join(parts)})"
-
-
 def judge_headline(judge_model: str, check: Optional[JudgeCheck]) -> str:
-    """The summary's first line: whether the judge's scores mean anything, and how to get a judge whose do."""
+    """The judge's line under the models' scores: whether its scores mean anything (NO SIGNAL: it does not tell answers
+    to other questions apart), and otherwise, tier by tier, what it is blind to, where a rule without a judge does as
+    well, and where it passes, with the figures and their intervals; how to get a judge whose scores mean more."""
+    from llm_engineering.evaluation.trust.judge_check import BLIND_TO, best_rule_text, figure_text
+
     name = _judge_name(judge_model)
     if check is not None and check.no_signal:
-        return (f"NO SIGNAL: the judge {name} did not tell right answers from wrong ones in its judge check (the right "
-                f"answer scored higher in {tier_figures(check)} of pairs, integer scores), so these scores are noise; "
-                f"{GET_A_JUDGE}.")
+        return (f"NO SIGNAL: the judge {name} did not tell right answers from answers to other questions in its judge "
+                f"check (the right answer scored higher in {figure_text(check.deciding)} of pairs, under the "
+                f"{check.threshold:.0%} threshold, integer scores), so these scores are noise; {GET_A_JUDGE}.")
     if judge_without_signal(judge_model):
         return (f"NO SIGNAL: the judge {name} is a smoke-test judge, measured unable to tell right answers from wrong "
                 f"ones, so these scores are noise; {GET_A_JUDGE}.")
     if check is None:
         return (f"Judge {name}: not checked in this run (judge_check.rows: 0), so how far its scores can be trusted "
                 f"is not measured.")
-    tiers = ", ".join(f"{t.tier} {tier_figures(t, interval=False)}" for t in check.tiers)
-    lowest = (f"; {check.lowest_level.count} of those {check.lowest_level.total} answers at the scale's lowest level"
-              if check.lowest_level and check.lowest_level.total else "")
-    return (f"Judge {name}: scored the right answer above an answer to another question in {tier_figures(check)} of "
-            f"pairs{lowest}" + (f"; harder tiers: {tiers}" if tiers else "") + " (judge check, integer scores).")
+    tiers = [t for t in [check, *check.tiers] if t.outcome != "unmeasured"]
+    by = {outcome: [t for t in tiers if t.outcome == outcome] for outcome in ("fails", "matched_by_rule", "passes")}
+    parts = []
+    if by["fails"]:
+        parts.append("blind to " + "; ".join(f"{BLIND_TO.get(t.tier, t.tier)} ({t.tier} {figure_text(t.deciding)})"
+                                             for t in by["fails"]))
+    if by["matched_by_rule"]:
+        parts.append("no better than a rule without a judge on " + "; ".join(
+            f"{t.tier} ({figure_text(t.deciding)} against {best_rule_text(t)})" for t in by["matched_by_rule"]))
+    if by["passes"]:
+        parts.append("above every rule without a judge on " + "; ".join(
+            f"{t.tier} ({figure_text(t.deciding)})" for t in by["passes"]))
+    above = len(tiers) - len(by["fails"])
+    lead = ("passes every tier of its report card" if len(by["passes"]) == len(tiers) else
+            f"above the {check.threshold:.0%} threshold on {above} of its report card's {len(tiers)} tiers, above every "
+            f"rule without a judge on {len(by['passes']) or 'none'}")
+    scores = "integer scores" if check.decided_by == "integer" else "the checklist's scores"
+    return f"Judge {name}: {lead}: " + "; ".join(parts) + f" ({scores}; judge check below)."
 
 
 def judge_check_title(check: JudgeCheck) -> str:
-    """`Judge check`, flagged when the judge showed no signal."""
-    return "Judge check" + (" - NO SIGNAL" if check.no_signal else "")
+    """`Judge check`, flagged when the judge showed no signal or failed a tier."""
+    failed = [t.tier for t in [check, *check.tiers] if t.outcome == "fails"]
+    return "Judge check" + (" - NO SIGNAL" if check.no_signal else f" - fails {', '.join(failed)}" if failed else "")
 
 
 def judge_check_figures(check: JudgeCheck) -> str:
@@ -162,7 +170,7 @@ def self_preference_warnings(judge_models: list[str], generators: list[str], che
     from llm_engineering.evaluation.models import split_variant
 
     bases = {split_variant(m)[0] for m in generators}
-    tie_broken = check.reference_higher_expected if check else None
+    tie_broken = check.reference_higher_tie_broken if check else None
     figure = (f" Its judge check: the right answer scored higher in {check.reference_higher.describe()} of pairs"
               f"{f' ({tie_broken.describe()} with ties broken by expected scores)' if tie_broken else ''}."
               if check else "")

@@ -27,8 +27,10 @@ class AnswerView(BaseModel):
     finish_reason: Optional[str] = None
     history: list[dict[str, str]] = Field(default_factory=list, description="a turn of a conversation: the "
                                           "conversation before its user message, with this model's own earlier answers")
-    confidence: Optional[float] = Field(None, description="the judge's probability of the score it gave, the lowest "
-                                        "over the criteria (None: a judge without logprobs, or a jury)")
+    confidence: Optional[float] = Field(None, description="the judge's probability of the integer score it gave, the "
+                                        "lowest over the criteria, from the distribution its expected score comes from "
+                                        "(the probe before the analysis under the default rubric: `judge_confidence`); "
+                                        "None: a judge without logprobs, or a jury")
     escalated: bool = Field(False, description="judged again by the second judge (judge.escalate_to)")
 
     @property
@@ -50,16 +52,20 @@ class ItemView(BaseModel):
 
 
 class JudgeUsage(BaseModel):
-    """Judge requests of this scoring: new calls, cache hits, tokens and estimated cost."""
+    """Judge requests of this scoring: answers judged afresh and the calls that took, cache hits, tokens and cost."""
 
-    calls: int
+    calls: int = Field(description="judge calls made (not served by the cache): each answer's verdict, and its probe "
+                       "where the rubric reads expected scores before the analysis")
+    answers: Optional[int] = Field(None, description="answers judged afresh (None: a summary stored before this was "
+                                   "counted, whose `calls` counted answers)")
     cached: int
     prompt_tokens: int
     completion_tokens: int
     estimated_cost_usd: Optional[float] = None
     seconds: Optional[float] = Field(None, description="the judge's wall time for the new calls (None: scored before "
                                      "it was recorded)")
-    seconds_per_verdict: Optional[float] = Field(None, description="seconds over new calls: what one more verdict costs")
+    seconds_per_verdict: Optional[float] = Field(None, description="seconds over answers judged afresh: what one more "
+                                                 "answer costs (its verdict and its probe, where there is one)")
 
 
 class JudgeScores(BaseModel):
@@ -92,7 +98,9 @@ class CriterionScores(BaseModel):
     expected_problem: Optional[str] = Field(None, description="why scored rows lack an expected score")
     judges: list[JudgeScores] = Field(default_factory=list, description="with a jury: each judge's figures")
     length: Optional[LengthCorrelation] = Field(
-        None, description="Spearman correlation of the score (expected where every row has one) with answer length")
+        None, description="Spearman correlation of the integer score (the table's) with answer length")
+    length_expected: Optional[LengthCorrelation] = Field(
+        None, description="the same of the expected score, where every scored row has one")
     detectable: Optional[float] = Field(
         None, description="the smallest change of the integer mean a paired comparison of these rows detects (80% "
                           "power, 5%), runs uncorrelated per row: an upper bound")
@@ -190,6 +198,8 @@ class EvaluationSummary(BaseModel):
     headline: str = Field("", description="the first line: whether the judge's scores mean anything")
     rubric: str = Field(RUBRIC_OF_OLD_RUNS, description="the rubric's name (a summary stored without one: handbook)")
     criteria: list[str] = Field(default_factory=lambda: ["accuracy", "style"])
+    checklist: Optional[str] = Field(None, description="the criterion a checklist grades (its table figure is the "
+                                     "checklist's score, its expected mean; the integer mean is of its rounded levels)")
     scales: dict[str, dict[int, str]] = Field(default_factory=dict, description="each criterion's levels and meanings")
     models: list[ModelScores]
     comparisons: list[ModelComparison] = Field(default_factory=list)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field, model_validator
 
 from llm_engineering.evaluation.stored.figures import Rate
 
@@ -40,6 +40,10 @@ class JudgeCheckPair(BaseModel):
         return (difference > 0) - (difference < 0)
 
 
+# A tier that a judge-free rule passes above this says little of the judge (the judge must beat the rule there).
+RULE_PASS = 0.65
+
+
 class JudgeCheck(BaseModel):
     """Figures of the judge check. Rates are over every checked pair; a pair with a failed
     verdict counts as failed, never as a tie or dropped."""
@@ -62,9 +66,12 @@ class JudgeCheck(BaseModel):
     mismatched_accuracy_ci: Optional[list[float]] = None
     threshold: float
     no_signal: bool = Field(description="integer discrimination below the threshold")
-    reference_higher_expected: Optional[Rate] = Field(
+    reference_higher_tie_broken: Optional[Rate] = Field(
         None, description="discrimination with integer ties broken by expected scores (None without logprobs)")
-    expected_problem: Optional[str] = Field(None, description="why there is no tie-broken figure")
+    reference_higher_by_expected: Optional[Rate] = Field(
+        None, description="discrimination by expected scores alone: the right answer's expected score strictly above "
+        "the worse one's, whatever the integers say (None without logprobs)")
+    expected_problem: Optional[str] = Field(None, description="why there is no tie-broken or expected figure")
     lowest_level: Optional[Rate] = Field(None, description="worse answers scored at the scale's lowest level")
     scale: Optional[list[int]] = Field(None, description="the first criterion's lowest and highest level")
     baselines: dict[str, Rate] = Field(default_factory=dict, description="per judge-free rule (`trust.rules`): the "
@@ -76,13 +83,55 @@ class JudgeCheck(BaseModel):
         "references: each row's own answer (of the first model) against another row's answer")
     right_copies: int = Field(0, description="pairs whose right answer is the reference itself, its rewording having "
                               "failed or lost a fact")
+    decided_by: Literal["integer", "expected"] = Field(
+        "integer", description="the figure the outcome and the flag read: integer scores (the table's lead), or, under "
+        "a checklist rubric, whose table leads with the checklist's score, the expected scores alone")
     verdict: str = Field(description="the finding in plain words")
     details: list[JudgeCheckPair] = Field(default_factory=list)
     tiers: list["JudgeCheck"] = Field(default_factory=list, description="the report card's harder tiers")
-    judge_calls: Optional[int] = Field(None, description="verdicts the check asked for (all tiers), cached ones included")
+    judge_calls: Optional[int] = Field(None, description="judge calls the check made (not served by the cache): each "
+                                       "answer's verdict and, where the rubric reads expected scores before the analysis, "
+                                       "its probe; rewordings of right answers not counted")
     judge_tokens: Optional[int] = Field(None, description="prompt + completion tokens of the calls not served by the cache")
     judge_seconds_per_verdict: Optional[float] = Field(None, description="the judge's wall time over the calls not "
                                                        "served by the cache")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tie_broken_of_an_older_check(cls, data: Any) -> Any:
+        # Checks stored before the names said which figure: `reference_higher_expected` held the tie-broken one.
+        if isinstance(data, dict) and "reference_higher_expected" in data:
+            data = {**data, "reference_higher_tie_broken": data["reference_higher_expected"]}
+            del data["reference_higher_expected"]
+        return data
+
+    @computed_field  # type: ignore[prop-decorator]  # stored in the JSON report beside the figures it is read from
+    @property
+    def outcome(self) -> Literal["passes", "fails", "matched_by_rule", "unmeasured"]:
+        """The judge on this tier: passes (integer discrimination at or above the threshold and above the best
+        judge-free rule), fails (under the threshold: blind to this kind of wrong answer), matched_by_rule (at or above
+        the threshold, but a rule without a judge does as well or better), unmeasured (no pair)."""
+        rate = self.deciding.rate
+        if rate is None:
+            return "unmeasured"
+        if rate < self.threshold:
+            return "fails"
+        best = self.best_rule
+        return "matched_by_rule" if best is not None and (self.baselines[best].rate or 0.0) >= rate else "passes"
+
+    @property
+    def deciding(self) -> Rate:
+        """The figure the outcome reads (`decided_by`)."""
+        if self.decided_by == "expected" and self.reference_higher_by_expected is not None:
+            return self.reference_higher_by_expected
+        return self.reference_higher
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def rule_passes(self) -> bool:
+        """A judge-free rule passes this tier above `RULE_PASS`: the tier tells what a word count tells as well."""
+        best = self.best_rule
+        return best is not None and (self.baselines[best].rate or 0.0) > RULE_PASS
 
     @property
     def best_rule(self) -> Optional[str]:
@@ -94,8 +143,10 @@ class JudgeCheck(BaseModel):
         """The figures as ZenML metadata (logged by the check step and by the summary)."""
         def figures(t: JudgeCheck) -> dict[str, Any]:
             return {"discrimination_rate": t.reference_higher.rate, "discrimination_ci": t.reference_higher.ci,
-                    "discrimination_rate_expected": t.reference_higher_expected.rate if t.reference_higher_expected
-                    else None, "pairs": t.pairs, "no_signal": t.no_signal,
+                    "discrimination_rate_tie_broken": t.reference_higher_tie_broken.rate if t.reference_higher_tie_broken
+                    else None, "discrimination_rate_by_expected": t.reference_higher_by_expected.rate
+                    if t.reference_higher_by_expected else None, "outcome": t.outcome, "rule_passes": t.rule_passes,
+                    "pairs": t.pairs, "no_signal": t.no_signal,
                     "lowest_level_rate": t.lowest_level.rate if t.lowest_level else None,
                     "baselines": {name: r.rate for name, r in t.baselines.items()}, "margin_over_rules": t.margin_over_rules}
 

@@ -18,16 +18,13 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeCheckConfig
 from llm_engineering.evaluation.judging.before_analysis import Asked
 from llm_engineering.evaluation.judging.judge import Judge
-from llm_engineering.evaluation.judging.rubric import judge_messages
-from llm_engineering.evaluation.judging.verdict import first_score_schema, verdict_checker
-from llm_engineering.evaluation.judging.scoring import calls_per_answer, read_reply, with_scores_before_analysis
-from llm_engineering.evaluation.judging.transport import ReplySchema, ask_judge
+from llm_engineering.evaluation.judging.scoring import judge_readings
 from llm_engineering.evaluation.rates import sample_rows
 from llm_engineering.evaluation.trust import tiers as check_tiers
 from llm_engineering.evaluation.trust.judge_check import judge_check_from_pairs
 from llm_engineering.evaluation.stored.trust import JudgeCheck, JudgeCheckPair
 from llm_engineering.evaluation.trust.rewording import reworded_references
-from llm_engineering.evaluation.trust.rules import RULES
+from llm_engineering.evaluation.trust.rules import rule_orders
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +53,7 @@ def _worse_answers(
 
 def run_judge_check(
     dataset: Dataset, judge: Judge, config: JudgeCheckConfig, *, embedder: Any = None, whole_verdicts: bool = False,
-    from_answers: bool = False,
+    from_answers: bool = False, rewriter: Optional[Judge] = None,
 ) -> JudgeCheck:
     """Score `config.rows` sampled right answers and, per tier, their worse answers with the judge's first backend;
     see the module doc.
@@ -65,7 +62,9 @@ def run_judge_check(
     `embedder` (sentence embeddings of the references). `whole_verdicts`: ask for whole verdicts, not replies that
     end at the first score (to compare; the figures are the same). `from_answers`: rows without references (each
     row's `answer` is the right side, the judge shown no reference); only the mismatch tier can be built then: an
-    answer's own row against another row's answer.
+    answer's own row against another row's answer. `rewriter`: whose rewordings of the references are the right
+    answers, for a judge that sees the reference (default the judge's own; another model's measures self-preference:
+    benchmarks/judge_studies/self_preference.py).
     """
     source = col.ANSWER if from_answers else col.REFERENCE
     if source not in dataset.column_names:
@@ -78,8 +77,9 @@ def run_judge_check(
     embeddings = embedder.encode(references) if "same_topic" in tiers and embedder is not None else None
     right = {i: references[i] for i in sample}
     copies: set[int] = set()
-    if rubric.reference_guided and not from_answers:  # the judge sees the reference: the right answer is no copy of it
-        reworded = reworded_references(judge, [references[i] for i in sample])
+    # The judge sees the reference (a checklist judge sees its items alone): the right answer is no copy of it.
+    if rubric.reference_guided and rubric.checklist is None and not from_answers:
+        reworded = reworded_references(rewriter or judge, [references[i] for i in sample])
         copies = {i for i, text in zip(sample, reworded) if text is None}
         right |= {i: text for i, text in zip(sample, reworded) if text is not None}
         if copies:
@@ -91,16 +91,13 @@ def run_judge_check(
     asked: list[Asked] = [(instructions[i], right[i], shown[i], None) for i in sample]
     for answers in worse.values():
         asked += [(instructions[i], text, shown[i], None) for i, (text, _) in answers.items()]
-    conversations = [judge_messages(rubric, *a) for a in asked]
+    # Under a checklist rubric each answer is graded on its row's items (the right answers' and the worse ones').
+    items = dataset[col.CHECKLIST] if col.CHECKLIST in dataset.column_names else [[] for _ in range(len(dataset))]
+    checklists = [items[i] or [] for i in sample] + [items[i] or [] for answers in worse.values() for i in answers]
     # The check reads one score per verdict: the judge is asked for a reply that ends at that score (the same score,
     # see `first_score_schema`), which spares it the rest of the verdict.
-    first_only = not whole_verdicts
-    reply_schema = ReplySchema("first_score", first_score_schema(rubric, judge.max_analysis_chars)) if first_only else None
-    replies = ask_judge(judge.backend, conversations, cache=judge.cache, is_valid=verdict_checker(rubric, first_only),
-                        reply_schema=reply_schema)
-    criterion = rubric.names[0]
-    readings = with_scores_before_analysis(judge, judge.backend, [read_reply(rubric, reply, first_only) for reply in replies],
-                                           asked, 1)
+    readings = judge_readings(judge, judge.backend, asked, not whole_verdicts, checklists)
+    criterion = rubric.checklist.criterion if rubric.checklist else rubric.names[0]
 
     def score(index: int) -> tuple[Optional[int], Optional[float], Optional[str]]:
         reading = readings[index]
@@ -110,8 +107,9 @@ def run_judge_check(
         return reading.verdict.criteria[criterion].score, distribution.expected if distribution else None, None
 
     problem = next((r.expected_problem for r in readings if r.expected_problem), None)
-    scale = [rubric.criteria[0].values[0], rubric.criteria[0].values[-1]]
-    kind = "answers" if from_answers else "reworded" if rubric.reference_guided else "reference"
+    scale = [rubric.criterion(criterion).values[0], rubric.criterion(criterion).values[-1]]
+    kind = "answers" if from_answers else "reworded" if right != {i: references[i] for i in sample} else "reference"
+    reads_reference = rubric.reference_guided or rubric.checklist is not None  # what the rules may read, as the judge
     checks, offset = {}, len(sample)
     for tier, answers in worse.items():
         pairs = []
@@ -122,14 +120,16 @@ def run_judge_check(
                 reference_accuracy=ref, mismatched_accuracy=mis, reference_expected=ref_expected,
                 mismatched_expected=mis_expected, error=ref_error or mis_error, right_is_copy=i in copies,
                 right_answer=right[i] if from_answers or right[i] != references[i] else None, worse_answer=text,
-                rules={name: rule(instructions[i], right[i], text) for name, rule in RULES.items()}))
+                # The rules read what the judge reads: the reference where the rubric shows it or its checklist's items.
+                rules=rule_orders(instructions[i], right[i], text, shown[i] if reads_reference else None)))
         offset += len(answers)
         checks[tier] = judge_check_from_pairs(judge.backend.judge_id, pairs, threshold=config.threshold, criterion=criterion,
-                                              expected_problem=problem, tier=tier, scale=scale, right_answers=kind)
+                                              expected_problem=problem, tier=tier, scale=scale, right_answers=kind,
+                                              decided_by="expected" if rubric.checklist else "integer")
     check = checks.pop("mismatch")
     fresh = [r.reply for r in readings if not r.reply.cached]  # a reply's tokens and seconds include its probe's
     check = check.model_copy(update={
-        "tiers": list(checks.values()), "judge_calls": len(replies) * calls_per_answer(rubric),
+        "tiers": list(checks.values()), "judge_calls": sum(r.reply.calls for r in readings),
         "judge_tokens": sum(r.prompt_tokens + r.completion_tokens for r in fresh),
         "judge_seconds_per_verdict": sum(r.seconds for r in fresh) / len(fresh) if fresh else None,
     })

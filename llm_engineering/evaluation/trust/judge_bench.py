@@ -35,6 +35,7 @@ from llm_engineering.evaluation.rates import rate
 from llm_engineering.evaluation.stored.pairwise import Preference
 from llm_engineering.evaluation.trust.selective import SelectiveFigures
 from llm_engineering.evaluation.stored.figures import Rate
+from llm_engineering.evaluation.judging.checklist_writing import write_checklists
 from llm_engineering.evaluation.judging.scoring import calls_per_answer, score_answers
 
 WAYS = ("pairwise", "preference", "preference_averaged", "pointwise_expected", "pointwise_integer", "pointwise_rating")
@@ -156,6 +157,12 @@ def _pointwise(pairs: list[HumanPair], judge: Judge) -> tuple[list[dict], int]:
             col.MODEL_ID: ["labelled pairs"] * len(answers)}
     if any(p.reference for p in pairs):
         data[col.REFERENCE] = [p.reference or "" for p, _ in answers]
+    if judge.rubric.checklist is not None:  # each pair's items, written once for both of its answers
+        written = write_checklists(judge, Dataset.from_dict({
+            col.ID: [p.id for p in pairs], col.INSTRUCTION: [p.instruction for p in pairs],
+            col.REFERENCE: [p.reference for p in pairs]}), judge.rubric.checklist.max_items)
+        items = dict(zip(written[col.ID], written[col.CHECKLIST]))
+        data[col.CHECKLIST] = [items[p.id] for p, _ in answers]
     rows = score_answers(Dataset.from_dict(data), judge, first_score_only=True).to_list()
     # A row is cached when its verdict and its probe were (`with_scores_before_analysis`): both calls.
     return rows, sum(bool(r[col.JUDGE_CACHED]) for r in rows) * calls_per_answer(judge.rubric)

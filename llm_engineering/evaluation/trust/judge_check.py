@@ -1,12 +1,13 @@
 """Judge check: can the judge tell a right answer from a wrong one at all, better than a rule without a judge?
 
 The figures of the report card (`trust.card` runs it): for a fixed sample of rows the judge scores, with the
-scoring prompt, each row's right answer and, per tier (`trust.tiers`), a worse answer. A judge worth trusting
-scores the right answer higher on the rubric's first criterion nearly always, puts the worse answers at the
-scale's lowest level, and passes each tier well above the judge-free rules (`trust.rules`), which are scored on
-the same pairs. The flag ("no signal") is decided on integer scores, the kind of figure the summary table leads
-with; where the judge gave logprobs, integer ties broken by expected scores are reported beside them.
-"""
+scoring prompt, each row's right answer and, per tier (`trust.tiers`), a worse answer; the judge-free rules
+(`trust.rules`) order the same pairs. Each tier's outcome, on integer scores (the kind of figure the summary table
+leads with): the judge passes it at or above the threshold and above every rule; it fails it under the threshold
+(it is blind to that kind of wrong answer); or a rule does as well (the tier then says nothing of the judge beyond
+what a word count says). The flag "no signal" is the mismatch tier failed: the judge does not even tell answers to
+other questions apart, so its scores are noise. Where the judge gave logprobs, integer ties broken by expected
+scores and the order by expected scores alone are reported beside them."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Optional
 
 from llm_engineering.evaluation.rates import bootstrap_ci, mean, rate
 from llm_engineering.evaluation.trust.rules import RULE_NAMES, RULES
+from llm_engineering.evaluation.stored.figures import Rate
 from llm_engineering.evaluation.stored.trust import JudgeCheck, JudgeCheckPair
 
 WORSE_ANSWER = {
@@ -23,33 +25,47 @@ WORSE_ANSWER = {
     "truncated": "an answer that loops without making its point",
     "corrupted": "the answer with its numbers and names swapped",
 }
+# What a judge that fails the tier cannot see.
+BLIND_TO = {
+    "mismatch": "answers to other questions",
+    "same_topic": "answers to a neighbouring question",
+    "truncated": "answers that loop without making their point",
+    "corrupted": "swapped names and numbers",
+}
 
 
-def _rules_text(check: JudgeCheck) -> str:
+def figure_text(figure: Rate) -> str:
+    """`18/20 (90%, 95% CI 70%-97%)`."""
+    if figure.rate is None:
+        return figure.describe()
+    interval = f", 95% CI {figure.ci[0]:.0%}-{figure.ci[1]:.0%}" if figure.ci else ""
+    return f"{figure.count}/{figure.total} ({figure.rate:.0%}{interval})"
+
+
+def best_rule_text(check: JudgeCheck) -> str:
+    """`more of the reference's words 20/20 (100%, 95% CI 84%-100%)`; '' without rules."""
     best = check.best_rule
-    if best is None:
-        return ""
-    figure = check.baselines[best]
-    ahead = f", the judge {check.margin_over_rules * 100:+.0f} points" if check.margin_over_rules is not None else ""
-    return f"; the best judge-free rule ({RULE_NAMES[best]}) {figure.count}/{figure.total} ({figure.rate:.0%}){ahead}"
+    return f"{RULE_NAMES[best]} {figure_text(check.baselines[best])}" if best else ""
 
 
 def judge_verdict_text(check: JudgeCheck) -> str:
-    """The check's finding in plain words, on integer scores (the table's kind), the rules beside it."""
-    discrimination, threshold, tier = check.reference_higher, check.threshold, check.tier
-    if not discrimination.total:
-        return "NO SIGNAL: the judge's discrimination could not be measured (no pair was checked)."
-    interval = f", 95% CI {discrimination.ci[0]:.0%}-{discrimination.ci[1]:.0%}" if discrimination.ci else ""
-    found = (f"the right answer scored above {WORSE_ANSWER.get(tier, tier)} in {discrimination.count} of "
-             f"{discrimination.total} pairs ({discrimination.rate:.0%}{interval}, integer scores){_rules_text(check)}")
-    if tier != "mismatch":
-        return (f"{tier}: {found}, " + ("below" if check.no_signal else "at or above") + f" the {threshold:.0%} threshold"
-                + (": the judge cannot tell these apart." if check.no_signal else "."))
-    if check.no_signal:
-        return (f"NO SIGNAL: {found}, below the {threshold:.0%} threshold. Its scores do not tell right "
-                f"answers from wrong ones, so this run's accuracy and style means say little: "
-                f"use a stronger judge.")
-    return f"The judge tells answers apart: {found}, at or above the {threshold:.0%} threshold."
+    """The tier's finding in plain words, on integer scores (the table's kind): passes, fails (blind to its kind of
+    wrong answer), or no better than a rule without a judge, with the figures and their intervals."""
+    tier = check.tier
+    flag = "NO SIGNAL: " if tier == "mismatch" and check.no_signal else ""  # its scores are noise
+    if check.outcome == "unmeasured":
+        return f"{flag}{tier}: the judge's discrimination could not be measured (no pair was checked)."
+    reading = "" if check.decided_by == "integer" else " (by the checklist's scores)"
+    judge = f"the right answer above {WORSE_ANSWER.get(tier, tier)} in {figure_text(check.deciding)}{reading}"
+    rule = best_rule_text(check)
+    if check.outcome == "fails":
+        also = f"; a rule without a judge, {rule}" if check.rule_passes else ""
+        return (f"{flag}{tier}: fails, blind to {BLIND_TO.get(tier, tier)}: {judge}, under the {check.threshold:.0%} "
+                f"threshold{also}.")
+    if check.outcome == "matched_by_rule":
+        return f"{tier}: no better than a rule without a judge: {judge}, against {rule}."
+    beaten = f", above every rule without a judge (the best: {rule})" if rule else ""
+    return f"{tier}: passes: {judge}{beaten}."
 
 
 def _mean_ci(values: list[int]) -> Optional[list[float]]:
@@ -63,7 +79,7 @@ def _expected_mean(values: list[Optional[float]]) -> Optional[float]:
 def judge_check_from_pairs(
     judge_id: str, pairs: list[JudgeCheckPair], *, threshold: float, criterion: str = "accuracy",
     expected_problem: Optional[str] = None, tier: str = "mismatch", scale: Optional[list[int]] = None,
-    right_answers: str = "reference",
+    right_answers: str = "reference", decided_by: str = "integer",
 ) -> JudgeCheck:
     """Rates, intervals, the judge-free rules and the no-signal flag from the checked pairs (pure bookkeeping).
     `scale`: the criterion's lowest and highest level (for the share of worse answers at the lowest)."""
@@ -75,11 +91,15 @@ def judge_check_from_pairs(
     discrimination = rate(higher, total)
     orders = [p.expected_order for p, _, _ in scored]
     tie_broken = rate(orders.count(1), total) if scored and None not in orders else None
+    expected = [(p.reference_expected, p.mismatched_expected) for p, _, _ in scored]
+    by_expected = (rate(sum(r > w for r, w in expected), total)  # type: ignore[operator]  # None excluded just below
+                   if scored and all(r is not None and w is not None for r, w in expected) else None)
     if scored and tie_broken is None and expected_problem is None:
         expected_problem = "some checked verdicts have no expected score"
     baselines = {name: rate(sum(p.rules.get(name) == 1 for p in pairs), total) for name in RULES
                  if pairs and all(name in p.rules for p in pairs)}
     best = max((r.rate for r in baselines.values() if r.rate is not None), default=None)
+    deciding = by_expected if decided_by == "expected" and by_expected is not None else discrimination
     right = [r for _, r, _ in scored]
     wrong = [w for _, _, w in scored]
     check = JudgeCheck(
@@ -97,14 +117,15 @@ def judge_check_from_pairs(
         reference_accuracy_ci=_mean_ci(right),
         mismatched_accuracy_ci=_mean_ci(wrong),
         threshold=threshold,
-        no_signal=discrimination.rate is None or discrimination.rate < threshold,
-        reference_higher_expected=tie_broken,
+        no_signal=deciding.rate is None or deciding.rate < threshold,
+        reference_higher_tie_broken=tie_broken,
+        reference_higher_by_expected=by_expected,
         expected_problem=None if tie_broken else expected_problem,
         lowest_level=rate(wrong.count(scale[0]), total) if scale else None,
         scale=scale,
         baselines=baselines,
-        margin_over_rules=round(discrimination.rate - best, 4) if best is not None and discrimination.rate is not None
-        else None,
+        margin_over_rules=round(deciding.rate - best, 4) if best is not None and deciding.rate is not None else None,
+        decided_by="expected" if deciding is by_expected else "integer",
         right_answers=right_answers,
         right_copies=sum(p.right_is_copy for p in pairs),
         tier=tier,

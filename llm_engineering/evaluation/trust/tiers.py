@@ -26,16 +26,13 @@ from typing import Literal, Optional, Sequence
 import numpy as np
 
 from llm_engineering.evaluation.rates import derangement
-from llm_engineering.evaluation.trust.rules import content_words
+from llm_engineering.evaluation.trust.rules import FACT, NUMBER, content_words, facts
 
 Tier = Literal["mismatch", "same_topic", "truncated", "corrupted"]
 TIERS: tuple[Tier, ...] = ("mismatch", "same_topic", "truncated", "corrupted")
 SAME_TOPIC_CANDIDATES = 5
 
-# A number (3, 4.5, 70%, 1,000) or a name-like token: a word holding a capital letter or a digit past its
-# first character (LoRA, vLLM, GPT-4, H100), which in technical prose marks models, tools and units.
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*%?")
-_FACT = re.compile(r"\b\d+(?:[.,]\d+)*%?(?!\w)|\b\d[\w-]*[A-Za-z][\w-]*\b|\b[A-Za-z][\w-]*?[A-Z0-9][\w-]*\b")
+_NUMBER, _FACT = NUMBER, FACT
 
 
 def mismatched(sample: Sequence[int], seed: int) -> list[int]:
@@ -85,11 +82,6 @@ def unfinished(instruction: str, reference: str, length: Optional[int] = None) -
         words += loop
     cut = min(range(1, len(words) + 1), key=lambda n: abs(len(" ".join(words[:n])) - target))
     return " ".join(words[:cut])
-
-
-def facts(text: str) -> list[str]:
-    """The numbers and name-like tokens of a text, in order."""
-    return [m.group() for m in _FACT.finditer(text)]
 
 
 def corrupted(text: str, donors: Sequence[str], seed: int, instruction: str = "") -> Optional[str]:

@@ -1,0 +1,44 @@
+"""A checklist rubric end to end on the real engine (SmolLM2 grading, the session's engine): the rows' items written
+once into the `checklists` artifact, each answer graded item by item, and a rescore that reuses the stored checklists
+without writing them again."""
+
+import pytest
+import yaml
+
+from llm_engineering.evaluation import columns as col
+from tests.support.cli_output import json_report
+from tests.support.small_run import ROWS
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_checklist_rubric_writes_the_items_once_and_a_rescore_grades_on_the_stored_ones(run_cli, tmp_path):
+    from zenml.client import Client
+
+    config = tmp_path / "checklist.yaml"
+    config.write_text(yaml.safe_dump({"parameters": {
+        "dataset": {"limit": ROWS}, "sampling": {"max_tokens": 16},
+        "judge": {"model": "smollm2-135m", "rubric": "reference-checklist", "cache": False},
+        "judge_check": {"rows": 0}, "similarity": {"enabled": False}, "pairwise": {"enabled": False}}}))
+    result = run_cli("evaluate", "--config", config)
+    assert result.exit_code == 0, result.output[-3000:]
+    report = json_report(result.stdout)
+    run = Client().get_pipeline_run(report["run"])
+    (written,) = run.steps["write_checklists"].outputs[col.CHECKLISTS]
+    checklists = written.load()
+    assert len(checklists) == ROWS and all(checklists[col.CHECKLIST])
+    assert set(checklists["source"]) == {"reference sentences"}  # the embedded split's rows all have references
+    evaluations = run.steps["evaluate_answers"].outputs[col.EVALUATIONS][0].load()
+    for row, items in zip(evaluations, checklists[col.CHECKLIST]):
+        assert [i["item"] for i in row[col.checklist_items("accuracy")]] == items  # graded on its own row's items
+        assert row[col.JUDGE_CALLS] == len(items) + 1  # an item each, and the style's scores
+        assert 1 <= row[col.expected("accuracy")] <= 3 and "checklist items stated" in row[col.analysis("accuracy")]
+    assert report["checklist"] == "accuracy" and "checklist " in result.stdout  # the table leads with its score
+
+    rescored = run_cli("rescore", "--config", config)
+    assert rescored.exit_code == 0, rescored.output[-3000:]
+    assert f"Re-scoring 1 stored artifact(s) of run {run.name}" in rescored.stdout
+    again = Client().get_pipeline_run(json_report(rescored.stdout)["run"])
+    assert "write_checklists" not in again.steps  # not written again
+    (used,) = again.steps["evaluate_answers"].inputs["checklists"]
+    assert used.id == written.id
