@@ -34,7 +34,9 @@ def test_rescore_reuses_generations_without_inference(first_run):
     assert rescored[col.JUDGE_CACHED] == [False] * len(stored)
     (scores,) = step_output(run, "summarize", col.EVALUATION_SUMMARY).models
     assert scores.rows == len(stored)
-    assert scores.judge_usage.calls == len(stored) and scores.judge_usage.seconds_per_verdict > 0  # the judge's time
+    # Each answer judged anew: its verdict and, under the default rubric, its probe before the analysis (two calls).
+    usage = scores.judge_usage
+    assert (usage.answers, usage.calls) == (len(stored), 2 * len(stored)) and usage.seconds_per_verdict > 0
 
 
 def test_failed_hub_push_loses_nothing_and_publish_only_pushes_later(first_run, hub, monkeypatch):

@@ -76,6 +76,28 @@ def test_no_signal_is_the_mismatch_tier_failed_whatever_the_other_tiers_say():
                                                           "answer scored higher in 9/20 (45%")
 
 
+def test_without_references_a_judge_that_calls_the_own_answers_wrong_is_not_called_blind():
+    """Rows without references: the card pairs each row's own answer with another row's. Where the judge scores the
+    own answers in the scale's lower half (a weak model's answers), ties say nothing of the judge: inconclusive, not
+    NO SIGNAL; where it scores them high and the others as high, it is blind."""
+    def answers_check(own: int, other: int) -> JudgeCheck:
+        pairs = [JudgeCheckPair(id=f"q{k}", mismatched_id=f"q{(k + 1) % 8}", reference_accuracy=own,
+                                mismatched_accuracy=other, rules={}) for k in range(8)]
+        return judge_check_from_pairs("vllm:qwen2.5-coder-1.5b", pairs, threshold=0.7, scale=[1, 3],
+                                      right_answers="answers")
+
+    weak = answers_check(1, 1)
+    assert weak.outcome == "inconclusive" and not weak.no_signal
+    line = judge_headline("vllm:qwen2.5-coder-1.5b", weak)
+    assert line.startswith("Judge qwen2.5-coder-1.5b: not measured: with no reference") and "1.00 on average" in line
+    assert "NO SIGNAL" not in line and "inconclusive" in weak.verdict
+    blind = answers_check(3, 3)
+    assert blind.outcome == "fails" and blind.no_signal
+    line = judge_headline("vllm:qwen2.5-coder-1.5b", blind)
+    # The advice names a stronger judge, not the judge that was just found blind.
+    assert line.startswith("NO SIGNAL") and "judge.model: qwen2.5-coder-1.5b" not in line and "--judge" in line
+
+
 def test_the_figures_say_which_reading_they_are_and_an_older_checks_field_is_read_as_tie_broken():
     check = judge_check_from_pairs("vllm:judge", _pairs(1, 4, {}, expected=True), threshold=0.7)
     assert check.reference_higher.count == 1  # integers

@@ -58,8 +58,8 @@ def test_the_first_line_says_no_signal_for_a_flagged_check_and_for_a_smoke_judge
     assert flagged.startswith("NO SIGNAL: the judge qwen2.5-coder-1.5b") and "9/20" in flagged
     smoke = judge_headline("vllm:smollm2-135m", None)
     assert smoke.startswith("NO SIGNAL: the judge smollm2-135m is a smoke-test judge")
-    for line in (flagged, smoke):
-        assert "judge.model: qwen2.5-coder-1.5b" in line  # how to get a judge with signal
+    assert "judge.model: qwen2.5-coder-1.5b" in smoke  # how to get a judge with signal
+    assert "judge.model: qwen2.5-coder-1.5b" not in flagged and "stronger served or OpenAI judge" in flagged  # not itself
 
 
 def test_the_first_line_gives_the_report_card_of_a_judge_with_signal():

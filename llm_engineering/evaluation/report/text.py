@@ -43,7 +43,8 @@ JUDGE_CHECK_HEADER = ["tier", "outcome", "pairs", "right answer higher (integer 
                       "by expected scores alone", "ties", "reversals", "failed", "worse answer at the lowest level",
                       "mean score: right / worse", *[f"rule: {name}" for name in RULE_NAMES.values()],
                       "judge minus the best rule", "threshold"]
-OUTCOMES = {"passes": "passes", "fails": "fails", "matched_by_rule": "no better than a rule", "unmeasured": "n/a"}
+OUTCOMES = {"passes": "passes", "fails": "fails", "matched_by_rule": "no better than a rule", "unmeasured": "n/a",
+            "inconclusive": "inconclusive (no references)"}
 JURY_HEADER = ["criterion", "Krippendorff's alpha, ordinal (95% CI)", "rows", "judges' means (integer / expected)"]
 LENGTH_HEADER = ["model", "criterion", "Spearman: integer score vs answer length", "expected score vs answer length",
                  "rows"]

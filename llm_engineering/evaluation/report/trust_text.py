@@ -83,6 +83,13 @@ def _judge_name(judge_model: str) -> str:
     return judge.model if judge.backend == "vllm" else judge_model
 
 
+def _get_a_judge(name: str) -> str:
+    """How to get a judge with signal: the packaged 1.5B one, unless it is the judge already."""
+    if name.startswith("qwen2.5-coder-1.5b"):
+        return "for a judge with more signal, use a stronger served or OpenAI judge (--judge, docs/judges.md)"
+    return GET_A_JUDGE
+
+
 def judge_without_signal(judge_model: str) -> bool:
     """The judge is a model measured to have no signal as a judge (an embedded smoke-test judge)."""
     from llm_engineering.evaluation.embedded_models import EMBEDDED_MODELS
@@ -101,13 +108,19 @@ def judge_headline(judge_model: str, check: Optional[JudgeCheck]) -> str:
     if check is not None and check.no_signal:
         return (f"NO SIGNAL: the judge {name} did not tell right answers from answers to other questions in its judge "
                 f"check (the right answer scored higher in {figure_text(check.deciding)} of pairs, under the "
-                f"{check.threshold:.0%} threshold, integer scores), so these scores are noise; {GET_A_JUDGE}.")
+                f"{check.threshold:.0%} threshold, integer scores), so these scores are noise; {_get_a_judge(name)}.")
     if judge_without_signal(judge_model):
         return (f"NO SIGNAL: the judge {name} is a smoke-test judge, measured unable to tell right answers from wrong "
-                f"ones, so these scores are noise; {GET_A_JUDGE}.")
+                f"ones, so these scores are noise; {_get_a_judge(name)}.")
     if check is None:
         return (f"Judge {name}: not checked in this run (judge_check.rows: 0), so how far its scores can be trusted "
                 f"is not measured.")
+    if check.outcome == "inconclusive":
+        return (f"Judge {name}: not measured: with no reference, its check pairs each row's own answer with another "
+                f"row's, and it scored the own answers {check.reference_accuracy_mean:.2f} on average, above an answer "
+                f"to another question in {figure_text(check.deciding)} of pairs: the answers may be wrong rather than "
+                f"the judge blind. Give the rows references (a reference column) for its report card (judge check "
+                f"below).")
     tiers = [t for t in [check, *check.tiers] if t.outcome != "unmeasured"]
     by = {outcome: [t for t in tiers if t.outcome == outcome] for outcome in ("fails", "matched_by_rule", "passes")}
     parts = []

@@ -107,17 +107,27 @@ class JudgeCheck(BaseModel):
 
     @computed_field  # type: ignore[prop-decorator]  # stored in the JSON report beside the figures it is read from
     @property
-    def outcome(self) -> Literal["passes", "fails", "matched_by_rule", "unmeasured"]:
+    def outcome(self) -> Literal["passes", "fails", "matched_by_rule", "unmeasured", "inconclusive"]:
         """The judge on this tier: passes (integer discrimination at or above the threshold and above the best
         judge-free rule), fails (under the threshold: blind to this kind of wrong answer), matched_by_rule (at or above
-        the threshold, but a rule without a judge does as well or better), unmeasured (no pair)."""
+        the threshold, but a rule without a judge does as well or better), unmeasured (no pair), inconclusive (under
+        the threshold on pairs of the rows' own answers, which the judge scored in the scale's lower half: the answers
+        may be as wrong as the other rows', rather than the judge blind)."""
         rate = self.deciding.rate
         if rate is None:
             return "unmeasured"
         if rate < self.threshold:
-            return "fails"
+            return "inconclusive" if self.own_answers_judged_wrong else "fails"
         best = self.best_rule
         return "matched_by_rule" if best is not None and (self.baselines[best].rate or 0.0) >= rate else "passes"
+
+    @property
+    def own_answers_judged_wrong(self) -> bool:
+        """Pairs of the rows' own answers (no references) whose own answers the judge scored, on average, in the lower
+        half of the scale: a tie or a reversal then says nothing of the judge."""
+        right = self.reference_accuracy_mean
+        scale = self.scale or []
+        return self.right_answers == "answers" and right is not None and bool(scale) and right < (scale[0] + scale[-1]) / 2
 
     @property
     def deciding(self) -> Rate:

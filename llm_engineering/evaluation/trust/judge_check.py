@@ -58,6 +58,10 @@ def judge_verdict_text(check: JudgeCheck) -> str:
     reading = "" if check.decided_by == "integer" else " (by the checklist's scores)"
     judge = f"the right answer above {WORSE_ANSWER.get(tier, tier)} in {figure_text(check.deciding)}{reading}"
     rule = best_rule_text(check)
+    if check.outcome == "inconclusive":
+        return (f"{tier}: inconclusive: {judge}, under the {check.threshold:.0%} threshold, but the judge scored the "
+                f"rows' own answers {check.reference_accuracy_mean:.2f} on average: with no reference, an own answer is "
+                f"not known to be right, and both may be wrong; references (a reference column) make the check.")
     if check.outcome == "fails":
         also = f"; a rule without a judge, {rule}" if check.rule_passes else ""
         return (f"{flag}{tier}: fails, blind to {BLIND_TO.get(tier, tier)}: {judge}, under the {check.threshold:.0%} "
@@ -117,7 +121,7 @@ def judge_check_from_pairs(
         reference_accuracy_ci=_mean_ci(right),
         mismatched_accuracy_ci=_mean_ci(wrong),
         threshold=threshold,
-        no_signal=deciding.rate is None or deciding.rate < threshold,
+        no_signal=False,
         reference_higher_tie_broken=tie_broken,
         reference_higher_by_expected=by_expected,
         expected_problem=None if tie_broken else expected_problem,
@@ -132,4 +136,6 @@ def judge_check_from_pairs(
         details=pairs,
         verdict="",
     )
+    # No signal: the mismatch tier failed (not where the judge may have been right to call both answers wrong).
+    check = check.model_copy(update={"no_signal": check.outcome in ("fails", "unmeasured")})
     return check.model_copy(update={"verdict": judge_verdict_text(check)})

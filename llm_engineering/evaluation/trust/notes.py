@@ -13,7 +13,7 @@ def trust_notes(rows: int, referenced: int, judge_check: bool, similarity: bool)
     if referenced >= 2:
         return [f"{share}: the report card and the similarity check use those {referenced}; the other rows are judged on "
                 f"their instruction and answer alone and have no similarity."]
-    made = ("the report card pairs each row's own answer (of the first model) with another row's answer: the mismatch "
+    made = ("The report card pairs each row's own answer (of the first model) with another row's answer: the mismatch "
             "tier alone, where the judge should score an answer to its own question above an answer to another one, "
             "though the own answer is not known to be right. " if judge_check else "")
     return [f"{share}: too few for the checks that need one. {made}Not made, for want of references: the harder tiers "
