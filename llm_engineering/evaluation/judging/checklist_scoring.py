@@ -9,6 +9,10 @@ from __future__ import annotations
 import json
 from typing import Optional, Sequence
 
+from datasets import Dataset
+
+from llm_engineering.evaluation import columns as col
+
 from llm_engineering.evaluation.judging.before_analysis import Asked, probe_scores
 from llm_engineering.evaluation.judging.checklist import (
     YES_NO, ChecklistScore, checklist_score, grade_messages, scores_messages, yes_no_schema, yes_probability,
@@ -97,3 +101,9 @@ def checklist_readings(judge: Judge, backend: JudgeBackend, asked: Sequence[Aske
         checklist = ScoreDistribution(None, score.expected, score.problem)
         out.append((parsed, {criterion: checklist, **distributions}, _merged(calls), score))
     return out
+
+
+def row_checklists(dataset: Dataset, indices: Sequence[int]) -> list[list[str]]:
+    """The items of each row at `indices` (the dataset's `checklist` column), [] where a row or the dataset has none."""
+    items = dataset[col.CHECKLIST] if col.CHECKLIST in dataset.column_names else [None] * len(dataset)
+    return [items[i] or [] for i in indices]

@@ -19,7 +19,7 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judging.agreement import jury_aggregate
 from llm_engineering.evaluation.judging.before_analysis import Asked, probe_scores
 from llm_engineering.evaluation.judging.checklist import ChecklistScore
-from llm_engineering.evaluation.judging.checklist_scoring import checklist_readings
+from llm_engineering.evaluation.judging.checklist_scoring import checklist_readings, row_checklists
 from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.transport import JudgeBackend, JudgeReply, ReplySchema, ask_judge
 from llm_engineering.evaluation.judging.rubric import Rubric, judge_messages
@@ -217,8 +217,7 @@ def score_answers(dataset: Dataset, judge: Judge, only_failed: bool = False, fir
     histories = dataset[col.HISTORY] if col.HISTORY in dataset.column_names else [None] * len(dataset)
     instructions, answers = dataset[col.INSTRUCTION], dataset[col.ANSWER]
     asked: list[Asked] = [(instructions[i], answers[i], references[i], histories[i]) for i in todo]
-    items = dataset[col.CHECKLIST] if col.CHECKLIST in dataset.column_names else [[] for _ in range(len(dataset))]
-    checklists = [items[i] or [] for i in todo]
+    checklists = row_checklists(dataset, todo)
     readings = [dict(zip(todo, judge_readings(judge, backend, asked, first_score_only, checklists))) for backend in judges]
     unanswered = JudgeReply(None, "not judged: the prompt is longer than engine.max_model_len, so no answer was generated")
     judge_ids = [j.judge_id for j in judges]

@@ -18,6 +18,7 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeCheckConfig
 from llm_engineering.evaluation.judging.before_analysis import Asked
 from llm_engineering.evaluation.judging.judge import Judge
+from llm_engineering.evaluation.judging.checklist_scoring import row_checklists
 from llm_engineering.evaluation.judging.scoring import judge_readings
 from llm_engineering.evaluation.rates import sample_rows
 from llm_engineering.evaluation.trust import tiers as check_tiers
@@ -92,8 +93,7 @@ def run_judge_check(
     for answers in worse.values():
         asked += [(instructions[i], text, shown[i], None) for i, (text, _) in answers.items()]
     # Under a checklist rubric each answer is graded on its row's items (the right answers' and the worse ones').
-    items = dataset[col.CHECKLIST] if col.CHECKLIST in dataset.column_names else [[] for _ in range(len(dataset))]
-    checklists = [items[i] or [] for i in sample] + [items[i] or [] for answers in worse.values() for i in answers]
+    checklists = row_checklists(dataset, [*sample, *(i for answers in worse.values() for i in answers)])
     # The check reads one score per verdict: the judge is asked for a reply that ends at that score (the same score,
     # see `first_score_schema`), which spares it the rest of the verdict.
     readings = judge_readings(judge, judge.backend, asked, not whole_verdicts, checklists)
