@@ -4,8 +4,8 @@ does) and by another model, side by side.
 Where the rubric shows the judge the reference, the card's right answer is the reference reworded (a copy would prove
 nothing), by the judge's own backend: a judge that favours its own wording passes for reasons that are not accuracy.
 Here the card is run twice on the same rows, seed and worse-answer recipes: once with the judge's rewordings, once with
-another model's (kept, as the judge's, only where they hold every name and number of the reference). The difference
-in the right answers' scores, row by row, is what the judge's own wording buys, plus whatever the other model's
+another model's (kept, as the judge's, only where `keeps_the_facts` passes them: the names, numbers and most words).
+The difference in the right answers' scores, row by row, is what the judge's own wording buys, plus whatever the other model's
 rewordings lost: a weaker writer's "rewording" can be a summary that keeps the names. So the rows scored apart are
 printed with both texts, and the difference is also given on rows whose two rewordings each hold most of the
 reference's content words (`--min-share`).

@@ -296,3 +296,20 @@ def test_the_summary_counts_the_rows_with_a_reference_and_says_how_the_others_we
     full = build_summary(SummaryInputs([answers.remove_columns(col.REFERENCE).add_column(col.REFERENCE, ["r"] * 3)],
                                        rubric=load_rubric("task-accuracy")))
     assert not [n for n in full.notes if n.startswith("References")]
+
+
+def test_a_rewording_is_kept_only_if_it_holds_the_facts_and_most_of_the_words():
+    """A right answer on the card is a faithful rewording: a summary that keeps the names (the 0.5B writer's "This text
+    discusses ...", scored lower by a judge that reads it) or one that lost a number falls back to the reference."""
+    from llm_engineering.evaluation.trust.rewording import keeps_the_facts
+
+    reference = ("MongoDB is simple to run locally with Docker and has managed cloud offerings, so it fits both "
+                 "prototyping and production, and it stores 3 kinds of documents without a rigid schema.")
+    faithful = ("MongoDB is easy to run locally with Docker and offers managed cloud versions, so it suits both "
+                "prototyping and production, and it keeps 3 kinds of documents without forcing a rigid schema.")
+    summary = "This text discusses MongoDB, Docker and 3 kinds of documents."
+    lost_number = faithful.replace("3 kinds", "several kinds")
+    assert keeps_the_facts(reference, faithful)
+    assert not keeps_the_facts(reference, summary)  # every name and number kept, few of the words
+    assert not keeps_the_facts(reference, lost_number)
+    assert not keeps_the_facts(reference, reference)

@@ -20,7 +20,7 @@ class JudgeCheckPair(BaseModel):
     mismatched_expected: Optional[float] = None
     error: Optional[str] = None
     right_is_copy: bool = Field(False, description="the right answer is the reference itself where the judge sees the "
-                                "reference (its rewording failed or lost a fact)")
+                                "reference (its rewording failed, lost a fact or most of its words)")
     right_answer: Optional[str] = Field(None, description="the right answer judged, where it is not the reference "
                                         "(a rewording)")
     worse_answer: Optional[str] = Field(None, description="the worse answer judged")
@@ -82,7 +82,7 @@ class JudgeCheck(BaseModel):
         "copy would prove nothing about) the references reworded by the judge; `answers` where the rows have no "
         "references: each row's own answer (of the first model) against another row's answer")
     right_copies: int = Field(0, description="pairs whose right answer is the reference itself, its rewording having "
-                              "failed or lost a fact")
+                              "failed, lost a fact or most of its words")
     decided_by: Literal["integer", "expected"] = Field(
         "integer", description="the figure the outcome and the flag read: integer scores (the table's lead), or, under "
         "a checklist rubric, whose table leads with the checklist's score, the expected scores alone")

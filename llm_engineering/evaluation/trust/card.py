@@ -84,8 +84,8 @@ def run_judge_check(
         copies = {i for i, text in zip(sample, reworded) if text is None}
         right |= {i: text for i, text in zip(sample, reworded) if text is not None}
         if copies:
-            logger.warning("Judge check: %d of %d rewordings of the reference failed or lost a fact; those pairs' right "
-                           "answer is the reference itself", len(copies), len(sample))
+            logger.warning("Judge check: %d of %d rewordings of the reference failed, lost a fact or most of its words; "
+                           "those pairs' right answer is the reference itself", len(copies), len(sample))
     worse = {tier: _worse_answers(tier, sample, instructions=instructions, references=references, right=right, seed=seed,
                                   embeddings=embeddings)
              for tier in tiers if tier != "same_topic" or embeddings is not None}

@@ -3,7 +3,8 @@
 A reference-guided judge shown the reference as the answer compares a text with itself, which proves nothing
 (the rule "identical to the reference is right" passes that). So the report card's right answer is then the
 reference in other words, written by the judge's own backend at temperature 0 and kept only where it still
-holds every number and name of the reference and is not the reference itself. The judge may favour its own
+holds every number and name of the reference and most of its content words (`MIN_SHARE`), and is not the reference
+itself. The judge may favour its own
 wording (self-preference): the card says that its right answers are the judge's rewordings.
 """
 
@@ -14,7 +15,13 @@ from typing import Optional, Sequence
 
 from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.transport import ReplySchema, ask_judge
+from llm_engineering.evaluation.trust.rules import content_words
 from llm_engineering.evaluation.trust.tiers import facts
+
+# A rewording holds at least this share of the reference's content words. A weak writer's "rewording" can be a summary
+# that keeps every name ("This text discusses ... MongoDB ...": 11% of the words); judged lower, it is no right answer.
+# The 1.5B judge's own rewordings of the embedded split hold 69-100% (benchmarks/README.md, self-preference).
+MIN_SHARE = 0.6
 
 SYSTEM = "You rewrite texts in other words. Reply with JSON."
 # The question is not shown: shown it, the judge opened most rewordings by restating it, which adds the instruction's
@@ -43,16 +50,19 @@ def read_rewording(text: Optional[str]) -> Optional[str]:
 
 
 def keeps_the_facts(reference: str, rewording: str) -> bool:
-    """Every number and name of the reference is in the rewording, and the rewording is not the reference."""
+    """Every number and name of the reference and `MIN_SHARE` of its content words are in the rewording, and the
+    rewording is not the reference."""
     if " ".join(rewording.split()) == " ".join(reference.split()):
         return False
-    lowered = rewording.lower()
+    lowered, known = rewording.lower(), content_words(reference)
+    if known and len(known & content_words(rewording)) < MIN_SHARE * len(known):
+        return False
     return all(fact.lower() in lowered for fact in facts(reference))
 
 
 def reworded_references(judge: Judge, references: Sequence[str]) -> list[Optional[str]]:
     """Each reference reworded by the judge's first backend (through the judge's cache), or None where the
-    rewording failed, was cut, or lost a fact."""
+    rewording failed, was cut, lost a fact or most of the reference's words."""
     conversations = [[{"role": "system", "content": SYSTEM}, {"role": "user", "content": PROMPT.format(reference=r)}]
                      for r in references]
     replies = ask_judge(judge.backend, conversations, cache=judge.cache, is_valid=lambda text: read_rewording(text) is not None,
