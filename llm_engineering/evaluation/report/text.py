@@ -271,7 +271,8 @@ def trust_lines(summary: EvaluationSummary) -> list[str]:
         s = summary.judge_check
         lines.append(f"Judge check ({s.judge_model}): {s.verdict}")
         lines.append(f"  {judge_check_figures(s)}; right answers: {RIGHT_ANSWERS_TEXT[s.right_answers]}"
-                     + (f" ({s.right_copies} kept as the reference: their rewording failed)" if s.right_copies else ""))
+                     + (f" ({s.right_copies} kept as the reference: their rewording failed, lost a fact or most of its "
+                        "words)" if s.right_copies else ""))
         lines += [f"  {tier.verdict}" for tier in s.tiers]
         if s.judge_calls is not None:
             per_verdict = f", {s.judge_seconds_per_verdict:.2f} s per answer judged" if s.judge_seconds_per_verdict else ""

@@ -60,8 +60,9 @@ RIGHT_ANSWERS_TEXT = {"reference": "the references", "reworded": "the references
                       "answers": "each row's own answer (no references: not known to be right)"}
 
 REFERENCE_GUIDED_CHECK = ("the rubric shows the judge the reference, so in the judge check the right answer is the "
-                          "reference reworded by the judge (keeping every number and name), not the reference itself: "
-                          "a text judged against itself proves nothing; the judge may favour its own wording")
+                          "reference reworded by the judge (keeping every number and name and most of its words), not "
+                          "the reference itself: a text judged against itself proves nothing; the judge may favour its "
+                          "own wording")
 
 SIMILARITY_METRIC = "cosine similarity of answer and reference embeddings"
 
