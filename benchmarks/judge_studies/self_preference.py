@@ -41,11 +41,10 @@ def _figures(check) -> dict:
 
 
 def _share(reference: str, text: str | None) -> float | None:
-    """The share of the reference's content words a rewording holds (a summary of it holds few)."""
-    from llm_engineering.evaluation.trust.rules import content_words
+    """The share of the reference's content words a rewording holds (a summary of it holds few), as the card reads it."""
+    from llm_engineering.evaluation.trust.rewording import word_share
 
-    known = content_words(reference)
-    return round(len(known & content_words(text)) / len(known), 2) if text is not None and known else None
+    return round(word_share(reference, text), 2) if text is not None else None
 
 
 def _paired(own, other, references: dict[str, str], min_share: float = 0.0) -> dict:

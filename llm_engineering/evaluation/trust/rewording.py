@@ -4,8 +4,8 @@ A reference-guided judge shown the reference as the answer compares a text with 
 (the rule "identical to the reference is right" passes that). So the report card's right answer is then the
 reference in other words, written by the judge's own backend at temperature 0 and kept only where it still
 holds every number and name of the reference and most of its content words (`MIN_SHARE`), and is not the reference
-itself. The judge may favour its own
-wording (self-preference): the card says that its right answers are the judge's rewordings.
+itself. The judge may favour its own wording (self-preference): the card says that its right answers are the judge's
+rewordings (measured for the 1.5B judge against another model's: benchmarks/judge_studies/self_preference.py).
 """
 
 from __future__ import annotations
@@ -49,14 +49,18 @@ def read_rewording(text: Optional[str]) -> Optional[str]:
     return answer.strip() if isinstance(answer, str) and answer.strip() else None
 
 
+def word_share(reference: str, rewording: str) -> float:
+    """The share of the reference's content words the rewording holds (1.0 for a reference without any)."""
+    known = content_words(reference)
+    return len(known & content_words(rewording)) / len(known) if known else 1.0
+
+
 def keeps_the_facts(reference: str, rewording: str) -> bool:
     """Every number and name of the reference and `MIN_SHARE` of its content words are in the rewording, and the
     rewording is not the reference."""
-    if " ".join(rewording.split()) == " ".join(reference.split()):
+    if " ".join(rewording.split()) == " ".join(reference.split()) or word_share(reference, rewording) < MIN_SHARE:
         return False
-    lowered, known = rewording.lower(), content_words(reference)
-    if known and len(known & content_words(rewording)) < MIN_SHARE * len(known):
-        return False
+    lowered = rewording.lower()
     return all(fact.lower() in lowered for fact in facts(reference))
 
 
