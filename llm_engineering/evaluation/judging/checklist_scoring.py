@@ -12,7 +12,6 @@ from typing import Optional, Sequence
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-
 from llm_engineering.evaluation.judging.before_analysis import Asked, probe_scores
 from llm_engineering.evaluation.judging.checklist import (
     YES_NO, ChecklistScore, checklist_score, grade_messages, scores_messages, yes_no_schema, yes_probability,
