@@ -64,7 +64,6 @@ def _measure(model: str, rubric: str, dtype: str, rows: int, label_rows: int, ma
     from llm_engineering.evaluation.trust.label_check import judge_labels
     from llm_engineering.evaluation.trust.labels import Labels
     from llm_engineering.evaluation.judging.scoring import score_answers
-    from llm_engineering.evaluation.trust.similarity import get_embedder
     from llm_engineering.infrastructure.judge_backends import build_judge
     from llm_engineering.infrastructure.vllm_engine import EnginePool
     from llm_engineering.settings import get_settings
@@ -91,16 +90,14 @@ def _measure(model: str, rubric: str, dtype: str, rows: int, label_rows: int, ma
             result["answers_scored"] = len(answers)
             started = time.perf_counter()
             check = run_judge_check(split, Judge((judge,), rubric_),
-                                    JudgeCheckConfig(rows=rows, threshold=0.7, tiers=HARDER_TIERS),
-                                    embedder=get_embedder())
+                                    JudgeCheckConfig(rows=rows, threshold=0.7, tiers=HARDER_TIERS))
             result.update(check_s=round(time.perf_counter() - started, 1), check_verdicts=check.judge_calls,
                           check_tokens=check.judge_tokens, tiers=_card(check))
             if compare_whole and rubric_.score_first:
                 # The same prompts again as whole verdicts; on a prefix cache the first pass warmed.
                 started = time.perf_counter()
                 whole = run_judge_check(split, Judge((judge,), rubric_),
-                                        JudgeCheckConfig(rows=rows, threshold=0.7, tiers=HARDER_TIERS),
-                                        embedder=get_embedder(), whole_verdicts=True)
+                                        JudgeCheckConfig(rows=rows, threshold=0.7, tiers=HARDER_TIERS), whole_verdicts=True)
                 result["whole_verdicts"] = {"check_s": round(time.perf_counter() - started, 1),
                                             "check_tokens": whole.judge_tokens, "tiers": _card(whole), **_alike(check, whole)}
         if label_rows:

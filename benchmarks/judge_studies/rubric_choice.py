@@ -56,7 +56,6 @@ def main(answers_path: Path, rubrics: tuple[str, ...], judge_model: str, rows: i
     from llm_engineering.evaluation.judging.scoring import score_answers
     from llm_engineering.evaluation.rates import bootstrap_ci, mean
     from llm_engineering.evaluation.trust.card import run_judge_check
-    from llm_engineering.evaluation.trust.similarity import get_embedder
     from llm_engineering.infrastructure.cpu_tuning import native_bf16_flags
     from llm_engineering.infrastructure.judge_backends import build_judge
     from llm_engineering.infrastructure.vllm_engine import EnginePool
@@ -77,7 +76,7 @@ def main(answers_path: Path, rubrics: tuple[str, ...], judge_model: str, rows: i
             scored = score_answers(answers.select(range(0 if card_only else len(answers))), judge)
             scoring_s = time.perf_counter() - started
             started = time.perf_counter()
-            check = run_judge_check(split, judge, JudgeCheckConfig(rows=rows), embedder=get_embedder())
+            check = run_judge_check(split, judge, JudgeCheckConfig(rows=rows))
             check_s = time.perf_counter() - started
             criteria = {}
             for c in rubric.names:

@@ -72,19 +72,17 @@ def _cards(judge_model: str, writer: str, rows: int, split) -> tuple:
     from llm_engineering.evaluation.config import JudgeCheckConfig, JudgeConfig
     from llm_engineering.evaluation.engine_config import EngineConfig
     from llm_engineering.evaluation.trust.card import run_judge_check
-    from llm_engineering.evaluation.trust.similarity import get_embedder
     from llm_engineering.infrastructure.judge_backends import open_judge
     from llm_engineering.infrastructure.vllm_engine import EnginePool
     from llm_engineering.settings import get_settings
 
     settings, engine, pool, config = get_settings(), EngineConfig(), EnginePool(), JudgeCheckConfig(rows=rows)
-    embedder = get_embedder()
     try:
         started = time.perf_counter()
         with open_judge([JudgeConfig(model=writer, cache=False)], engine, settings=settings, pool=pool) as other_writer, \
                 open_judge([JudgeConfig(model=judge_model, cache=False)], engine, settings=settings, pool=pool) as judge:
-            other = run_judge_check(split, judge, config, embedder=embedder, rewriter=other_writer)
-            own = run_judge_check(split, judge, config, embedder=embedder)
+            other = run_judge_check(split, judge, config, rewriter=other_writer)
+            own = run_judge_check(split, judge, config)
         return own, other, round(time.perf_counter() - started, 1)
     finally:
         pool.release()

@@ -278,8 +278,10 @@ class JudgeCheckConfig(Strict):
     seed: int = Field(0, description="Fixes the sample and the mismatched pairing.")
     tiers: list[Tier] = Field(
         default_factory=lambda: list(TIERS), description="Report card tiers, each `rows` pairs: mismatch (always), "
-        "same_topic (a neighbouring question's reference sharing the instruction's words), truncated (the instruction "
-        "echoed and the reference's first third, looping to its length), corrupted (numbers and names swapped).",
+        "same_topic (another row's reference holding the most of this one's words), truncated (the instruction echoed "
+        "and the reference's first third, looping to its length), corrupted (numbers and names swapped for other "
+        "rows'), relation_swap (two names or numbers exchanged within the answer), negation (one statement negated). "
+        "same_topic, relation_swap and negation keep only pairs that no judge-free rule orders.",
     )
 
 

@@ -44,9 +44,7 @@ def check_trust(
     elif judge_check.rows:
         settings = get_settings()
         with open_judge([judge], engine, settings=settings, pool=ENGINE_POOL) as bound:
-            tiers = "same_topic" in judge_check.tiers and not from_answers
-            embedder = get_embedder(similarity.batch_size) if tiers else None
-            checks.judge = run_judge_check(checked, bound, judge_check, embedder=embedder, from_answers=from_answers)
+            checks.judge = run_judge_check(checked, bound, judge_check, from_answers=from_answers)
     if similarity.enabled and len(referenced) >= 2:
         checks.similarity = check_similarity(referenced, get_embedder(similarity.batch_size), judge_check.seed)
     metadata = {}

@@ -40,9 +40,10 @@ def test_a_judge_under_a_rule_on_mismatch_gets_no_passing_headline_but_both_figu
     check = _check({"mismatch": (18, 20, {"instruction_overlap": 19, "longer": 11})})
     assert check.outcome == "matched_by_rule" and not check.no_signal and check.rule_passes
     line = judge_headline("vllm:judge", check)
-    assert line.startswith("Judge judge: above the 70% threshold on 1 of its report card's 1 tiers, above every rule "
-                           "without a judge on none: no better than a rule without a judge on mismatch (18/20 (90%, 95% "
-                           "CI 70%-97%) against more of the instruction's words 19/20 (95%, 95% CI 76%-99%))"), line
+    assert line.startswith("Judge judge: above the 70% threshold on 1 of its report card's 1 tiers, better than every "
+                           "rule without a judge by a paired test on none: not told apart from a rule without a judge "
+                           "on mismatch (18/20 (90%, 95% CI 70%-97%) against more of the instruction's words 19/20 (95%, "
+                           "95% CI 76%-99%) (paired: the judge 0 pairs against 1, p 1))"), line
     assert "NO SIGNAL" not in line  # a rule doing as well is not noise
 
 
@@ -51,9 +52,12 @@ def test_a_failed_tier_is_named_in_the_headline_with_what_the_judge_is_blind_to(
                     "corrupted": (4, 13, {"reference_facts": 13})})
     assert [t.outcome for t in [check, *check.tiers]] == ["passes", "passes", "fails"]
     line = judge_headline("vllm:judge", check)
-    assert "above the 70% threshold on 2 of its report card's 3 tiers, above every rule without a judge on 2" in line
-    assert "blind to swapped names and numbers (corrupted 4/13 (31%, 95% CI 13%-58%))" in line
-    assert "above every rule without a judge on mismatch (19/20 (95%, 95% CI 76%-99%)); truncated (18/20" in line
+    assert ("above the 70% threshold on 2 of its report card's 3 tiers, better than every rule without a judge by a "
+            "paired test on 2") in line
+    assert ("blind to swapped names and numbers (corrupted 4/13 (31%, 95% CI 13%-58%); a rule without a judge passes "
+            "it: more of the reference's names and numbers 13/13") in line
+    assert "better than every rule without a judge on mismatch (19/20 (95%, 95% CI 76%-99%) against more of" in line
+    assert "; truncated (18/20 (90%, 95% CI 70%-97%) against the longer answer 9/20" in line
     corrupted = check.tiers[1]
     assert corrupted.verdict.startswith("corrupted: fails, blind to swapped names and numbers: the right answer above "
                                         "the answer with its numbers and names swapped in 4/13 (31%")
@@ -62,10 +66,18 @@ def test_a_failed_tier_is_named_in_the_headline_with_what_the_judge_is_blind_to(
 
 def test_a_judge_that_passes_every_tier_above_every_rule_gets_the_passing_headline():
     check = _check({"mismatch": (20, 20, {"instruction_overlap": 13}), "same_topic": (19, 20, {"reference_overlap": 12}),
-                    "truncated": (18, 20, {"distinct_words": 12}), "corrupted": (12, 13, {"reference_facts": 8})})
+                    "truncated": (18, 20, {"distinct_words": 12}), "corrupted": (12, 13, {"reference_facts": 3})})
     assert {t.outcome for t in [check, *check.tiers]} == {"passes"} and not any(t.rule_passes for t in check.tiers)
-    assert judge_headline("vllm:judge", check).startswith("Judge judge: passes every tier of its report card: above "
-                                                          "every rule without a judge on mismatch (20/20")
+    assert judge_headline("vllm:judge", check).startswith(
+        "Judge judge: passes every tier of its report card, better than every rule without a judge by a paired test: "
+        "better than every rule without a judge on mismatch (20/20")
+
+
+def test_twelve_of_thirteen_beside_a_rule_at_eight_is_not_better_than_the_rule():
+    """Four discordant pairs, all the judge's, are p 0.125: the rates differ by 31 points and the test cannot tell."""
+    check = _check({"mismatch": (20, 20, {}), "corrupted": (12, 13, {"reference_facts": 8})})
+    corrupted = check.tiers[0]
+    assert corrupted.outcome == "matched_by_rule" and corrupted.paired["reference_facts"].p_value == 0.125
 
 
 def test_no_signal_is_the_mismatch_tier_failed_whatever_the_other_tiers_say():

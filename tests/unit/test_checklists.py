@@ -149,16 +149,31 @@ def test_a_users_checklist_column_is_used_as_given_and_the_others_come_from_the_
     assert joined[col.CHECKLIST][0] == ["mentions search", "mentions recommendations"]
 
 
-def test_a_checklist_judges_report_card_grades_the_reference_itself_on_its_items():
-    references = ["vLLM pages the KV cache in blocks.", "LoRA trains small adapters.", "RAG retrieves documents.",
-                  "DPO learns from preferences."]
+class RewordingGrader(Grader):
+    """The grader, which also rewords a text when asked (its words kept, "the" made "a")."""
+
+    def complete(self, conversations, on_reply, reply_schema):
+        if reply_schema is not None and reply_schema.name == "rewording":
+            for index, messages in enumerate(conversations):
+                self.asked.append(messages)
+                text = messages[1]["content"].split("Text: ")[1].split("\n\nGive the rewritten")[0]
+                on_reply(index, JudgeReply(text=json.dumps({"answer": "Indeed, " + text.replace(" the ", " a ")})))
+            return
+        super().complete(conversations, on_reply, reply_schema)
+
+
+def test_a_checklist_judges_report_card_grades_a_rewording_on_the_items_the_rules_read():
+    """A checklist made of the reference's sentences graded on the reference itself proves nothing (every item is a
+    sentence of it, word for word): the right answer is a faithful rewording, and the rules read the items."""
+    references = ["vLLM pages the KV cache in blocks.", "LoRA trains the small adapters.", "RAG retrieves the documents.",
+                  "DPO learns from the preferences."]
     rows = Dataset.from_dict({col.ID: [f"q{k}" for k in range(4)], col.INSTRUCTION: [f"Question {k}?" for k in range(4)],
                               col.REFERENCE: references,
                               col.CHECKLIST: [reference_points(r, 6) for r in references]})
-    grader = Grader()
+    grader = RewordingGrader()
     check = run_judge_check(rows, Judge((grader,), RUBRIC), JudgeCheckConfig(rows=4, tiers=["truncated"]))
-    assert check.right_answers == "reference" and check.right_copies == 0  # the judge never sees the reference
+    assert check.right_answers == "reworded" and check.right_copies == 0
+    assert [p.right_answer for p in check.details] == [f"Indeed, {r.replace(' the ', ' a ')}" for r in references]
     assert check.decided_by == "expected" and check.reference_higher_by_expected.count == 4
-    assert all(p.right_answer is None for p in check.details)  # the reference itself, not a rewording
-    assert not any(m[1]["content"].startswith("Rewrite") for m in grader.asked)
-    assert set(check.baselines) >= {"reference_overlap", "reference_facts"}  # it reads the reference's points
+    assert sum(m[1]["content"].startswith("Rewrite") for m in grader.asked) == 4
+    assert set(check.baselines) >= {"reference_overlap", "reference_facts"}  # it reads the items, the reference's points

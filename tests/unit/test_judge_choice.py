@@ -64,8 +64,8 @@ def test_the_first_line_says_no_signal_for_a_flagged_check_and_for_a_smoke_judge
 
 def test_the_first_line_gives_the_report_card_of_a_judge_with_signal():
     line = judge_headline("vllm:qwen2.5-coder-1.5b", _check(18, tiers=[("same_topic", 19), ("truncated", 15)]))
-    assert line.startswith("Judge qwen2.5-coder-1.5b: passes every tier of its report card: above every rule without a "
-                           "judge on mismatch (18/20")
+    assert line.startswith("Judge qwen2.5-coder-1.5b: passes every tier of its report card, better than every rule "
+                           "without a judge: better than every rule without a judge on mismatch (18/20")
     assert "same_topic (19/20" in line and "truncated (15/20" in line and "NO SIGNAL" not in line
     assert "integer scores" in line
     unchecked = judge_headline("openai:gpt-4o-mini", None)

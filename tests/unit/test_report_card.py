@@ -2,15 +2,15 @@
 
 import json
 
-import numpy as np
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.trust.tiers import corrupted, facts, nearest_other, same_topic, truncated, unfinished
+from llm_engineering.evaluation.trust.tiers import FILTERED_TIERS, corrupted, facts, same_topic, truncated, unfinished
 from llm_engineering.evaluation.trust.rules import RULES, instruction_overlap, longer
 from llm_engineering.evaluation.trust.card import run_judge_check
 from llm_engineering.evaluation.judging.transport import JudgeReply
-from llm_engineering.evaluation.report.text import judge_check_rows, table_rows
+from llm_engineering.evaluation.report.card_text import judge_check_rows
+from llm_engineering.evaluation.report.text import table_rows
 from llm_engineering.evaluation.judging.rubric import load_rubric
 from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
 from llm_engineering.evaluation.judging.judge import Judge
@@ -39,18 +39,6 @@ def test_corruption_swaps_numbers_for_numbers_and_names_for_names_from_other_row
     assert corrupted("Uses 4 bits.", ["no facts here"], seed=0) is None
     assert corrupted("vLLM uses 4 bits.", ["DPO needs 2 models on 16 H100 GPUs."], seed=0) in {
         "H100 uses 2 bits.", "GPUs uses 2 bits."}  # of the same length where one is: not 16, not DPO
-
-
-def test_the_nearest_other_row_is_found_by_cosine_and_never_the_row_itself():
-    embeddings = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]])
-    assert nearest_other(embeddings, [0, 2, 3]) == [1, 3, 2]
-
-
-class KeywordEmbedder:
-    """Embeds a text by which topic word it holds: rows about one topic are each other's nearest."""
-
-    def encode(self, texts):
-        return np.array([[float("cats" in t.lower()), float("ships" in t.lower()), 0.01] for t in texts])
 
 
 def split():
@@ -85,24 +73,14 @@ class ExactJudge:
 def test_every_tier_is_scored_and_reported_with_its_own_verdict():
     judge = ExactJudge()
     check = run_judge_check(split(), Judge((judge,), HANDBOOK),
-                            JudgeCheckConfig(rows=4, threshold=0.7, tiers=["same_topic", "truncated", "corrupted"]),
-                            embedder=KeywordEmbedder())
-    assert check.tier == "mismatch" and [t.tier for t in check.tiers] == ["same_topic", "truncated", "corrupted"]
+                            JudgeCheckConfig(rows=4, threshold=0.7, tiers=["truncated", "corrupted"]))
+    assert check.tier == "mismatch" and [t.tier for t in check.tiers] == ["truncated", "corrupted"]
     assert all(t.pairs == 4 and t.reference_higher.count == 4 for t in [check, *check.tiers])
-    same_topic = check.tiers[0]
-    assert sorted((p.id, p.mismatched_id) for p in same_topic.details) == [
-        ("q0", "q1"), ("q1", "q0"), ("q2", "q3"), ("q3", "q2")]
-    assert check.judge_calls == judge.asked == 4 + 4 * 4 and check.judge_tokens == 7 * 20  # references + 4 tiers
+    assert check.judge_calls == judge.asked == 4 + 3 * 4 and check.judge_tokens == 7 * 16  # references + 3 tiers
     assert check.judge_seconds_per_verdict > 0 and check.metadata()["judge_seconds_per_verdict"] > 0
-    assert "the right answer above an answer that loops without making its point in 4/4 (100%" in check.tiers[1].verdict
+    assert "the right answer above an answer that loops without making its point in 4/4 (100%" in check.tiers[0].verdict
     rows = judge_check_rows(_summary_with(check))
-    assert [r[0] for r in rows] == ["mismatch", "same_topic", "truncated", "corrupted"]
-
-
-def test_without_an_embedder_the_same_topic_tier_is_left_out():
-    check = run_judge_check(split(), Judge((ExactJudge(),), HANDBOOK),
-                            JudgeCheckConfig(rows=4, threshold=0.7, tiers=["same_topic", "truncated"]))
-    assert [t.tier for t in check.tiers] == ["truncated"]
+    assert [r[0] for r in rows] == ["mismatch", "truncated", "corrupted"]
 
 
 def _summary_with(check):
@@ -129,15 +107,12 @@ def test_corruption_leaves_the_names_the_instruction_asks_about():
     assert corrupted("QLoRA is small.", ["DPO needs vLLM."], seed=0, instruction="What is QLoRA?") is None
 
 
-def test_the_same_topic_answer_is_the_neighbour_holding_most_of_the_instructions_words():
-    embeddings = np.array([[1.0, 0.0], [0.95, 0.05], [0.9, 0.1], [0.0, 1.0]])
-    instructions = ["How do cats purr?", "q1", "q2", "q3"]
-    references = ["Cats purr by...", "Dogs bark loudly.", "Purring cats vibrate their larynx.", "Ships float."]
-    assert nearest_other(embeddings, [0]) == [1]
-    # 2 shares "cats" and "purr" as the right answer does; 1 shares none
-    assert same_topic(embeddings, [0], instructions=instructions, references=references, right=["Cats purr."]) == [2]
-    # the nearest holds as many (none)
-    assert same_topic(embeddings, [0], instructions=instructions, references=references, right=["Dogs."]) == [1]
+def test_the_same_topic_candidates_are_the_other_rows_holding_most_of_the_references_words():
+    references = ["Cats purr by vibrating the larynx.", "Dogs bark loudly.", "Purring cats vibrate their larynx muscles.",
+                  "Ships float.", "Cats vibrate."]
+    # 2 holds cats, larynx (and not "purr": another word form); 4 holds cats; 1 and 3 hold none (the lower row first)
+    assert same_topic(references, [0], k=3) == [[2, 4, 1]]
+    assert same_topic(references, [0, 3], k=1) == [[2], [0]]  # "ships" is nowhere else: the first other row
 
 
 def test_judge_free_rules_order_two_answers_by_length_and_by_the_instructions_words():
@@ -155,22 +130,30 @@ def test_every_rule_orders_the_cards_own_pairs_and_a_tier_a_rule_passes_is_marke
     that does not see them; the rules that read the reference are scored under a rubric that shows it.)"""
     from llm_engineering.evaluation.config import DatasetConfig
     from llm_engineering.evaluation.generation.dataset import read_test_split
-    from llm_engineering.evaluation.trust.similarity import get_embedder
 
     check = run_judge_check(read_test_split(DatasetConfig()), Judge((EchoJudge(),), load_rubric("task-accuracy")),
-                            JudgeCheckConfig(), embedder=get_embedder())
+                            JudgeCheckConfig())
     handbook = run_judge_check(read_test_split(DatasetConfig()), Judge((EchoJudge(),), HANDBOOK),
                                JudgeCheckConfig(rows=4, tiers=[]))
     assert set(handbook.baselines) == {"longer", "instruction_overlap", "distinct_words"}  # it never sees the reference
-    assert [t.tier for t in check.tiers] == ["same_topic", "truncated", "corrupted"]
-    for tier in check.tiers:
-        assert tier.pairs >= 8 and set(tier.baselines) == set(RULES)
+    assert [t.tier for t in check.tiers] == ["same_topic", "truncated", "corrupted", "relation_swap", "negation"]
+    for tier in (t for t in check.tiers if t.pairs):
+        assert set(tier.baselines) == set(RULES)
         assert tier.baselines["longer"].rate <= 0.65 and tier.baselines["instruction_overlap"].rate <= 0.65, tier.tier
     assert check.baselines["instruction_overlap"].rate >= 0.8  # another question's answer: even word overlap sees it
-    assert all(t.rule_passes for t in [check, *check.tiers])
+    old = [t for t in [check, *check.tiers] if t.tier not in FILTERED_TIERS]
+    assert all(t.rule_passes and t.pairs >= 8 for t in old)
     assert check.tiers[2].best_rule == "reference_facts" and check.tiers[2].baselines["reference_facts"].rate == 1.0
+    # The tiers no rule may pass: built from the same rows, every rule orders none of their pairs.
+    new = {t.tier: t for t in check.tiers if t.tier in FILTERED_TIERS}
+    assert all(t.candidates and not t.rule_passes and all(r.count == 0 for r in t.baselines.values())
+               for t in new.values())
+    # The echo judge's "rewordings" fail, so its right answers are the references: no other row's reference holds as
+    # many of a reference's words as the reference itself, and every same_topic pair is dropped (the card says so)
+    assert new["same_topic"].pairs == 0 and new["same_topic"].dropped["reference_overlap"] == new["same_topic"].candidates
+    assert new["relation_swap"].pairs >= 8 and new["negation"].pairs >= 8
     # The echo judge ties every pair: it fails every tier, which the card says tier by tier.
-    assert {t.outcome for t in [check, *check.tiers]} == {"fails"} and check.no_signal
+    assert {t.outcome for t in [check, *check.tiers] if t.pairs} == {"fails"} and check.no_signal
 
 
 class EchoJudge:
@@ -280,7 +263,7 @@ def test_the_notes_say_how_many_rows_had_a_reference_and_which_checks_could_not_
     assert some.startswith("6 of 10 rows have a reference answer: the report card and the similarity check use those 6")
     (none,) = trust_notes(10, 0, True, True)
     assert none.startswith("0 of 10 rows have a reference answer: too few") and "mismatch tier alone" in none
-    assert "same_topic, truncated, corrupted" in none and "similarity check" in none
+    assert "same_topic, truncated, corrupted, relation_swap, negation" in none and "similarity check" in none
     (no_check,) = trust_notes(10, 1, False, False)
     assert "pairs each row's own answer" not in no_check and "similarity" not in no_check
 

@@ -11,10 +11,10 @@ from llm_engineering.evaluation.report.rows import row_browser_html
 from llm_engineering.evaluation.report.comparison import RunComparison
 from llm_engineering.evaluation.report import comparison_text as compared
 from llm_engineering.evaluation.report.ppi_text import PPI_HEADER, PPI_TITLE, ppi_rows
+from llm_engineering.evaluation.report.card_text import JUDGE_CHECK_HEADER, judge_check_rows
 from llm_engineering.evaluation.report.text import (
     expected_lines,
     COMPARISON_HEADER,
-    JUDGE_CHECK_HEADER,
     JURY_HEADER,
     LABELS_HEADER,
     LENGTH_HEADER,
@@ -22,7 +22,6 @@ from llm_engineering.evaluation.report.text import (
     PAIRWISE_LABELS_HEADER,
     SAMPLES_HEADER,
     comparison_rows,
-    judge_check_rows,
     jury_rows,
     label_rows,
     length_rows,

@@ -5,7 +5,6 @@ from __future__ import annotations
 from llm_engineering.evaluation.rates import fmt, rate_with_ci, with_ci
 from llm_engineering.evaluation.stored.summary import CriterionScores, EvaluationSummary
 from llm_engineering.evaluation.report.ppi_text import ppi_lines
-from llm_engineering.evaluation.trust.rules import RULE_NAMES
 from llm_engineering.evaluation.report.trust_text import (
     LABEL_RATERS,
     RIGHT_ANSWERS_TEXT,
@@ -39,12 +38,6 @@ def table_header(summary: EvaluationSummary) -> list[str]:
 
 
 COMPARISON_HEADER = ["difference", "criterion", "mean (95% CI)", "paired rows"]
-JUDGE_CHECK_HEADER = ["tier", "outcome", "pairs", "right answer higher (integer scores)", "ties broken by expected scores",
-                      "by expected scores alone", "ties", "reversals", "failed", "worse answer at the lowest level",
-                      "mean score: right / worse", *[f"rule: {name}" for name in RULE_NAMES.values()],
-                      "judge minus the best rule", "threshold"]
-OUTCOMES = {"passes": "passes", "fails": "fails", "matched_by_rule": "no better than a rule", "unmeasured": "n/a",
-            "inconclusive": "inconclusive (no references)"}
 JURY_HEADER = ["criterion", "Krippendorff's alpha, ordinal (95% CI)", "rows", "judges' means (integer / expected)"]
 LENGTH_HEADER = ["model", "criterion", "Spearman: integer score vs answer length", "expected score vs answer length",
                  "rows"]
@@ -116,26 +109,6 @@ def comparison_rows(summary: EvaluationSummary) -> list[list[str]]:
         [f"{c.model_a} - {c.model_b}", c.criterion, with_ci(c.difference, c.ci), str(c.paired_rows)]
         for c in summary.comparisons
     ]
-
-
-def judge_check_rows(summary: EvaluationSummary) -> list[list[str]]:
-    """The judge check, one row per report card tier (`JUDGE_CHECK_HEADER`), none without a check."""
-    if summary.judge_check is None:
-        return []
-    rows = []
-    for s in [summary.judge_check, *summary.judge_check.tiers]:
-        tie_broken = (s.reference_higher_tie_broken.describe() if s.reference_higher_tie_broken
-                      else f"n/a: {s.expected_problem}")
-        by_expected = s.reference_higher_by_expected.describe() if s.reference_higher_by_expected else "n/a"
-        rules = [s.baselines[name].describe() if name in s.baselines else "n/a" for name in RULE_NAMES]
-        margin = "n/a" if s.margin_over_rules is None else f"{s.margin_over_rules * 100:+.0f} points"
-        outcome = OUTCOMES[s.outcome] + (" (a rule passes it)" if s.rule_passes else "")
-        rows.append([s.tier, outcome, str(s.pairs), s.reference_higher.describe(), tie_broken, by_expected,
-                     s.ties.describe(), s.reversals.describe(), s.failed.describe(),
-                     s.lowest_level.describe() if s.lowest_level else "n/a",
-                     f"{s.criterion}: {fmt(s.reference_accuracy_mean)} / {fmt(s.mismatched_accuracy_mean)}",
-                     *rules, margin, f"{s.threshold:.0%}"])
-    return rows
 
 
 def jury_rows(summary: EvaluationSummary) -> list[list[str]]:

@@ -103,7 +103,7 @@ def judge_headline(judge_model: str, check: Optional[JudgeCheck]) -> str:
     """The judge's line under the models' scores: whether its scores mean anything (NO SIGNAL: it does not tell answers
     to other questions apart), and otherwise, tier by tier, what it is blind to, where a rule without a judge does as
     well, and where it passes, with the figures and their intervals; how to get a judge whose scores mean more."""
-    from llm_engineering.evaluation.trust.judge_check import BLIND_TO, best_rule_text, figure_text
+    from llm_engineering.evaluation.trust.judge_check import BLIND_TO, best_rule_text, figure_text, rule_text
 
     name = _judge_name(judge_model)
     if check is not None and check.no_signal:
@@ -123,28 +123,41 @@ def judge_headline(judge_model: str, check: Optional[JudgeCheck]) -> str:
                 f"the judge blind. Give the rows references (a reference column) for its report card (judge check "
                 f"below).")
     tiers = [t for t in [check, *check.tiers] if t.outcome != "unmeasured"]
-    by = {outcome: [t for t in tiers if t.outcome == outcome] for outcome in ("fails", "matched_by_rule", "passes")}
+    by = {outcome: [t for t in tiers if t.outcome == outcome]
+          for outcome in ("fails", "below_rule", "matched_by_rule", "passes")}
+
+    def against(t: JudgeCheck, names: list[str]) -> str:
+        # The rule the judge is weighed against on this tier; the one that passes it most often where several are named.
+        best = max(names, key=lambda name: (t.baselines[name].rate or 0.0, -names.index(name))) if names else t.best_rule
+        return f"{t.tier} ({figure_text(t.deciding)}" + (f" against {rule_text(t, best)})" if best else ")")
+
     parts = []
     if by["fails"]:
-        parts.append("blind to " + "; ".join(f"{BLIND_TO.get(t.tier, t.tier)} ({t.tier} {figure_text(t.deciding)})"
-                                             for t in by["fails"]))
+        parts.append("blind to " + "; ".join(
+            f"{BLIND_TO.get(t.tier, t.tier)} ({t.tier} {figure_text(t.deciding)}"
+            + (f"; a rule without a judge passes it: {best_rule_text(t)}" if t.rule_passes else "") + ")"
+            for t in by["fails"]))
+    if by["below_rule"]:
+        parts.append("below a rule without a judge on " + "; ".join(
+            against(t, t.rules_by_standing("below")) for t in by["below_rule"]))
     if by["matched_by_rule"]:
-        parts.append("no better than a rule without a judge on " + "; ".join(
-            f"{t.tier} ({figure_text(t.deciding)} against {best_rule_text(t)})" for t in by["matched_by_rule"]))
+        parts.append("not told apart from a rule without a judge on " + "; ".join(
+            against(t, t.rules_by_standing("not_told_apart") or list(t.baselines)) for t in by["matched_by_rule"]))
     if by["passes"]:
-        parts.append("above every rule without a judge on " + "; ".join(
-            f"{t.tier} ({figure_text(t.deciding)})" for t in by["passes"]))
+        parts.append("better than every rule without a judge on " + "; ".join(against(t, []) for t in by["passes"]))
     above = len(tiers) - len(by["fails"])
-    lead = ("passes every tier of its report card" if len(by["passes"]) == len(tiers) else
-            f"above the {check.threshold:.0%} threshold on {above} of its report card's {len(tiers)} tiers, above every "
-            f"rule without a judge on {len(by['passes']) or 'none'}")
+    tested = " by a paired test" if any(t.paired for t in tiers) else ""
+    lead = (f"passes every tier of its report card, better than every rule without a judge{tested}"
+            if len(by["passes"]) == len(tiers) else
+            f"above the {check.threshold:.0%} threshold on {above} of its report card's {len(tiers)} tiers, better than "
+            f"every rule without a judge{tested} on {len(by['passes']) or 'none'}")
     scores = "integer scores" if check.decided_by == "integer" else "the checklist's scores"
     return f"Judge {name}: {lead}: " + "; ".join(parts) + f" ({scores}; judge check below)."
 
 
 def judge_check_title(check: JudgeCheck) -> str:
     """`Judge check`, flagged when the judge showed no signal or failed a tier."""
-    failed = [t.tier for t in [check, *check.tiers] if t.outcome == "fails"]
+    failed = [t.tier for t in [check, *check.tiers] if t.outcome in ("fails", "below_rule")]
     return "Judge check" + (" - NO SIGNAL" if check.no_signal else f" - fails {', '.join(failed)}" if failed else "")
 
 

@@ -42,6 +42,28 @@ class JudgeCheckPair(BaseModel):
 
 # A tier that a judge-free rule passes above this says little of the judge (the judge must beat the rule there).
 RULE_PASS = 0.65
+# The level of the paired test (`trust.paired`) at which the judge is told apart from a rule.
+PAIRED_ALPHA = 0.05
+
+
+class PairedTest(BaseModel):
+    """The judge against one rule on the same pairs (`trust.paired`): the discordant pairs and the exact McNemar
+    p-value."""
+
+    judge_only: int = Field(description="pairs the judge passes and the rule does not")
+    rule_only: int = Field(description="pairs the rule passes and the judge does not")
+    p_value: float = Field(description="exact two-sided McNemar p-value (1.0 without discordant pairs)")
+
+    @property
+    def standing(self) -> Literal["above", "not_told_apart", "below"]:
+        """The judge above or below the rule at `PAIRED_ALPHA`, or not told apart."""
+        if self.p_value >= PAIRED_ALPHA or self.judge_only == self.rule_only:
+            return "not_told_apart"
+        return "above" if self.judge_only > self.rule_only else "below"
+
+    def describe(self) -> str:
+        """`12 pairs against 1, p 0.003`."""
+        return f"{self.judge_only} pairs against {self.rule_only}, p {self.p_value:.2g}"
 
 
 class JudgeCheck(BaseModel):
@@ -77,6 +99,12 @@ class JudgeCheck(BaseModel):
     baselines: dict[str, Rate] = Field(default_factory=dict, description="per judge-free rule (`trust.rules`): the "
                                        "pairs it orders the right answer above the worse one (a tie is no pass)")
     margin_over_rules: Optional[float] = Field(None, description="integer discrimination minus the best rule's rate")
+    paired: dict[str, PairedTest] = Field(default_factory=dict, description="per judge-free rule: the judge against it "
+                                          "on the same pairs (exact McNemar); empty in checks stored before")
+    candidates: Optional[int] = Field(None, description="a tier no rule may pass (`FILTERED_TIERS`): the sampled rows "
+                                      "a worse answer could be built for (None: an unfiltered tier)")
+    dropped: dict[str, int] = Field(default_factory=dict, description="a filtered tier: rows whose every candidate a "
+                                    "rule ordered below the right answer, per rule that did (a row may count for several)")
     right_answers: Literal["reference", "reworded", "answers"] = Field(
         "reference", description="the right answers: the references, or (for a judge that sees the reference, which a "
         "copy would prove nothing about) the references reworded by the judge; `answers` where the rows have no "
@@ -107,19 +135,28 @@ class JudgeCheck(BaseModel):
 
     @computed_field  # type: ignore[prop-decorator]  # stored in the JSON report beside the figures it is read from
     @property
-    def outcome(self) -> Literal["passes", "fails", "matched_by_rule", "unmeasured", "inconclusive"]:
-        """The judge on this tier: passes (integer discrimination at or above the threshold and above the best
-        judge-free rule), fails (under the threshold: blind to this kind of wrong answer), matched_by_rule (at or above
-        the threshold, but a rule without a judge does as well or better), unmeasured (no pair), inconclusive (under
-        the threshold on pairs of the rows' own answers, which the judge scored in the scale's lower half: the answers
-        may be as wrong as the other rows', rather than the judge blind)."""
+    def outcome(self) -> Literal["passes", "fails", "matched_by_rule", "below_rule", "unmeasured", "inconclusive"]:
+        """The judge on this tier: passes (discrimination at or above the threshold and above every judge-free rule by
+        the paired test), fails (under the threshold: blind to this kind of wrong answer), matched_by_rule (at or above
+        the threshold, but not told apart from a rule by the paired test), below_rule (at or above the threshold, but a
+        rule is above it by the paired test), unmeasured (no pair), inconclusive (under the threshold on pairs of the
+        rows' own answers, which the judge scored in the scale's lower half: the answers may be as wrong as the other
+        rows', rather than the judge blind). A check stored before the paired test compares the rates themselves."""
         rate = self.deciding.rate
         if rate is None:
             return "unmeasured"
         if rate < self.threshold:
             return "inconclusive" if self.own_answers_judged_wrong else "fails"
+        if self.paired:
+            standings = {test.standing for test in self.paired.values()}
+            return "below_rule" if "below" in standings else "matched_by_rule" if "not_told_apart" in standings \
+                else "passes"
         best = self.best_rule
         return "matched_by_rule" if best is not None and (self.baselines[best].rate or 0.0) >= rate else "passes"
+
+    def rules_by_standing(self, standing: str) -> list[str]:
+        """The rules the judge stands `standing` against (above, not_told_apart, below), by the paired test."""
+        return [name for name, test in self.paired.items() if test.standing == standing]
 
     @property
     def own_answers_judged_wrong(self) -> bool:

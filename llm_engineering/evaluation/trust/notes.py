@@ -17,5 +17,5 @@ def trust_notes(rows: int, referenced: int, judge_check: bool, similarity: bool)
             "tier alone, where the judge should score an answer to its own question above an answer to another one, "
             "though the own answer is not known to be right. " if judge_check else "")
     return [f"{share}: too few for the checks that need one. {made}Not made, for want of references: the harder tiers "
-            f"(same_topic, truncated, corrupted), the judge's rewording of right answers"
+            f"(same_topic, truncated, corrupted, relation_swap, negation), the judge's rewording of right answers"
             + (", the similarity check and every row's similarity." if similarity else ".")]

@@ -7,14 +7,20 @@ the answer says.
 
 - mismatch: another sampled row's reference (a fixed derangement): an answer to another question; the sanity
   floor, which instruction-word overlap passes too;
-- same_topic: of the five other references nearest by embedding, the nearest that holds as many of the
-  instruction's words as the right answer (else the one holding most): an answer to a neighbouring question that
-  looks as much like an answer to this one;
+- same_topic: another row's reference that holds the most of this row's reference's content words (the next ones
+  tried where a rule orders the first below the right answer): an answer to a neighbouring question that shares
+  what a word count reads;
 - truncated: an answer that never makes its point: the instruction echoed and the reference's first third,
   looping to the right answer's length (a small model's loop), so it is neither shorter nor lacks the question's
   words;
 - corrupted: the right answer with the numbers and names it adds (not those the instruction names) swapped for
-  other rows' (of the same length where one is): fluent, on topic, as long, worded as the right answer, wrong.
+  other rows' (of the same length where one is): fluent, on topic, as long, worded as the right answer, wrong;
+- relation_swap, negation: the reference with two of its names or numbers exchanged, or one statement negated
+  (`trust.minimal_pairs`): the same words, a meaning changed. Where the judge is shown the reference, the right
+  answer is its rewording and the worse one is worded as the reference itself: a judge that matches words prefers it.
+
+same_topic, relation_swap and negation are the tiers no rule can pass: of each row's candidates the card keeps the
+first that no judge-free rule orders below the right answer (`FILTERED_TIERS`), and says how many it dropped.
 """
 
 from __future__ import annotations
@@ -23,13 +29,13 @@ import random
 import re
 from typing import Literal, Optional, Sequence
 
-import numpy as np
-
 from llm_engineering.evaluation.rates import derangement
 from llm_engineering.evaluation.trust.rules import FACT, NUMBER, content_words, facts
 
-Tier = Literal["mismatch", "same_topic", "truncated", "corrupted"]
-TIERS: tuple[Tier, ...] = ("mismatch", "same_topic", "truncated", "corrupted")
+Tier = Literal["mismatch", "same_topic", "truncated", "corrupted", "relation_swap", "negation"]
+TIERS: tuple[Tier, ...] = ("mismatch", "same_topic", "truncated", "corrupted", "relation_swap", "negation")
+# The tiers whose pairs no judge-free rule may order: a candidate a rule orders is dropped, the next one tried.
+FILTERED_TIERS: tuple[Tier, ...] = ("same_topic", "relation_swap", "negation")
 SAME_TOPIC_CANDIDATES = 5
 
 _NUMBER, _FACT = NUMBER, FACT
@@ -40,30 +46,12 @@ def mismatched(sample: Sequence[int], seed: int) -> list[int]:
     return [sample[j] for j in derangement(len(sample), seed)]
 
 
-def nearest_other(embeddings: np.ndarray, sample: Sequence[int]) -> list[int]:
-    """For each sampled row, the row (of all rows) whose embedding is nearest by cosine, itself excluded."""
-    return [candidates[0] for candidates in _nearest(embeddings, sample, 1)]
-
-
-def _nearest(embeddings: np.ndarray, sample: Sequence[int], k: int) -> list[list[int]]:
-    unit = embeddings / np.linalg.norm(embeddings, axis=1, keepdims=True).clip(min=1e-12)
-    similarity = unit[list(sample)] @ unit.T
-    similarity[np.arange(len(sample)), list(sample)] = -np.inf
-    return [[int(j) for j in np.argsort(-row, kind="stable")[:k] if j != i] for i, row in zip(sample, similarity)]
-
-
-def same_topic(embeddings: np.ndarray, sample: Sequence[int], *, instructions: Sequence[str],
-               references: Sequence[str], right: Sequence[str], k: int = SAME_TOPIC_CANDIDATES) -> list[int]:
-    """For each sampled row, of the `k` other rows whose references are nearest by cosine, the nearest whose reference
-    holds as many of the row's instruction words as its right answer (`right`, one per sampled row) does; where none
-    does, the one that holds most (the nearest of those on a tie)."""
-    chosen = []
-    for i, answer, candidates in zip(sample, right, _nearest(embeddings, sample, k)):
-        asked = content_words(instructions[i])
-        held = {j: len(asked & content_words(references[j])) for j in candidates}
-        enough = [j for j in candidates if held[j] >= len(asked & content_words(answer))]
-        chosen.append(enough[0] if enough else max(candidates, key=lambda j: (held[j], -candidates.index(j))))
-    return chosen
+def same_topic(references: Sequence[str], sample: Sequence[int], k: int = SAME_TOPIC_CANDIDATES) -> list[list[int]]:
+    """For each sampled row, the `k` other rows (of all rows) whose references hold the most of its reference's content
+    words, most first (the lower row first on a tie)."""
+    words = [content_words(reference) for reference in references]
+    return [sorted((j for j in range(len(references)) if j != i), key=lambda j: (-len(words[i] & words[j]), j))[:k]
+            for i in sample]
 
 
 def truncated(text: str) -> str:
