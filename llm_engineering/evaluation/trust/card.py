@@ -49,13 +49,16 @@ def _candidates(tier: str, sample: list[int], *, instructions: list[str], refere
                                                                                                          sample))}
     if tier == "truncated":
         return {i: [(check_tiers.unfinished(instructions[i], references[i], len(right[i])), "truncated")] for i in sample}
-    # The reference, the text a judge is shown (or, for a judge shown none, the right answer itself) with one meaning
-    # changed: the reference's words then favour the wrong answer. (Made from a reworded right answer, the edit moves
-    # it away from the reference, which every rule reading the reference sees: most pairs would be dropped.)
-    if tier == "relation_swap":
-        return {i: [(text, tier) for text in relation_swaps(references[i])] for i in sample}
-    if tier == "negation":
-        return {i: [(text, tier) for text in negations(references[i])] for i in sample}
+    # The reference (the text a judge is shown) with one meaning changed, then the right answer where it is a rewording:
+    # made from the reference, the worse answer holds the reference's words and their order, which the rules that read
+    # the reference favour; the longer-answer rule then passes the rows whose rewording is longer, where the rewording's
+    # own change, of the same length, is tried next.
+    if tier in ("relation_swap", "negation"):
+        change = relation_swaps if tier == "relation_swap" else negations
+        half = MAX_CANDIDATES // 2
+        return {i: [(text, tier) for text in dict.fromkeys(
+            change(references[i])[:half] + (change(right[i])[:half] if right[i] != references[i] else []))]
+                for i in sample}
     # The right answer itself with its names and numbers swapped: the pair differs in those alone. (Made from the
     # reference, it would be worded like the reference the judge is shown, while the right answer is reworded.)
     others = {i: [r for j, r in enumerate(references) if j != i] for i in sample}

@@ -25,8 +25,8 @@ WORSE_ANSWER = {
     "same_topic": "an answer to a neighbouring question",
     "truncated": "an answer that loops without making its point",
     "corrupted": "the answer with its numbers and names swapped",
-    "relation_swap": "the reference with two of its names or numbers exchanged",
-    "negation": "the reference with one statement negated",
+    "relation_swap": "an answer with two of its names or numbers exchanged",
+    "negation": "an answer with one statement negated",
 }
 # What a judge that fails the tier cannot see.
 BLIND_TO = {

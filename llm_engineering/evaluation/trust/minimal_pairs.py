@@ -29,6 +29,8 @@ ANTONYMS: tuple[tuple[str, str], ...] = (
 )
 # Verbs that take "not" after them, and the contractions and forms that undo it.
 _NEGATABLE = ("is", "are", "was", "were", "can", "does", "do", "should", "must", "will", "has", "have")
+# The wordings of a negation after such a verb, the plainest first.
+NEGATIONS = ("not", "never", "in no way", "by no means")
 _UNDO = {"cannot": "can", "can't": "can", "isn't": "is", "aren't": "are", "doesn't": "does", "don't": "do",
          "won't": "will", "shouldn't": "should", "mustn't": "must"}
 
@@ -62,20 +64,26 @@ def _with_case(word: str, like: str) -> str:
 
 
 def negations(text: str) -> list[str]:
-    """`text` with one statement's polarity flipped at one place, one candidate per place: an antonym exchanged, a
-    "not" added after a verb that takes it, or a negation undone ("is not" -> "is", "cannot" -> "can")."""
-    candidates = []
+    """`text` with one statement's polarity flipped at one place, one candidate per place and wording: a negation
+    after a verb that takes one ("is" -> "is not", "is never", "is in no way", "is by no means": each wording at every
+    place before the next, the plainest first), a negation undone ("is not" -> "is", "cannot" -> "can"), an antonym
+    exchanged. Several wordings of one negation differ in length, so that the longer answer is not always the right
+    one (the card drops a pair a rule orders)."""
+    inserted: dict[str, list[str]] = {wording: [] for wording in NEGATIONS}
+    others = []
     for match in re.finditer(r"\b[A-Za-z']+\b", text):
         word, start, end = match.group(), match.start(), match.end()
         lower = word.lower()
+        if lower in _NEGATABLE:
+            if re.match(r"\s+not\b", text[end:end + 5]):  # "is not" -> "is"
+                others.append(text[:end] + re.sub(r"^\s+not\b", "", text[end:], count=1))
+            else:
+                for wording in NEGATIONS:
+                    negated = "cannot" if lower == "can" and wording == "not" else f"{word} {wording}"
+                    inserted[wording].append(text[:start] + _with_case(negated, word) + text[end:])
         flips = [b if lower == a else a for a, b in ANTONYMS if lower in (a, b)]
         if lower in _UNDO:
             flips.append(_UNDO[lower])
-        following = text[end:end + 5]
-        if lower in _NEGATABLE:
-            if re.match(r"\s+not\b", following):  # "is not" -> "is"
-                candidates.append(text[:end] + re.sub(r"^\s+not\b", "", text[end:], count=1))
-            else:
-                flips.append("cannot" if lower == "can" else f"{lower} not")
-        candidates += [text[:start] + _with_case(flip, word) + text[end:] for flip in dict.fromkeys(flips)]
+        others += [text[:start] + _with_case(flip, word) + text[end:] for flip in dict.fromkeys(flips)]
+    candidates = [c for wording in NEGATIONS for c in inserted[wording]] + others
     return [c for c in dict.fromkeys(candidates) if c != text]

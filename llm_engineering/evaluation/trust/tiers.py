@@ -16,8 +16,9 @@ the answer says.
 - corrupted: the right answer with the numbers and names it adds (not those the instruction names) swapped for
   other rows' (of the same length where one is): fluent, on topic, as long, worded as the right answer, wrong;
 - relation_swap, negation: the reference with two of its names or numbers exchanged, or one statement negated
-  (`trust.minimal_pairs`): the same words, a meaning changed. Where the judge is shown the reference, the right
-  answer is its rewording and the worse one is worded as the reference itself: a judge that matches words prefers it.
+  (`trust.minimal_pairs`), else the right answer so changed: the same words, a meaning changed. Where the judge is
+  shown the reference, the right answer is its rewording, and a worse answer made of the reference is worded as the
+  reference itself: a judge that matches words prefers it.
 
 same_topic, relation_swap and negation are the tiers no rule can pass: of each row's candidates the card keeps the
 first that no judge-free rule orders below the right answer (`FILTERED_TIERS`), and says how many it dropped.
