@@ -71,7 +71,7 @@ def test_the_cli_started_from_another_folder_reads_the_repositorys_env_and_write
     repository_env_file.write_text("HUGGINGFACE_ACCESS_TOKEN=hf_only_in_the_repository_env\n")
     (tmp_path / ".env").write_text("HUGGINGFACE_ACCESS_TOKEN=\n")  # the working folder's: not the project's
     config = tmp_path / "run.yaml"
-    config.write_text("parameters:\n  publish: {target: hub}\n")
+    config.write_text("parameters:\n  publish: {target: hub}\n  judge: {model: smollm2-135m}\n")  # not chosen by timing
     environment = {k: v for k, v in os.environ.items() if k not in ("LLM_EVAL_ENV_FILE", "OUTPUT_DIR")}
     result = subprocess.run([sys.executable, str(repo_root / "tools" / "run.py"), "evaluate", "--config", "run.yaml",
                              "--dataset", "rows.jsonl"], cwd=tmp_path, env=environment, capture_output=True, text=True,

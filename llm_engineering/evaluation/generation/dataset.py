@@ -64,7 +64,8 @@ def _refuse_shared_columns(chosen: Mapping[str, list[str]], named: Mapping[str, 
             how = [f"{role} ({f'--column {role}={name}' if named[role] else 'found by its usual name'})"
                    for role in roles]
             raise DatasetError(
-                f"The column {name!r} would fill two roles, {' and '.join(how)}: one column fills one role. Name each "
+                f"The column {name!r} would fill {'two' if len(roles) == 2 else len(roles)} roles, {' and '.join(how)}: "
+                f"one column fills one role. Name each "
                 f"role's own column with --column ROLE=NAME (dataset.columns.ROLE), or turn an optional one off with "
                 f"--column ROLE={col.NO_COLUMN} (e.g. --column reference={col.NO_COLUMN}: no reference).")
 
