@@ -1,7 +1,7 @@
 """Checks before any work: a run config that cannot work stops with a message a user can act on.
 
-The stack, the secrets, the settings (tokens, endpoints) and the model names are checked before a
-pipeline starts, so a missing token fails in seconds rather than after an hour of generation.
+The stack, the secrets, the settings (tokens, endpoints), the test split and the model names are checked before a
+pipeline starts, so a missing token or column fails in seconds rather than after an hour of generation.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def check_context_length(model: str, model_path: str, max_model_len: int) -> Non
 def check_hub_access(source: str, token: Optional[str], repo_type: str = "model") -> None:
     """A model or dataset given by Hub id that the steps could not read (gated, private, missing) stops before any
     work; a local path or a packaged name is not asked about."""
-    from llm_engineering.evaluation.generation.dataset import EMBEDDED_FILES
+    from llm_engineering.evaluation.generation.source import EMBEDDED_FILES
     from llm_engineering.evaluation.models import is_hub_id
 
     if source in EMBEDDED_FILES or Path(source).expanduser().exists() or not is_hub_id(source):
@@ -114,6 +114,24 @@ def check_hub_access(source: str, token: Optional[str], repo_type: str = "model"
     problem = access_problem(source, token, repo_type)
     if problem:
         raise ConfigError(f"{problem}.")
+
+
+def check_test_split(config: EvaluationConfig, token: Optional[str]) -> None:
+    """The test split read and validated here as `load_test_split` will read it (`read_test_split`, the same code):
+    a missing file, split or column, a bad encoding or a bad row stops the run in a second, before a pipeline run
+    exists. Read where the source is reachable from here (the embedded sets, a local path, a Hub id with the steps'
+    token); a path missing here is left to the steps when they run elsewhere (a remote orchestrator's image may hold
+    it)."""
+    from llm_engineering.evaluation.generation.dataset import read_test_split
+    from llm_engineering.evaluation.generation.source import EMBEDDED_FILES
+    from llm_engineering.evaluation.models import is_hub_id
+    from llm_engineering.infrastructure.zenml_stack import orchestrator_is_local
+
+    source = config.dataset.source
+    missing_here = source not in EMBEDDED_FILES and not is_hub_id(source) and not Path(source).expanduser().exists()
+    if missing_here and not orchestrator_is_local():
+        return
+    read_test_split(config.dataset, config.reference_required_by, token)
 
 
 GIB = 1 << 30
@@ -166,7 +184,7 @@ def check_cpu_kv_cache(model: str, model_path: str, engine: EngineConfig, *, dty
 def check_run(config: EvaluationConfig, secrets: Sequence[str], generate: bool, judge: bool) -> None:
     """Stop before any work on a stack, settings or model names that cannot work.
 
-    `generate`: the run generates answers (stack, Ray, the models); `judge`: it judges them (the
+    `generate`: the run generates answers (stack, Ray, the test split, the models); `judge`: it judges them (the
     judge's settings and model, the embedding model). Converts the embedded model once.
     """
     from llm_engineering.evaluation.models import resolve_model
@@ -196,6 +214,7 @@ def check_run(config: EvaluationConfig, secrets: Sequence[str], generate: bool, 
         names |= {member.model for member in config.panel if member.backend == "vllm"}
     if generate:
         check_hub_access(config.dataset.source, steps_settings.hub_token, "dataset")
+        check_test_split(config, steps_settings.hub_token)
     on_this_cpu = bool(names) and config.engine.backend == "vllm" and _engines_run_here(config)
     for name in names:
         resolved = resolve_model(name, local.MODEL_CACHE_DIR)

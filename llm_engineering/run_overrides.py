@@ -27,6 +27,9 @@ class Overrides:
     judge_model: Optional[str] = None  # --judge: an alias, folder, Hub id, openai:MODEL or a served judge's URL
     judge_served_model: Optional[str] = None  # --judge-model: the model name a served judge's URL serves
     samples: Optional[int] = None
+    encoding: Optional[str] = None  # --encoding: a csv/json file's text encoding
+    prompt_template: Optional[str] = None  # --prompt-template auto|alpaca|chat
+    max_tokens: Optional[int] = None  # --max-tokens: an answer's length limit (sampling.max_tokens)
 
 
 COLUMN_ROLES = ("instruction", "reference", "id")
@@ -37,8 +40,20 @@ def parse_column(value: str) -> tuple[str, str]:
     role, equals, name = value.partition("=")
     if not equals or role.strip() not in COLUMN_ROLES or not name.strip():
         raise ConfigError(f"--column {value!r}: write ROLE=NAME with ROLE one of {', '.join(COLUMN_ROLES)}, e.g. "
-                          f"--column instruction=question_text")
+                          f"--column instruction=question_text (NAME `none`: no such column, e.g. reference=none)")
     return role.strip(), name.strip()
+
+
+def parse_columns(values: Sequence[str]) -> dict[str, str]:
+    """Every `--column ROLE=NAME` -> {role: name}; a role given twice is a mistake (not the last one kept)."""
+    names: dict[str, list[str]] = {}
+    for role, name in map(parse_column, values):
+        names.setdefault(role, []).append(name)
+    for role, given in names.items():
+        if len(given) > 1:
+            raise ConfigError(f"--column {role}= is given {len(given)} times ({', '.join(given)}): a role has one column; "
+                              f"give --column {role}=NAME once.")
+    return {role: given[0] for role, given in names.items()}
 
 
 def _served_judge(judge: dict[str, Any], url: str, model: Optional[str]) -> dict[str, Any]:
@@ -93,8 +108,13 @@ def apply_overrides(config: EvaluationConfig, overrides: Overrides) -> Evaluatio
         data["dataset"]["source"] = overrides.dataset
     if overrides.split:
         data["dataset"]["split"] = overrides.split
-    for role, name in map(parse_column, overrides.columns):
-        data["dataset"]["columns"][role] = name
+    data["dataset"]["columns"].update(parse_columns(overrides.columns))
+    if overrides.encoding:
+        data["dataset"]["encoding"] = overrides.encoding
+    if overrides.prompt_template:
+        data["prompt"]["template"] = overrides.prompt_template
+    if overrides.max_tokens:
+        data["sampling"]["max_tokens"] = overrides.max_tokens
     if overrides.limit:
         data["dataset"]["limit"] = overrides.limit
     if overrides.dummy:

@@ -1,6 +1,8 @@
 """Settings from the environment or a `.env` file (tokens, workspace, paths).
 
-Nothing is read at import time: call `get_settings()` where a value is needed.
+Nothing is read at import time: call `get_settings()` where a value is needed. `.env` is the repository's (beside
+`tools/run.py` and `.zen`), and a relative path (OUTPUT_DIR's default `outputs`) is under the repository too, from
+whatever folder the CLI is started.
 
 Remotely there is no `.env`: `python tools/run.py --export-settings` stores the settings as
 the ZenML secret `settings`, and a run config that lists it (`secrets: [settings]`) has ZenML
@@ -14,12 +16,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from pydantic import SecretStr
+from pydantic import SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# The repository this package is checked out in: where `.env`, `outputs/` and ZenML's `.zen` are.
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+ENV_FILE = PROJECT_ROOT / ".env"
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+    model_config = SettingsConfigDict(env_file=ENV_FILE, env_file_encoding="utf-8", extra="ignore")
 
     # Hugging Face: one token for every Hub read and write: publishing results, private datasets, gated or private
     # models (generation and the judge), published answers read back. HF_TOKEN, the Hub libraries' own name, is read
@@ -57,7 +63,13 @@ class Settings(BaseSettings):
     JUDGE_CACHE_DIR: Path = Path.home() / ".cache" / "llm-engineering" / "judge"
     # Answers saved one by one as they are generated, so an interrupted run resumes.
     CHECKPOINT_DIR: Path = Path.home() / ".cache" / "llm-engineering" / "checkpoints"
-    OUTPUT_DIR: Path = Path("outputs")
+    OUTPUT_DIR: Path = PROJECT_ROOT / "outputs"
+
+    @field_validator("MODEL_CACHE_DIR", "JUDGE_CACHE_DIR", "CHECKPOINT_DIR", "OUTPUT_DIR")
+    @classmethod
+    def _under_the_repository(cls, path: Path) -> Path:
+        """A relative path is the repository's, as `.env` is, not the folder the CLI was started from."""
+        return PROJECT_ROOT / path.expanduser()
 
     @property
     def local_hub_dir(self) -> Path:
@@ -81,8 +93,9 @@ LOCAL_ONLY = {"MODEL_CACHE_DIR", "JUDGE_CACHE_DIR", "CHECKPOINT_DIR", "OUTPUT_DI
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    """Settings from the environment and `.env` (another file with LLM_EVAL_ENV_FILE; none when it is empty)."""
-    return Settings(_env_file=os.environ.get("LLM_EVAL_ENV_FILE", ".env") or None)
+    """Settings from the environment and the repository's `.env` (another file with LLM_EVAL_ENV_FILE; none when it is
+    empty)."""
+    return Settings(_env_file=os.environ.get("LLM_EVAL_ENV_FILE", str(ENV_FILE)) or None)
 
 
 def exportable_values(settings: Settings) -> dict[str, str]:

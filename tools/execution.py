@@ -137,7 +137,12 @@ def _execute(request: Request, run_log: Any = None) -> None:
     from llm_engineering.evaluation.generation.dataset import DatasetError
     from llm_engineering.evaluation.models import ModelError
     from llm_engineering.evaluation.trust.similarity import SimilarityError
-    from llm_engineering.infrastructure.zenml_runs import NoStoredResults, failed_steps_message, run_to_compare
+    from llm_engineering.infrastructure.zenml_runs import (
+        NoStoredResults,
+        failed_steps_message,
+        latest_run_has_answers,
+        run_to_compare,
+    )
     from llm_engineering.preflight import check_run
     from llm_engineering.run_config import load_run_config, with_judges_chosen
     from llm_engineering.run_overrides import apply_overrides
@@ -175,7 +180,8 @@ def _execute(request: Request, run_log: Any = None) -> None:
     except RuntimeError as error:
         if "Pipeline run has failed" not in str(error):
             raise
-        raise click.ClickException(f"{failed_steps_message()}\n{_KEPT_AFTER_A_FAILED_RUN}") from None
+        kept = _KEPT_AFTER_A_FAILED_RUN + (_RESCORE_AFTER_A_FAILED_RUN if latest_run_has_answers() else ".")
+        raise click.ClickException(f"{failed_steps_message()}\n{kept}") from None
     except OperationalError as error:
         if "database is locked" not in str(error):
             raise
@@ -192,7 +198,9 @@ def _execute(request: Request, run_log: Any = None) -> None:
 
 _KEPT_AFTER_A_FAILED_RUN = (
     "Every finished step is stored and cached, and every generated answer is saved: fix the cause and run the same "
-    "command again (it resumes), or `python tools/run.py rescore` to judge the stored generations again.")
+    "command again (it resumes)")
+# Only where the failed run's answers are stored: before them, a rescore would judge an earlier run's answers.
+_RESCORE_AFTER_A_FAILED_RUN = ", or `python tools/run.py rescore` to judge the stored generations again."
 
 
 def _locked_store_message() -> str:

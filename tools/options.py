@@ -49,13 +49,12 @@ def judge_options() -> Callable:
 
 def _check_column(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
     from llm_engineering.evaluation.config_base import ConfigError
-    from llm_engineering.run_overrides import parse_column
+    from llm_engineering.run_overrides import parse_columns
 
-    for value in values:
-        try:
-            parse_column(value)
-        except ConfigError as error:
-            raise click.BadParameter(str(error)) from None
+    try:
+        parse_columns(values)
+    except ConfigError as error:
+        raise click.BadParameter(str(error)) from None
     return values
 
 
@@ -134,7 +133,8 @@ def check_regression_gate(options: dict[str, Any]) -> None:
 
 
 def selection_options() -> Callable:
-    """--model, --dataset, --limit, --dummy, --samples: what is evaluated."""
+    """--model, --dataset, --split, --column, --encoding, --limit, --dummy, --prompt-template, --max-tokens, --samples:
+    what is evaluated, and how it is prompted."""
     options = [
         click.option("--model", "models", multiple=True,
                      help="Model alias, local folder or Hub id; BASE+ADAPTER adds a LoRA adapter (PEFT folder or "
@@ -144,10 +144,21 @@ def selection_options() -> Callable:
                           "embedded-conversations: the packaged two-turn rows."),
         click.option("--split", help="The dataset's split to evaluate (default: the config's, test)."),
         click.option("--column", "columns", multiple=True, metavar="ROLE=NAME", callback=_check_column,
-                     help="Your column names (repeatable): instruction=NAME, reference=NAME (optional: rows without "
-                          "a reference are judged on instruction and answer), id=NAME."),
+                     help="Your column names (repeatable, a role once): instruction=NAME, reference=NAME (optional: "
+                          "rows without a reference are judged on instruction and answer; reference=none: a column "
+                          "called answer or output is not one), id=NAME."),
+        click.option("--encoding", metavar="NAME",
+                     help="The text encoding of a csv or json(l) dataset file (default utf-8, a BOM read as one): "
+                          "latin-1, cp1252, utf-16..."),
         click.option("--limit", type=click.IntRange(min=1), help="Evaluate only the first N rows."),
         click.option("--dummy", is_flag=True, help="Evaluate only 10 rows (a quick smoke run)."),
+        click.option("--prompt-template", "prompt_template", type=click.Choice(["auto", "alpaca", "chat"]),
+                     help="How the model is prompted (prompt.template): chat, the model's own chat template; alpaca, "
+                          "the Alpaca template (an Alpaca fine-tune, whatever its tokenizer holds); auto (default), "
+                          "chat where the tokenizer has a chat template, else alpaca."),
+        click.option("--max-tokens", "max_tokens", type=click.IntRange(min=1), metavar="N",
+                     help="The longest answer, in tokens (sampling.max_tokens, default 256): longer ones are cut, "
+                          "counted in the summary's 'cut by max_tokens'."),
         click.option("--samples", type=click.IntRange(min=1), metavar="K",
                      help="K answers per prompt (sampling.n), each judged: intervals then include how far a model's "
                           "answers to one prompt differ, and the summary adds max, majority and pass@k."),

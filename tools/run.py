@@ -77,6 +77,8 @@ Examples:
   python tools/run.py evaluate --dataset data.jsonl --model smollm2-135m --model org/my-model
   python tools/run.py evaluate --config configs/evaluating_sagemaker.yaml
   python tools/run.py evaluate --rubric reference-guided
+  python tools/run.py evaluate --model ./my-alpaca-finetune --prompt-template alpaca --max-tokens 512
+  python tools/run.py evaluate --dataset my.csv --column instruction=question --column reference=none
   python tools/run.py evaluate --labels my-labels.jsonl   # how far the judge agrees with your labels
   python tools/run.py evaluate --fail-under accuracy=2.0 --fail-under judge_check=0.7   # exit code 3 if not met
   python tools/run.py evaluate --compare-to previous --fail-on-regression               # exit code 3 if worse

@@ -89,9 +89,14 @@ def checklist_items(criterion: str) -> str:
 CHECKLIST = "checklist"
 CHECKLISTS = "checklists"
 
-# The reference answer may be called either way in the source data (the original uses `output`).
-REFERENCE_ALIASES = ("answer", "output", "reference")
+# The usual names of a test row's columns, the first present taken; every reader of a split reads these tuples. The
+# reference may be called any of these ways (the original uses `output`); `reference` first, as it can mean nothing
+# else (a published results file has the model's `answer` beside it).
+REFERENCE_ALIASES = ("reference", "answer", "output")
 INSTRUCTION_ALIASES = ("instruction", "question", "prompt")
+# `--column reference=none` (`dataset.columns.reference: none`): the split has no column in that role, whatever its
+# columns are called (an `answer` column that is not a reference); for the optional roles.
+NO_COLUMN = "none"
 
 # Secondary artifacts
 GENERATION_STATS = "generation_stats"

@@ -9,15 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional, Union
 
-from pydantic import (
-    Field,
-    NonNegativeInt,
-    PositiveInt,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, NonNegativeInt, PositiveInt, field_validator, model_validator
 
-from llm_engineering.evaluation.config_base import Strict
+from llm_engineering.evaluation.config_base import Strict, TextEncoding
 from llm_engineering.evaluation.trust.tiers import TIERS, Tier
 from llm_engineering.evaluation.generation.prompts import ALPACA_TURN_MARKERS
 from llm_engineering.evaluation.judging.judge import MAX_ANALYSIS_CHARS
@@ -41,11 +35,13 @@ class DatasetConfig(Strict):
         description="'embedded', 'embedded-conversations' (two-turn rows), a Hugging Face dataset id, or a local "
         "path (json, jsonl, parquet, csv, or a save_to_disk / dataset repo folder).",
     )
-    split: str = Field("test", description="The split to read (--split): test, validation, train...")
+    split: str = Field("test", description="The split to read (--split): test, validation, train...; a file is one: test")
     columns: ColumnsConfig = Field(default_factory=ColumnsConfig, description="Your column names (--column ROLE=NAME).")
     limit: Optional[PositiveInt] = Field(None, description="Evaluate only the first N rows.")
     dummy: bool = Field(False, description="Evaluate only 10 rows, as the original's dummy mode.")
     revision: Optional[str] = None
+    encoding: TextEncoding = Field("utf-8", description="A csv or json(l) file's text encoding (--encoding): utf-8 (a "
+                                   "BOM is read as one), latin-1, cp1252...")
 
     @property
     def row_limit(self) -> Optional[int]:

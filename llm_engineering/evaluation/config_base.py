@@ -1,7 +1,10 @@
-"""What every component config shares: the error a user must fix, strict, frozen models, and a validation error's
-problems in words."""
+"""What every component config shares: the error a user must fix, strict, frozen models, a validation error's
+problems in words, and the value types several configs check alike."""
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+import codecs
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 
 class ConfigError(ValueError):
@@ -20,3 +23,15 @@ def validation_problems(error: ValidationError, whole: str = "value") -> str:
     (`whole` names a problem of the value itself, which has no field path)."""
     return "; ".join(f"{'.'.join(map(str, e['loc'])) or whole}: {e['msg'].removeprefix('Value error, ')}"
                      for e in error.errors())
+
+
+def _known_encoding(name: str) -> str:
+    try:
+        codecs.lookup(name)
+    except LookupError:
+        raise ValueError(f"{name!r} is not a text encoding Python knows: give one such as utf-8, latin-1, cp1252 or "
+                         f"utf-16") from None
+    return name
+
+
+TextEncoding = Annotated[str, AfterValidator(_known_encoding)]  # a codec's name (`codecs.lookup` knows it)

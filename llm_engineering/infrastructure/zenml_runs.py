@@ -159,11 +159,24 @@ def run_results(run_id: Any) -> tuple[str, Any, list[Any]]:
     return run.name, summary, receipts
 
 
-def failed_steps_message() -> str:
-    """The failed steps of the latest run with their errors (ZenML only says which steps failed)."""
+def _latest_run() -> Any:
     from zenml.client import Client
 
-    run = Client().list_pipeline_runs(sort_by="desc:created", size=1).items[0]
+    return Client().list_pipeline_runs(sort_by="desc:created", size=1).items[0]
+
+
+def latest_run_has_answers() -> bool:
+    """Whether the latest run left answers a `rescore` can judge: an evaluating run whose generation steps all finished,
+    or a run that judged or published stored ones (a failure in `load_test_split` leaves none)."""
+    run = _latest_run()
+    if run.pipeline is None or run.pipeline.name != "evaluating":
+        return True
+    return finished_outputs(run, "generate_answers", col.GENERATIONS) is not None
+
+
+def failed_steps_message() -> str:
+    """The failed steps of the latest run with their errors (ZenML only says which steps failed)."""
+    run = _latest_run()
     errors = [f"Step {name} failed: {step.exception_info.message if step.exception_info else 'see the log above'}"
               for name, step in run.steps.items() if _status(step) == "failed"]
     return "\n".join(errors) or f"Run {run.name} failed (its error is logged above)."

@@ -53,3 +53,10 @@ def test_a_wrong_revision_is_a_dataset_error_naming_the_dataset_and_the_revision
     assert message.startswith(f"Cannot read dataset {REPO!r} at revision {revision!r}:")
     assert f"Revision '{revision}' doesn't exist" in message and "dataset.revision" in message
     assert isinstance(error.value.__cause__, DatasetNotFoundError)
+
+
+def test_a_split_the_hub_dataset_lacks_names_the_splits_it_has_and_the_flag(two_commits):
+    with pytest.raises(DatasetError) as error:
+        read_test_split(DatasetConfig(source=REPO, split="validation"))
+    assert str(error.value) == (f"Dataset {REPO!r} has no 'validation' split (it has ['test']): give one of those with "
+                                f"--split NAME (dataset.split in the config).")

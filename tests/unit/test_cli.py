@@ -78,14 +78,51 @@ def test_unknown_model_stops_before_any_work(run_cli):
 
 
 
-def test_bad_dataset_rows_fail_before_generation_with_the_rows_named(run_cli, tmp_path):
+def _pipeline_runs() -> int:
+    from zenml.client import Client
+
+    return Client().list_pipeline_runs(size=1).total
+
+
+BAD_ROWS = ('{"id": "a", "instruction": "What is RAG?", "output": "Retrieval."}\n'
+            '{"id": "b", "instruction": "", "output": "x"}\n')
+
+
+@pytest.mark.parametrize("text, args, message", [
+    (BAD_ROWS, (), "The test split has 1 bad row(s):\n  - row 1 (id b): empty or non-text 'instruction'"),
+    ('{"question_text": "What is RAG?"}\n', (),
+     "The test split has no instruction column: looked for ['instruction', 'question', 'prompt'], found "
+     "['question_text']. Name yours with --column instruction=NAME"),
+    ('{"instruction": "What is RAG?"}\n', ("--split", "validation"), "--split validation (dataset.split): "),
+    ('{"instruction": "What is RAG?", "answer": "x"}\n', ("--column", "reference=instruction"),
+     "The column 'instruction' would fill two roles"),
+    ('{"instruction": "What is RAG?"}\n', ("--rubric", "reference-guided"),
+     "1 of 1 rows have no reference answer (ids ['0']), but rubric 'reference-guided' judges against one"),
+], ids=["bad-row", "missing-column", "split-of-a-file", "shared-column", "rubric-needs-references"])
+def test_dataset_mistakes_stop_in_the_checks_before_any_pipeline_run(run_cli, tmp_path, text, args, message):
     data = tmp_path / "rows.jsonl"
-    data.write_text('{"id": "a", "instruction": "What is RAG?", "output": "Retrieval."}\n'
-                    '{"id": "b", "instruction": "", "output": "x"}\n')
+    data.write_text(text)
+    runs = _pipeline_runs()
+    result = run_cli("evaluate", "--dataset", data, *args)
+    assert result.exit_code == 1
+    assert message in result.stderr
+    assert _pipeline_runs() == runs  # no run created, not even a failed one
+    assert "Initiating a new run" not in result.stdout + result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_failure_in_load_test_split_does_not_advise_rescore(run_cli, tmp_path, monkeypatch):
+    """Where the step fails after the checks passed (a file changed since, a remote step reading its own copy), the
+    message does not send the user to `rescore`, which would judge an earlier run's answers."""
+    import llm_engineering.preflight
+
+    monkeypatch.setattr(llm_engineering.preflight, "check_test_split", lambda *args: None)
+    data = tmp_path / "rows.jsonl"
+    data.write_text(BAD_ROWS)
     result = run_cli("--run-evaluation", "--dataset", data)
     assert result.exit_code == 1
     assert "Step load_test_split failed: The test split has 1 bad row(s)" in result.stderr
     assert "row 1 (id b): empty or non-text 'instruction'" in result.stderr
+    assert "run the same command again (it resumes)." in result.stderr and "rescore" not in result.stderr
     assert "Traceback" not in result.stderr.split("Error:")[-1]
 
 
@@ -161,6 +198,12 @@ def test_legacy_flags_dispatch_to_the_same_work_as_the_commands(cli, args, expec
          {"mode": "evaluate", "split": "validation", "columns": ("instruction=q", "reference=gold"),
           "judge_model": "http://127.0.0.1:8000/v1", "judge_served_model": "judge"}),
         (["rescore", "--judge", "openai:gpt-4o-mini"], {"mode": "rescore", "judge_model": "openai:gpt-4o-mini"}),
+        (["evaluate", "--prompt-template", "alpaca", "--max-tokens", "64", "--encoding", "latin-1", "--column",
+          "reference=none"],
+         {"mode": "evaluate", "prompt_template": "alpaca", "max_tokens": 64, "encoding": "latin-1",
+          "columns": ("reference=none",)}),
+        (["snapshot", "snap", "--prompt-template", "chat", "--max-tokens", "512"],
+         {"mode": "snapshot", "snapshot": "snap", "prompt_template": "chat", "max_tokens": 512}),
     ],
 )
 def test_commands_parse_their_options(cli, args, expected):
@@ -202,6 +245,11 @@ def test_legacy_export_settings_before_a_run_exports_then_runs(cli):
         (["evaluate", "--limit", "0"], "0 is not in the range x>=1"),
         (["evaluate", "--fail-on-regression"], "--fail-on-regression needs --compare-to RUN"),
         (["publish", "--compare-to", "previous"], "No such option '--compare-to'"),
+        (["evaluate", "--column", "instruction=a", "--column", "instruction=b"],
+         "--column instruction= is given 2 times (a, b): a role has one column; give --column instruction=NAME once."),
+        (["evaluate", "--prompt-template", "jinja"], "'jinja' is not one of 'auto', 'alpaca', 'chat'"),
+        (["evaluate", "--max-tokens", "0"], "0 is not in the range x>=1"),
+        (["rescore", "--max-tokens", "64"], "No such option '--max-tokens'"),
     ],
 )
 def test_flag_combinations_that_make_no_sense_are_usage_errors(cli, args, message):

@@ -5,9 +5,9 @@ from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import ColumnsConfig, DatasetConfig, PromptConfig
+from llm_engineering.evaluation.generation.source import embedded_split_path
 from llm_engineering.evaluation.generation.dataset import (
     DatasetError,
-    embedded_split_path,
     read_test_split,
     validate_split,
     with_prompts,
@@ -137,7 +137,7 @@ def test_embedded_file_ships_with_the_package():
 
 @pytest.mark.timeout(20)
 def test_a_cause_chain_that_loops_still_names_a_cause(tmp_path, monkeypatch):
-    from llm_engineering.evaluation.generation import dataset
+    from llm_engineering.evaluation.generation import source
 
     inner, outer = OSError("disk gone"), RuntimeError("generation failed")
     inner.__cause__, outer.__cause__ = outer, inner  # each the other's cause
@@ -145,7 +145,7 @@ def test_a_cause_chain_that_loops_still_names_a_cause(tmp_path, monkeypatch):
     def load(*args, **kwargs):
         raise outer
 
-    monkeypatch.setattr(dataset, "load_dataset", load)
+    monkeypatch.setattr(source, "load_dataset", load)
     path = write_jsonl(tmp_path / "rows.jsonl", ROWS)
     with pytest.raises(DatasetError, match=r"\(OSError: disk gone\)"):
         read_test_split(DatasetConfig(source=str(path)))

@@ -1,7 +1,8 @@
 """Generation: from a test split to answers.
 
 - `prompts`: prompt templates (Alpaca, the model's chat template) and the Alpaca turn markers.
-- `dataset`: loading and validating a test split (embedded, Hub id, local files), prompts added.
+- `source`: reading one split from its source (embedded, Hub id, local files and folders), in its encoding.
+- `dataset`: a test split's columns found by role, validated and subset, prompts added.
 - `conversation_rows`: multi-turn rows (`turns`, `messages`) as a row per answered turn, validated.
 - `engine`: the `GenerationEngine` protocol any engine implements (in-process vLLM, Ray replicas).
 - `checkpoint`: answers appended as they finish, so an interrupted run resumes.

@@ -16,7 +16,7 @@ for the model's own answer to that earlier turn, filled in at generation (`gener
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from datasets import Dataset, Features, List, Value
 
@@ -115,24 +115,15 @@ def from_instruction(row_id: str, instruction: Any, reference: Any, name: str) -
     return [TurnRow(row_id, instruction, reference if _is_text(reference) else None, row_id, 1)], []
 
 
-def _first(names: tuple[str, ...], columns: list[str]) -> Optional[str]:
-    return next((name for name in names if name in columns), None)
-
-
-def conversation_rows(dataset: Dataset, id_column: Optional[str] = None, instruction_column: Optional[str] = None,
-                      reference_column: Optional[str] = None) -> tuple[list[TurnRow], list[str]]:
+def conversation_rows(dataset: Dataset, id_columns: Sequence[str], instruction_columns: Sequence[str],
+                      reference_columns: Sequence[str]) -> tuple[list[TurnRow], list[str]]:
     """Every row of a split with `turns` or `messages` rows as its answered turns; and the problems, each naming the
     row and the fix (a row with none of `turns`, `messages` and an instruction is a one-turn row missing its text).
-    The `*_column` arguments: the columns `dataset.columns` names (default: found by their usual names)."""
+    The `*_columns`: the columns of each role (`dataset.role_columns`), the first non-empty one read per row (one file
+    may hold both ids: one-turn rows' and MT-Bench's)."""
     names = dataset.column_names
-    # one file may hold both ids (one-turn rows and MT-Bench's)
-    id_columns = [id_column] if id_column else [name for name in ID_ALIASES if name in names]
-    instruction = instruction_column or _first(col.INSTRUCTION_ALIASES, names) or col.INSTRUCTION
-    references = [reference_column] if reference_column else [
-        name for name in (col.REFERENCE, *col.REFERENCE_ALIASES) if name in names]
-    missing = [c for c in (id_column, instruction_column, reference_column) if c and c not in names]
-    if missing:
-        return [], [f"dataset.columns names {missing}, but the split has {names}: name columns it has"]
+    id_columns, references = list(id_columns), list(reference_columns)
+    instruction = next(iter(instruction_columns), col.INSTRUCTION)
     used = [c for c in (*id_columns, instruction, col.TURNS, col.MESSAGES, *references) if c in names]
     columns = dataset.select_columns(list(dict.fromkeys(used))).to_dict()
     rows: list[TurnRow] = []
@@ -142,8 +133,8 @@ def conversation_rows(dataset: Dataset, id_column: Optional[str] = None, instruc
         given = [fields[name] for name in id_columns if fields[name] is not None and str(fields[name]).strip()]
         raw_id = given[0] if given else None if id_columns else row
         if raw_id is None:
-            problems.append(f"row {row}: no id; give every row an id ({' or '.join(id_columns)}), or drop the "
-                            f"{' and '.join(id_columns)} column to number rows")
+            problems.append(f"row {row}: no id; give every row an id ({' or '.join(id_columns)}), or number the rows "
+                            f"with --column id={col.NO_COLUMN}")
             continue
         reference = next((fields[name] for name in references if fields[name] is not None), None)
         if fields.get(col.TURNS) is not None:

@@ -4,119 +4,79 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from importlib import resources
-from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Mapping, Optional, Sequence
 
-from datasets import Dataset, DatasetDict, Features, List, Value, load_dataset, load_from_disk
-from datasets.exceptions import DatasetNotFoundError
+from datasets import Dataset, Features, List, Value
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import ColumnsConfig, DatasetConfig, PromptConfig
-from llm_engineering.evaluation.generation.conversation_rows import as_split, conversation_rows, is_conversation_split
+from llm_engineering.evaluation.generation.conversation_rows import (
+    ID_ALIASES,
+    as_split,
+    conversation_rows,
+    is_conversation_split,
+)
 from llm_engineering.evaluation.generation.prompts import alpaca_prompt
+from llm_engineering.evaluation.generation.source import DatasetError, read_split
 
 logger = logging.getLogger(__name__)
 
-EMBEDDED = "embedded"
-EMBEDDED_FILE = "llm_twin_test.jsonl"
-# A few two-turn conversations written for the project (MT-Bench's shape), each second turn about the first answer.
-EMBEDDED_CONVERSATIONS = "embedded-conversations"
-EMBEDDED_FILES = {EMBEDDED: EMBEDDED_FILE, EMBEDDED_CONVERSATIONS: "conversations.jsonl"}
 # The test split's columns, typed: a split whose rows all lack a reference keeps a text column of None.
 SPLIT_FEATURES = Features({col.ID: Value("string"), col.INSTRUCTION: Value("string"), col.REFERENCE: Value("string")})
-_FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".parquet": "parquet", ".csv": "csv"}
+# Where each role's column is found when `dataset.columns` does not name it: the first of these the split has (a role
+# not listed here: a column of the role's own name).
+USUAL_NAMES: dict[str, tuple[str, ...]] = {
+    "instruction": col.INSTRUCTION_ALIASES, "reference": col.REFERENCE_ALIASES, "id": (col.ID,)}
+REQUIRED_ROLES = ("instruction",)
 
 
-class DatasetError(ValueError):
-    """The test split cannot be used as given; the message says why and how to fix it."""
+def role_columns(found: Sequence[str], columns: ColumnsConfig, usual: Mapping[str, tuple[str, ...]] = USUAL_NAMES,
+                 every: Sequence[str] = ()) -> dict[str, list[str]]:
+    """The columns filling each role of `columns`: the one it names ([] for `none`), else the first of the role's
+    usual names the split has ([] if none; for the roles in `every`, all of them in order: a conversation split reads
+    each row's first non-empty one). A named column the split lacks, or one column in two roles, is refused."""
+    chosen: dict[str, list[str]] = {}
+    named = {role: name.strip() if name else None for role, name in columns.model_dump().items()}
+    for role, name in named.items():
+        if name is not None and name.lower() == col.NO_COLUMN:
+            if role in REQUIRED_ROLES:
+                raise DatasetError(f"dataset.columns.{role} is {name!r}, but every row needs an {role}: name its column "
+                                   f"with --column {role}=NAME (dataset.columns.{role}), or leave it out to find it by "
+                                   f"its usual names {list(usual[role])}.")
+            chosen[role] = []
+        elif name is not None:
+            if name not in found:
+                raise DatasetError(f"dataset.columns.{role} names the column {name!r}, but the test split has "
+                                   f"{list(found)}: set dataset.columns.{role} (or --column {role}=NAME) to one of those.")
+            chosen[role] = [name]
+        else:
+            present = [alias for alias in usual.get(role, (role,)) if alias in found]
+            chosen[role] = present if role in every else present[:1]
+    _refuse_shared_columns(chosen, named)
+    return chosen
 
 
-def embedded_split_path(source: str = EMBEDDED) -> Path:
-    """An evaluation set this package ships: LLM-engineering instructions with references (`embedded`), or
-    two-turn conversations about them (`embedded-conversations`)."""
-    return Path(str(resources.files("llm_engineering.evaluation") / "data" / EMBEDDED_FILES[source]))
+def _refuse_shared_columns(chosen: Mapping[str, list[str]], named: Mapping[str, Optional[str]]) -> None:
+    """One column in two roles (the instruction graded as its own reference) stops here, naming how each role got it."""
+    for name in dict.fromkeys(n for names in chosen.values() for n in names):
+        roles = [role for role, names in chosen.items() if name in names]
+        if len(roles) > 1:
+            how = [f"{role} ({f'--column {role}={name}' if named[role] else 'found by its usual name'})"
+                   for role in roles]
+            raise DatasetError(
+                f"The column {name!r} would fill {'two' if len(roles) == 2 else len(roles)} roles, {' and '.join(how)}: "
+                f"one column fills one role. Name each "
+                f"role's own column with --column ROLE=NAME (dataset.columns.ROLE), or turn an optional one off with "
+                f"--column ROLE={col.NO_COLUMN} (e.g. --column reference={col.NO_COLUMN}: no reference).")
 
 
-def _pick_split(loaded: Dataset | DatasetDict, split: str, source: str) -> Dataset:
-    if isinstance(loaded, Dataset):
-        return loaded
-    if split not in loaded:
+def _required(roles: Mapping[str, list[str]], role: str, found: Sequence[str]) -> str:
+    if not roles[role]:
+        aliases = USUAL_NAMES[role]
         raise DatasetError(
-            f"Dataset {source!r} has no {split!r} split (it has {sorted(loaded)}); "
-            f"set dataset.split to one of those."
-        )
-    return loaded[split]
-
-
-def read_split(source: str, split: str = "test", revision: Optional[str] = None, token: Optional[str] = None) -> Dataset:
-    """Read one split from 'embedded' (or 'embedded-conversations'), a local file/folder, or a Hugging Face dataset
-    id (private or gated ones with `token`)."""
-    if source in EMBEDDED_FILES:
-        return load_dataset("json", data_files={split: str(embedded_split_path(source))}, split=split)
-    path = Path(source).expanduser()
-    try:
-        if path.is_file():
-            builder = _FILE_BUILDERS.get(path.suffix.lower())
-            if builder is None:
-                raise DatasetError(
-                    f"Cannot read {path}: unsupported file type {path.suffix!r}; "
-                    f"use one of {sorted(_FILE_BUILDERS)} or a dataset folder."
-                )
-            return load_dataset(builder, data_files={split: str(path)}, split=split)
-        if path.is_dir():
-            if (path / "dataset_dict.json").exists() or (path / "dataset_info.json").exists():
-                return _pick_split(load_from_disk(str(path)), split, source)
-            return load_dataset(str(path), split=split)
-        if path.suffix.lower() in _FILE_BUILDERS or source.startswith((".", "/", "~")):
-            raise DatasetError(f"Dataset file not found: {path}. Check the path given to --dataset.")
-        return load_dataset(source, split=split, revision=revision, token=token)
-    except DatasetError:
-        raise
-    except DatasetNotFoundError as error:  # on the Hub: no such repo, or no such revision of it (its own words)
-        access = ("the token set (HUGGINGFACE_ACCESS_TOKEN or HF_TOKEN) may lack access to it" if token else
-                  "if it is private or gated, set HUGGINGFACE_ACCESS_TOKEN (or HF_TOKEN) to a token with access")
-        raise DatasetError(
-            f"Cannot read dataset {source!r}{f' at revision {revision!r}' if revision else ''}: {error} Check the "
-            f"dataset id{' and dataset.revision (a branch, tag or commit sha)' if revision else ''}; {access}."
-        ) from error
-    except ValueError as error:
-        if "split" in str(error).lower():
-            raise DatasetError(f"Dataset {source!r} has no {split!r} split: {error}") from error
-        raise DatasetError(f"Cannot read dataset {source!r}: {error}") from error
-    except Exception as error:  # the datasets library raises many types for one cause
-        raise DatasetError(
-            f"Cannot read dataset {source!r} ({_root_cause(error)}). Fix the file, or give a Hub dataset "
-            f"id that is reachable, or a local json/jsonl/parquet/csv file or dataset folder."
-        ) from error
-
-
-def _root_cause(error: BaseException) -> str:
-    """The innermost cause: `datasets` wraps a parse error of line N in a generic one."""
-    seen = {id(error)}  # a chain can loop (`raise error from error`): it stops before an error met again
-    while (inner := error.__cause__ or error.__context__) is not None and id(inner) not in seen:
-        seen.add(id(inner))
-        error = inner
-    return f"{type(error).__name__}: {error}"
-
-
-def _column(dataset: Dataset, given: Optional[str], aliases: tuple[str, ...], role: str, *,
-            required: bool = True) -> Optional[str]:
-    """The column holding `role`: the one `dataset.columns.<role>` names, else the first of `aliases` present; None
-    for an optional role that is absent."""
-    found = dataset.column_names
-    if given is not None:
-        if given not in found:
-            raise DatasetError(f"dataset.columns.{role} names the column {given!r}, but the test split has "
-                               f"{found}: set dataset.columns.{role} (or --column {role}=NAME) to one of those.")
-        return given
-    name = next((name for name in aliases if name in found), None)
-    if name is None and required:
-        raise DatasetError(
-            f"The test split has no {role} column: looked for {list(aliases)}, found {found}. Name yours with "
-            f"--column {role}=NAME (or dataset.columns.{role}: NAME in the config), or rename it to {aliases[0]!r}."
-        )
-    return name
+            f"The test split has no {role} column: looked for {list(aliases)}, found {list(found)}. Name yours with "
+            f"--column {role}=NAME (or dataset.columns.{role}: NAME in the config), or rename it to {aliases[0]!r}.")
+    return roles[role][0]
 
 
 def _reference_text(value: Any) -> Optional[str]:
@@ -129,8 +89,8 @@ def _reference_text(value: Any) -> Optional[str]:
 def validate_split(dataset: Dataset, columns: Optional[ColumnsConfig] = None) -> Dataset:
     """Normalise to columns (id, instruction, reference) and reject unusable rows.
 
-    The columns are those `columns` names, else found by their usual names (`columns.INSTRUCTION_ALIASES`,
-    `REFERENCE_ALIASES`). The reference is optional, per row: a row without one (no reference column, or an empty
+    The columns are those `columns` names, else found by their usual names (`role_columns`); `none` turns an optional
+    role off. The reference is optional, per row: a row without one (no reference column, or an empty
     value) is judged on its instruction and answer alone. A missing `id` column is filled with the row number so
     every generated answer can be matched back to its row. A split with `turns` or `messages` rows (conversations)
     becomes a row per answered turn, with the columns of `conversation_rows`.
@@ -140,9 +100,10 @@ def validate_split(dataset: Dataset, columns: Optional[ColumnsConfig] = None) ->
         raise DatasetError("The test split is empty: point --dataset at a split with rows.")
     if is_conversation_split(dataset):
         return _conversations(dataset, columns)
-    instruction = _column(dataset, columns.instruction, col.INSTRUCTION_ALIASES, "instruction")
-    reference = _column(dataset, columns.reference, col.REFERENCE_ALIASES, "reference", required=False)
-    id_column = _column(dataset, columns.id, (col.ID,), "id", required=False)
+    roles = role_columns(dataset.column_names, columns)
+    instruction = _required(roles, "instruction", dataset.column_names)
+    reference = next(iter(roles["reference"]), None)
+    id_column = next(iter(roles["id"]), None)
     # Plain lists in one pass: `dataset[name]` is a lazy column that reads a row per item.
     values = dataset.select_columns(list(dict.fromkeys(c for c in (id_column, instruction, reference) if c))).to_dict()
     raw_ids = values[id_column] if id_column else list(range(len(dataset)))
@@ -151,7 +112,7 @@ def validate_split(dataset: Dataset, columns: Optional[ColumnsConfig] = None) ->
     raw_references = values[reference] if reference else [None] * len(dataset)
     references = [_reference_text(value) for value in raw_references]
 
-    problems = [f"row {row}: no id; give every row an id, or drop the {id_column!r} column to number rows"
+    problems = [f"row {row}: no id; give every row an id, or number the rows with --column id={col.NO_COLUMN}"
                 for row, value in enumerate(raw_ids) if value is None or str(value).strip() == ""]
     for row, (row_id, text, ref) in enumerate(zip(ids, instructions, references)):
         if not isinstance(text, str) or not text.strip():
@@ -196,7 +157,8 @@ def _refuse(problems: list[str]) -> None:
 
 
 def _conversations(dataset: Dataset, columns: ColumnsConfig) -> Dataset:
-    rows, problems = conversation_rows(dataset, columns.id, columns.instruction, columns.reference)
+    roles = role_columns(dataset.column_names, columns, {**USUAL_NAMES, "id": ID_ALIASES}, every=("id", "reference"))
+    rows, problems = conversation_rows(dataset, roles["id"], roles["instruction"], roles["reference"])
     counts = Counter(row.id for row in rows)
     duplicates = sorted(row_id for row_id, count in counts.items() if count > 1)
     if duplicates:
@@ -224,7 +186,7 @@ def read_test_split(config: DatasetConfig, reference_required_by: Optional[str] 
     """Read, validate and subset the configured test split (a private Hub dataset with the Hub `token`).
     `reference_required_by`: the name of a rubric that cannot judge a row without a reference, so such rows stop the
     run here, before any model loads."""
-    raw = read_split(config.source, config.split, config.revision, token)
+    raw = read_split(config.source, config.split, config.revision, token, config.encoding)
     split = select_rows(validate_split(raw, config.columns), config.row_limit)
     logger.info("Loaded %d rows from %s (split %s)", len(split), config.source, config.split)
     if reference_required_by:
