@@ -80,6 +80,9 @@ def test_an_item_the_judge_would_begin_with_another_word_is_unread_not_a_silent_
     items = rows[0][col.checklist_items("accuracy")]
     assert [i["yes"] for i in items] == [pytest.approx(0.97), None, pytest.approx(0.97)]
     assert items[1]["mass"] == pytest.approx(0.001) and "under the floor 0.5" in items[1]["problem"]
+    # Held to Yes or No, the judge replied "Yes": the reason names the word it would have begun with.
+    held = yes_probability(JudgeReply(text="Yes", logprobs=[("Yes", [("The", math.log(0.9)), ("Yes", math.log(0.001))])]))
+    assert held.yes is None and "its likeliest first token: 'The' at 0.90" in held.problem
     # Left out of the mean (1 + 2 x 0.97, not 1 + 2 x (0.97 + 1 + 0.97) / 3), and said so.
     assert rows[0][col.expected("accuracy")] == pytest.approx(1 + 2 * 0.97)
     assert "2 of 2 checklist items stated (1 unread)" in rows[0][col.analysis("accuracy")]

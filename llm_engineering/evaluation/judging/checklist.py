@@ -147,14 +147,18 @@ def yes_probability(reply: JudgeReply) -> ItemReading:
     if not tokens:
         return ItemReading(None, None, reply.logprobs_problem or "the judge backend returned no token logprobs")
     mass = {"Yes": 0.0, "No": 0.0}
-    for text, logprob in tokens[0][1] or []:
+    candidates = tokens[0][1] or []
+    for text, logprob in candidates:
         side = choice_of(text, YES_NO)
         if side is not None:
             mass[side] += math.exp(logprob)
     total = mass["Yes"] + mass["No"]
     if total < YES_NO_FLOOR:
+        # The likeliest candidate, not the reply's text: a judge held to Yes or No replied one of them whatever it was.
+        likeliest = max(candidates, key=lambda c: c[1], default=(reply.text, 0.0))
         return ItemReading(None, round(total, 6), f"unread: Yes and No hold {total:.2f} of the first token's probability, "
-                           f"under the floor {YES_NO_FLOOR} (the judge would have begun its reply with {reply.text!r})")
+                           f"under the floor {YES_NO_FLOOR} (its likeliest first token: {likeliest[0]!r} at "
+                           f"{math.exp(likeliest[1]):.2f})")
     return ItemReading(round(mass["Yes"] / total, 6), round(total, 6))
 
 
