@@ -85,9 +85,18 @@ def checklist_items(criterion: str) -> str:
     return f"{criterion}_items"
 
 
+def score_error(criterion: str) -> str:
+    """Under a checklist rubric: why the row has no score on `criterion`, one of the criteria besides the checklist's,
+    while its checklist verdict stands (None where it has one)."""
+    return f"{criterion}_score_error"
+
+
 # a row's checklist items (list of strings): the dataset's own `checklist` column, or the `checklists` artifact's
 CHECKLIST = "checklist"
 CHECKLISTS = "checklists"
+# where a row's checklist items came from (`judging.checklist_writing`: the dataset, the reference's points, or a
+# writer's, from the reference or from the instruction alone)
+CHECKLIST_SOURCE = "checklist_source"
 
 # The usual names of a test row's columns, the first present taken; every reader of a split reads these tuples. The
 # reference may be called any of these ways (the original uses `output`); `reference` first, as it can mean nothing

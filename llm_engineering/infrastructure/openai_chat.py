@@ -101,7 +101,9 @@ class ChatRequests:
             "max_tokens": c.max_tokens,
             "seed": c.seed,
         }
-        if reply_schema.choices:  # one word: cut at one token, read at its candidates (no response format needed)
+        # One word: cut at one token, read at its candidates (no response format needed). Not held to the choices: an
+        # endpoint's token ids are unknown here; a reply begun otherwise reads as unread (`checklist.YES_NO_FLOOR`).
+        if reply_schema.choices:
             body["max_tokens"] = 1
         elif self._format == "json_schema":
             body["response_format"] = {

@@ -1,5 +1,8 @@
 """The offline judge: in-process vLLM, output constrained to the verdict JSON schema, with the top
-token logprobs at every step (after the grammar mask: vLLM applies it to the logits first)."""
+token logprobs at every step (after the grammar mask: vLLM applies it to the logits first). A one-word reply (a
+checklist item's Yes or No) is one token held to the choices' first tokens (`allowed_token_ids`), with its candidates
+as the model gave them before that mask (vLLM's logprobs are the raw ones), so a judge that would have written another
+word shows it in the Yes and No mass it leaves."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Optional, cast
 from llm_engineering.evaluation.config import JudgeConfig
 from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.evaluation.stored.judge_id import JudgeId
-from llm_engineering.evaluation.judging.transport import JudgeReply, OnReply, ReplySchema
+from llm_engineering.evaluation.judging.transport import JudgeReply, OnReply, ReplySchema, choice_token_ids
 from llm_engineering.evaluation.judging.verdict import verdict_schema
 from llm_engineering.evaluation.judging.score_probs import TOP_LOGPROBS, TokenChoices, compact
 from llm_engineering.infrastructure.vllm_engine import EnginePool
@@ -21,6 +24,7 @@ class VLLMJudge:
     def __init__(self, model_path: str, config: JudgeConfig, engine: EngineConfig, pool: EnginePool):
         self.judge_id = str(JudgeId("vllm", config.model))
         self._model_path, self._config, self._engine, self._pool = model_path, config, engine, pool
+        self._choice_ids: dict[tuple[str, ...], list[int]] = {}
 
     def _schema(self, reply_schema: Optional[ReplySchema]) -> dict[str, Any]:
         return reply_schema.schema if reply_schema else verdict_schema(self._config.resolved_rubric(),
@@ -41,14 +45,20 @@ class VLLMJudge:
         # Built only when some verdict is not cached; shared with generation when the model matches.
         llm = self._pool.get(self._model_path, self._engine)
         choices = reply_schema.choices if reply_schema else None
+        if choices and choices not in self._choice_ids:
+            tokenizer = llm.get_tokenizer()
+            self._choice_ids[choices] = choice_token_ids(lambda text: tokenizer.encode(text, add_special_tokens=False),
+                                                         tokenizer.decode, choices)
         params = SamplingParams(
             temperature=self._config.temperature,
             max_tokens=1 if choices else self._config.max_tokens,
             seed=self._config.seed,
             logprobs=TOP_LOGPROBS if self._config.logprobs else None,
             # Compact JSON (no whitespace between tokens) is the engine's setting (`engine_kwargs`). A one-word reply is
-            # one token, unconstrained: its candidates are read (a grammar per request cost more than the token).
+            # one token, held to the choices' first tokens by a mask on the sampled token (a grammar per request cost
+            # more than the token); its candidates are read before the mask (module doc).
             structured_outputs=None if choices else StructuredOutputsParams(json=self._schema(reply_schema)),
+            allowed_token_ids=(self._choice_ids[choices] or None) if choices else None,
         )
         # vLLM types a message as its union of message dicts, in invariant lists: plain role/content dicts are one.
         messages = cast("list[list[ChatCompletionMessageParam]]", conversations)

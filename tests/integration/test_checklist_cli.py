@@ -1,11 +1,13 @@
 """A checklist rubric end to end on the real engine (SmolLM2 grading, the session's engine): the rows' items written
-once into the `checklists` artifact, each answer graded item by item, and a rescore that reuses the stored checklists
-without writing them again."""
+once into the `checklists` artifact, each answer graded item by item with each item's Yes and No mass kept, an item
+under the floor unread (SmolLM2 begins its replies with other words: its items are unread, its rows unscored and
+counted so), and a rescore that reuses the stored checklists without writing them again."""
 
 import pytest
 import yaml
 
 from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.judging.checklist import MAX_UNREAD_SHARE, YES_NO_FLOOR
 from tests.support.cli_output import json_report
 from tests.support.small_run import ROWS
 
@@ -29,11 +31,25 @@ def test_a_checklist_rubric_writes_the_items_once_and_a_rescore_grades_on_the_st
     assert len(checklists) == ROWS and all(checklists[col.CHECKLIST])
     assert set(checklists["source"]) == {"reference sentences"}  # the embedded split's rows all have references
     evaluations = run.steps["evaluate_answers"].outputs[col.EVALUATIONS][0].load()
+    unread = 0
     for row, items in zip(evaluations, checklists[col.CHECKLIST]):
-        assert [i["item"] for i in row[col.checklist_items("accuracy")]] == items  # graded on its own row's items
+        graded = row[col.checklist_items("accuracy")]
+        assert [i["item"] for i in graded] == items  # graded on its own row's items
         assert row[col.JUDGE_CALLS] == len(items) + 1  # an item each, and the style's scores
-        assert 1 <= row[col.expected("accuracy")] <= 3 and "checklist items stated" in row[col.analysis("accuracy")]
+        assert row[col.CHECKLIST_SOURCE] == "reference sentences"
+        # Every item keeps the mass Yes and No held; it is read where that is at least the floor, else unread.
+        assert all((i["yes"] is None) == (i["mass"] < YES_NO_FLOOR) for i in graded)
+        missed = sum(i["yes"] is None for i in graded)
+        unread += missed
+        if missed > MAX_UNREAD_SHARE * len(graded):
+            assert row[col.score("accuracy")] is None and "checklist items unread" in row[col.JUDGE_ERROR]
+        else:
+            assert 1 <= row[col.expected("accuracy")] <= 3 and "checklist items stated" in row[col.analysis("accuracy")]
     assert report["checklist"] == "accuracy" and "checklist " in result.stdout  # the table leads with its score
+    figures = report["models"][0]["checklist"]
+    assert figures["unread"] == unread and figures["items"] == sum(len(items) for items in checklists[col.CHECKLIST])
+    said = " ".join(result.stdout.split())  # the console wraps long lines
+    assert (f"{unread} of {figures['items']} items unread" in said) == (unread > 0)
 
     rescored = run_cli("rescore", "--config", config)
     assert rescored.exit_code == 0, rescored.output[-3000:]

@@ -13,8 +13,9 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeCheckConfig
 from llm_engineering.evaluation.generation.dataset import validate_split
 from llm_engineering.evaluation.judging.checklist import (
-    GRADER_SYSTEM, checklist_score, clean_items, reference_points, yes_probability,
+    GRADER_SYSTEM, ItemReading, checklist_score, clean_items, yes_probability,
 )
+from llm_engineering.evaluation.judging.reference_points import reference_points
 from llm_engineering.evaluation.judging.checklist_writing import with_checklists, write_checklists
 from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.rubric import load_rubric
@@ -33,24 +34,29 @@ def _yes_no(p_yes: float) -> JudgeReply:
 
 
 def test_an_items_probability_is_yes_over_yes_and_no_at_the_first_token_whatever_else_is_there():
-    assert yes_probability(_yes_no(0.8))[0] == pytest.approx(0.8, abs=1e-6)
+    assert yes_probability(_yes_no(0.8)).yes == pytest.approx(0.8, abs=1e-6)
     # Under a grammar vLLM offers the word's first piece (`Y`, `N`): read as Yes and No.
     split = JudgeReply(text="Y", logprobs=[("Y", [("Y", math.log(0.3)), ("N", math.log(0.6)), (" No", math.log(0.1))])])
-    assert yes_probability(split)[0] == pytest.approx(0.3)
-    none, why = yes_probability(JudgeReply(text="Maybe", logprobs=[("Maybe", [("Maybe", 0.0)])]))
-    assert none is None and "neither Yes nor No" in why
-    assert yes_probability(JudgeReply(text="Yes", logprobs_problem="refused"))[1] == "refused"
+    assert yes_probability(split).yes == pytest.approx(0.3)
+    maybe = yes_probability(JudgeReply(text="Maybe", logprobs=[("Maybe", [("Maybe", 0.0)])]))
+    assert maybe.yes is None and maybe.mass == 0 and "unread" in maybe.problem
+    assert yes_probability(JudgeReply(text="Yes", logprobs_problem="refused")).problem == "refused"
+
+
+def _read(*probabilities):
+    return [ItemReading(p, 1.0) if p is not None else ItemReading(None, None, "no reply") for p in probabilities]
 
 
 def test_the_score_follows_the_items_probabilities_and_a_missed_item_lowers_it():
     items = ["vLLM pages the KV cache", "blocks hold 16 tokens", "it serves many requests at once"]
-    held = checklist_score(items, [0.98, 0.97, 0.99], [1, 2, 3])
-    missed = checklist_score(items, [0.98, 0.08, 0.99], [1, 2, 3])  # one point not stated
+    held = checklist_score(items, _read(0.98, 0.97, 0.99), [1, 2, 3])
+    missed = checklist_score(items, _read(0.98, 0.08, 0.99), [1, 2, 3])  # one point not stated
     assert held.expected > missed.expected and held.level == 3 and missed.level == 2
     assert held.expected == pytest.approx(1 + 2 * (0.98 + 0.97 + 0.99) / 3)
     assert missed.analysis().startswith("2 of 3 checklist items stated. not stated: blocks hold 16 tokens (0.08)")
-    unread = checklist_score(items, [0.9, None, 0.9], [1, 2, 3], [None, "no reply", None])
-    assert unread.level is None and "1 of 3 items not read ('blocks hold 16 tokens': no reply)" in unread.problem
+    unread = checklist_score(items, _read(0.9, None, None), [1, 2, 3])
+    assert unread.level is None and "2 of 3 checklist items unread" in unread.problem
+    assert "('blocks hold 16 tokens': no reply)" in unread.problem
 
 
 def test_items_that_are_empty_repeated_a_copy_of_the_reference_or_past_the_limit_are_dropped_with_the_reason():
@@ -59,7 +65,8 @@ def test_items_that_are_empty_repeated_a_copy_of_the_reference_or_past_the_limit
     assert kept == ["A point.", "B."]
     assert [d.split(":")[0] for d in dropped] == ["an empty item", "a repeat", "a copy of the whole reference",
                                                   "past the 2-item limit"]
-    assert reference_points("One. Two! Three? 4 is a number. Five.", 3) == ["One.", "Two!", "Three? 4 is a number. Five."]
+    assert reference_points("vLLM is fast. It pages the cache. Blocks hold tokens.", 3) == [
+        "vLLM is fast.", "It pages the cache.", "Blocks hold tokens."]
 
 
 class Grader:
@@ -105,9 +112,13 @@ def test_each_answer_is_graded_on_its_rows_items_every_prompt_of_an_answer_shari
     assert [(r[col.score("style")], r[col.JUDGE_CALLS]) for r in scored] == [(2, 3), (2, 3)]  # 2 items and the style
     for answer in ("vLLM pages the cache in blocks", "LoRA trains adapters"):  # one opening per answer, the point after
         asked = [m for m in grader.asked if f"Answer: {answer}\n\n" in m[1]["content"]]
-        assert len(asked) == 3 and {m[0]["content"] for m in asked} == {GRADER_SYSTEM}
-        opening = asked[0][1]["content"].split("\n\nDoes the answer")[0]
-        assert all(m[1]["content"].startswith(opening) for m in asked)
+        items = [m for m in asked if m[0]["content"] == GRADER_SYSTEM]
+        assert len(asked) == 3 and len(items) == 2
+        opening = items[0][1]["content"].split("\n\nDoes the answer")[0]
+        assert all(m[1]["content"].startswith(opening) for m in items)
+        # The style is asked with the rubric's own prompt, as the default rubric asks its scores.
+        (style,) = [m for m in asked if m not in items]
+        assert style[0]["content"] == RUBRIC.system_prompt and "Style scale:" in style[1]["content"]
 
 
 class Writer:
@@ -143,7 +154,9 @@ def test_a_users_checklist_column_is_used_as_given_and_the_others_come_from_the_
     assert by_id["given"][col.CHECKLIST] == ["mentions search", "mentions recommendations"]
     assert by_id["given"]["source"] == "dataset"
     assert by_id["ref"][col.CHECKLIST] == ["RAG retrieves documents.", "It then generates."]
-    assert by_id["bare"][col.CHECKLIST] == ["names two uses", "explains one"] and by_id["bare"]["source"] == "writer"
+    assert by_id["bare"][col.CHECKLIST] == ["names two uses", "explains one"]
+    assert (by_id["bare"]["source"], by_id["bare"]["writer"]) == ("written from the instruction", "writer")
+    assert by_id["ref"]["writer"] is None
     assert len(writer.asked) == 1 and "Explain LoRA." in writer.asked[0]  # only the row with neither was written
     joined = with_checklists(split.add_column(col.ANSWER, ["x", "y", "z"]), checklists)
     assert joined[col.CHECKLIST][0] == ["mentions search", "mentions recommendations"]

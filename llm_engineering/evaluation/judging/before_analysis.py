@@ -69,11 +69,19 @@ def _read(rubric: Rubric, model: type[BaseModel], reply: JudgeReply) -> dict[str
                                      score=getattr(scores, name).score) for name in names}
 
 
+def written_scores(rubric: Rubric, count: int, text: Optional[str]) -> Optional[dict[str, int]]:
+    """The scores a probe's reply (`probe_scores`) writes for the first `count` criteria, or None where it is no such
+    reply."""
+    scores = _validated(scores_model(rubric, count), text)[0] if text is not None else None
+    return {name: getattr(scores, name).score for name in type(scores).model_fields} if scores is not None else None
+
+
 def probe_scores(backend: JudgeBackend, rubric: Rubric, count: int, asked: Sequence[Asked], *,
                  cache: Optional[JudgeCache], messages: Optional[Sequence[list[dict[str, str]]]] = None,
                  ) -> list[tuple[dict[str, ScoreDistribution], JudgeReply]]:
     """For each answer, the first `count` criteria's distributions before any analysis (or why there are none),
-    and the reply; `messages`: the prompts to ask instead of the verdict's with the score-first structure."""
+    and the reply (its scores: `written_scores`); `messages`: the prompts to ask instead of the verdict's with the
+    score-first structure."""
     model = scores_model(rubric, count)
     schema = ReplySchema("first_score" if count == 1 else "scores", reply_json_schema(model, {}))
     replies = ask_judge(backend, list(messages) if messages is not None else [probe_messages(rubric, a) for a in asked],

@@ -1,19 +1,26 @@
 """Checklist verdicts: a row's reference broken into items (the points a right answer states), each item answered
 by the judge in one token, yes or no, read as a probability (RocketEval, ICLR 2025; TICK; InFoBench's DRFR).
 
-- Items: once per row, the reference's sentences (`reference_points`: each a claim a right answer states; asked to
-  list the points, the 1.5B judge copied the sentences in 6 of 8 rows, at 7 s a row of decoding), or written by a
+- Items: once per row, the reference's points (`judging.reference_points`: its list entries, or its sentences; asked
+  to list the points, the 1.5B judge copied the sentences in 6 of 8 rows, at 7 s a row of decoding), or written by a
   model (the judge, or a stronger one: `checklists.writer`) from the instruction and the reference, and from the
   instruction alone where a row has no reference (what it asks for); or given by the dataset's `checklist` column.
   Each list is cleaned (`clean_items`): an empty item, a repeat, a copy of the whole reference or one past
-  `max_items` is dropped with its reason.
+  `max_items` is dropped with its reason. Each row keeps where its items came from (`checklist_writing`).
 - Grading: one prompt per item, the item last, so every item of one answer shares the prompt's prefix (vLLM's prefix
-  cache computes it once); the reply is one token, Yes or No, and the item's probability is
-  P(Yes) / (P(Yes) + P(No)) from that token's candidates (`yes_probability`). No analysis is decoded.
-- The score (`checklist_score`): the scale's lowest level plus its range times the mean of the items' probabilities
-  (stored as the criterion's expected score: the figure the table leads with and the report card reads); its integer
-  level is that score rounded to the nearest level. A small judge leans to Yes (the 1.5B gave items of answers to
-  other questions 0.65 on average): the score ranks answers, its absolute level is lenient.
+  cache computes it once); the reply is one token (the in-process judge holds it to Yes or No), and the item's
+  probability is P(Yes) / (P(Yes) + P(No)) from that token's candidates (`yes_probability`), where Yes and No hold at
+  least `YES_NO_FLOOR` of them; else the item is unread, kept with that mass. No analysis is decoded.
+- The score (`checklist_score`): the scale's lowest level plus its range times the mean of the read items'
+  probabilities (stored as the criterion's expected score: the figure the table leads with and the report card
+  reads); its integer level is that score rounded to the nearest level. Unread items are left out of the mean and
+  counted; a row with more than `MAX_UNREAD_SHARE` of its items unread has no score. A small judge leans to Yes (the
+  1.5B gave items of answers to other questions 0.65 on average): the score ranks answers, its absolute level is
+  lenient.
+- The level's probability (`level_probabilities`, stored as the criterion's probabilities, so escalation reads a
+  confidence as it does for any verdict): were each item's Yes drawn on its own with its probability, how often the
+  count of Yes would give each level. Items the judge is sure of put it on one level; one item at 0.5 among three
+  splits the level between two.
 """
 
 from __future__ import annotations
@@ -24,8 +31,9 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from llm_engineering.evaluation.judging.rubric import Rubric
-from llm_engineering.evaluation.judging.transport import JudgeReply, ReplySchema
+from scipy.stats import poisson_binom
+
+from llm_engineering.evaluation.judging.transport import JudgeReply, ReplySchema, choice_of
 from llm_engineering.evaluation.judging.score_probs import TokenChoices
 
 WRITER_SYSTEM = "You write grading checklists for answers to instructions. Reply with JSON."
@@ -42,17 +50,21 @@ WRITE_FROM_INSTRUCTION = (
     "(for example: \"names two uses of a vector database\"). Give between 1 and {max_items} requirements, the most "
     "important first.\n\n"
     'Give them as JSON: {{"items": ["...", "..."]}}')
-# One system prompt and one opening for every question about an answer (each item, and the other criteria's scores):
-# they share the prefix, which the prefix cache computes once per answer.
+# One system prompt and one opening for every item of an answer: they share the prefix, which the prefix cache computes
+# once per answer.
 GRADER_SYSTEM = "You grade answers to instructions. Reply with exactly what is asked, nothing else."
-SCORES = ("Instruction: {instruction}\n\nAnswer: {answer}\n\nScore the answer on {criteria}.\n\n{scales}\n\n"
-          "Give the scores as JSON: {format}")
 # The point comes last: every item of one answer shares the prompt before it, and only the point is computed anew.
 GRADE = ("Instruction: {instruction}\n\nAnswer: {answer}\n\nDoes the answer state the point below, and state it "
          "correctly? Reply No if it does not mention it, mentions it only vaguely, or says something different (another "
          "name, number or claim). Reply Yes or No.\n\nPoint: {item}")
 YES_NO = ("Yes", "No")
 ITEM_CHARS = 240
+# An item is read only where Yes and No hold at least this share of the first token's probability: a judge that would
+# begin its reply with another word ("The", "An") has not answered, and its Yes over No is noise (SmolLM2-135M leaves
+# 0.04-0.13 to them, Qwen2.5-Coder-1.5B 0.997-1.0 on the embedded split's items).
+YES_NO_FLOOR = 0.5
+# A row is scored from its read items where at most this share of them is unread; past it, it has no score.
+MAX_UNREAD_SHARE = 0.5
 
 
 def writer_schema(max_items: int) -> ReplySchema:
@@ -110,90 +122,106 @@ def clean_items(items: Sequence[str], reference: Optional[str], max_items: int) 
     return kept, dropped
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
-
-
-def reference_points(reference: str, max_items: int) -> list[str]:
-    """The reference's sentences, its points in order; past `max_items`, the last ones joined to the final item (so no
-    point is left out of the checklist)."""
-    sentences = [s.strip() for s in _SENTENCE_END.split(" ".join(reference.split())) if s.strip()]
-    return sentences[:max_items - 1] + [" ".join(sentences[max_items - 1:])] if len(sentences) > max_items else sentences
-
-
 def grade_messages(instruction: str, answer: str, item: str) -> list[dict[str, str]]:
     """The prompt that asks whether `answer` states `item` (the item last: see the module doc)."""
     return [{"role": "system", "content": GRADER_SYSTEM},
             {"role": "user", "content": GRADE.format(instruction=instruction, answer=answer, item=item)}]
 
 
-def scores_messages(rubric: Rubric, instruction: str, answer: str) -> list[dict[str, str]]:
-    """The prompt that asks for the scores of `rubric`'s criteria alone, with the grading prompts' opening."""
-    scales = "\n\n".join(f"{c.name.capitalize()}: {c.description}\n" + "\n".join(f"{level}: {meaning}" for level, meaning
-                                                                              in c.scale.items()) for c in rubric.criteria)
-    example = "{" + ", ".join(f'"{c.name}": {{"score": {c.values[0]}}}' for c in rubric.criteria) + "}"
-    prompt = SCORES.format(instruction=instruction, answer=answer, criteria=", ".join(rubric.names), scales=scales,
-                           format=example)
-    return [{"role": "system", "content": GRADER_SYSTEM}, {"role": "user", "content": prompt}]
+@dataclass(frozen=True)
+class ItemReading:
+    """One item's answer: P(Yes) over Yes and No at the first token, and the share of that token's probability Yes and
+    No hold (`mass`); `yes` is None, with why, where the item is unread."""
+
+    yes: Optional[float]
+    mass: Optional[float]
+    problem: Optional[str] = None
 
 
-def _side(text: str) -> Optional[str]:
-    """'yes' or 'no' for a candidate token that starts one of them (vLLM may offer `Y` or `N` under the grammar), else None."""
-    word = text.strip().lower()
-    if word and "yes".startswith(word):
-        return "yes"
-    if word and "no".startswith(word):
-        return "no"
-    return None
-
-
-def yes_probability(reply: JudgeReply) -> tuple[Optional[float], Optional[str]]:
-    """P(Yes) / (P(Yes) + P(No)) at the reply's first token, or None and why not."""
+def yes_probability(reply: JudgeReply) -> ItemReading:
+    """P(Yes) / (P(Yes) + P(No)) at the reply's first token, where Yes and No hold at least `YES_NO_FLOOR` of it; else
+    unread, with the mass they hold and why."""
     if reply.text is None:
-        return None, reply.error or "no reply"
+        return ItemReading(None, None, reply.error or "no reply")
     tokens: Optional[list[TokenChoices]] = reply.logprobs
     if not tokens:
-        return None, reply.logprobs_problem or "the judge backend returned no token logprobs"
+        return ItemReading(None, None, reply.logprobs_problem or "the judge backend returned no token logprobs")
+    mass = {"Yes": 0.0, "No": 0.0}
     candidates = tokens[0][1] or []
-    mass = {"yes": 0.0, "no": 0.0}
     for text, logprob in candidates:
-        side = _side(text)
+        side = choice_of(text, YES_NO)
         if side is not None:
             mass[side] += math.exp(logprob)
-    total = mass["yes"] + mass["no"]
-    if total <= 0:
-        return None, f"neither Yes nor No among the first token's candidates (reply {reply.text!r})"
-    return round(mass["yes"] / total, 6), None
+    total = mass["Yes"] + mass["No"]
+    if total < YES_NO_FLOOR:
+        # The likeliest candidate, not the reply's text: a judge held to Yes or No replied one of them whatever it was.
+        likeliest = max(candidates, key=lambda c: c[1], default=(reply.text, 0.0))
+        return ItemReading(None, round(total, 6), f"unread: Yes and No hold {total:.2f} of the first token's probability, "
+                           f"under the floor {YES_NO_FLOOR} (its likeliest first token: {likeliest[0]!r} at "
+                           f"{math.exp(likeliest[1]):.2f})")
+    return ItemReading(round(mass["Yes"] / total, 6), round(total, 6))
+
+
+@dataclass(frozen=True)
+class GradedItem:
+    """An item and how it was read: P(Yes), the Yes and No mass, why it is unread (yes None)."""
+
+    item: str
+    yes: Optional[float]
+    mass: Optional[float] = None
+    problem: Optional[str] = None
 
 
 @dataclass(frozen=True)
 class ChecklistScore:
-    """A row's grading: its level on the scale (integer), its expected score, each item's probability; or why none."""
+    """A row's grading: its level on the scale (integer), its expected score, the probability of each level of the
+    scale (`level_probabilities`), each item as read; or why none."""
 
     level: Optional[int]
     expected: Optional[float]
-    items: list[tuple[str, Optional[float]]]
+    items: list[GradedItem]
     problem: Optional[str] = None
+    probabilities: Optional[list[float]] = None
+
+    @property
+    def unread(self) -> int:
+        return sum(i.yes is None for i in self.items)
 
     def analysis(self) -> str:
-        """The items in words, the missed first: `missed: X (0.12); held: Y (0.98)`."""
-        missed = [f"{item} ({p:.2f})" for item, p in self.items if p is not None and p < 0.5]
-        held = [f"{item} ({p:.2f})" for item, p in self.items if p is not None and p >= 0.5]
-        parts = ([f"not stated: {'; '.join(missed)}"] if missed else []) + ([f"stated: {'; '.join(held)}"] if held else [])
-        return f"{len(held)} of {len(self.items)} checklist items stated. " + ". ".join(parts)
+        """The items in words, the missed first: `missed: X (0.12); held: Y (0.98); unread: Z (Yes and No 0.08)`."""
+        missed = [f"{i.item} ({i.yes:.2f})" for i in self.items if i.yes is not None and i.yes < 0.5]
+        held = [f"{i.item} ({i.yes:.2f})" for i in self.items if i.yes is not None and i.yes >= 0.5]
+        unread = [f"{i.item} ({f'Yes and No {i.mass:.2f}' if i.mass is not None else i.problem})"
+                  for i in self.items if i.yes is None]
+        parts = ([f"not stated: {'; '.join(missed)}"] if missed else []) + ([f"stated: {'; '.join(held)}"] if held else []) \
+            + ([f"unread, left out of the score: {'; '.join(unread)}"] if unread else [])
+        counted = f"{len(held)} of {len(self.items) - len(unread)} checklist items stated"
+        return counted + (f" ({len(unread)} unread)" if unread else "") + ". " + ". ".join(parts)
 
 
-def checklist_score(items: Sequence[str], probabilities: Sequence[Optional[float]], values: Sequence[int],
-                    problems: Sequence[Optional[str]] = ()) -> ChecklistScore:
-    """The row's score on the scale `values` from its items' probabilities (the rule: module doc); none where an item
-    could not be read (its reason kept)."""
-    pairs = list(zip(items, probabilities))
-    if not pairs:
+def level_probabilities(probabilities: Sequence[float], values: Sequence[int]) -> list[float]:
+    """The probability of each level of `values` were each item's Yes drawn on its own with its probability: the count
+    of Yes is Poisson-binomial, and `count` Yes of n gives the level `checklist_score` gives a mean of count / n."""
+    n, low, high = len(probabilities), min(values), max(values)
+    chances = poisson_binom.pmf(range(n + 1), list(probabilities))
+    out = {v: 0.0 for v in values}
+    for count, chance in enumerate(chances):
+        out[math.floor(low + (high - low) * count / n + 0.5)] += float(chance)
+    return [round(out[v], 6) for v in values]
+
+
+def checklist_score(items: Sequence[str], readings: Sequence[ItemReading], values: Sequence[int]) -> ChecklistScore:
+    """The row's score on the scale `values` from its read items (the rule: module doc); none where it has no item or
+    more than `MAX_UNREAD_SHARE` of them unread (the first one's reason kept)."""
+    graded = [GradedItem(item, r.yes, r.mass, r.problem) for item, r in zip(items, readings)]
+    if not graded:
         return ChecklistScore(None, None, [], "the row has no checklist items")
-    unread = [(item, why) for (item, p), why in zip(pairs, [*problems, *[None] * len(pairs)]) if p is None]
-    if unread:
-        item, why = unread[0]
-        return ChecklistScore(None, None, pairs, f"{len(unread)} of {len(pairs)} items not read ({item!r}: {why})")
+    read = [g.yes for g in graded if g.yes is not None]
+    unread = [g for g in graded if g.yes is None]
+    if not read or len(unread) > MAX_UNREAD_SHARE * len(graded):
+        return ChecklistScore(None, None, graded, f"{len(unread)} of {len(graded)} checklist items unread, more than "
+                              f"{MAX_UNREAD_SHARE:.0%} ({unread[0].item!r}: {unread[0].problem})")
     low, high = min(values), max(values)
-    known = [p for _, p in pairs if p is not None]
-    score = low + (high - low) * sum(known) / len(known)
-    return ChecklistScore(math.floor(score + 0.5), round(score, 6), pairs)
+    score = low + (high - low) * sum(read) / len(read)
+    return ChecklistScore(math.floor(score + 0.5), round(score, 6), graded,
+                          probabilities=level_probabilities(read, values))

@@ -1,26 +1,36 @@
 """Scoring under a checklist rubric (`judging.checklist`): the checklist criterion from its items, one one-token reply
-per item; the rubric's other criteria (style) from one short reply that holds their scores alone, with their
-probabilities. Each answer's `Reading` is what a verdict's would be, so the rows, the report and the checks read it
-alike; the items and their probabilities go to the row too (`<criterion>_items`).
+per item; the rubric's other criteria (style) from one short reply that holds their scores alone, asked with the
+rubric's own prompt (its system prompt and template, each score first: what the default rubric's probe asks), each
+level the score the judge wrote, its expected score beside it. Each answer's `Reading` is what a verdict's would be, so
+the rows, the report and the checks read it alike; the items and their probabilities go to the row too
+(`<criterion>_items`).
+
+Asked with a prompt of its own (the items' opening with the scales after the answer), the 1.5B judge wrote style 2 for
+every one of 16 answers, its probabilities' most likely level too (expected 1.81-2.11); asked with the rubric's prompt,
+it wrote 2 or 3 (11 and 5; expected 2.16-2.67). That prompt shares no prefix with the items' (one prompt in items + 1).
+
+A failed reading of the other criteria keeps the checklist's verdict: those criteria are left without a score, each
+with why (`Reading.criterion_errors`), and the row keeps its checklist score.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.judging.before_analysis import Asked, probe_scores
+from llm_engineering.evaluation.judging.before_analysis import Asked, probe_scores, written_scores
 from llm_engineering.evaluation.judging.checklist import (
-    YES_NO, ChecklistScore, checklist_score, grade_messages, scores_messages, yes_no_schema, yes_probability,
+    YES_NO, ChecklistScore, checklist_score, grade_messages, yes_no_schema, yes_probability,
 )
 from llm_engineering.evaluation.judging.conversation import conversation_text
 from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.rubric import Rubric
 from llm_engineering.evaluation.judging.score_probs import ScoreDistribution
-from llm_engineering.evaluation.judging.transport import JudgeBackend, JudgeReply, ask_judge
+from llm_engineering.evaluation.judging.transport import JudgeBackend, JudgeReply, ask_judge, choice_of
 from llm_engineering.evaluation.judging.verdict import CriterionVerdict, ParsedVerdict
 
 
@@ -55,50 +65,72 @@ def grade_checklists(judge: Judge, backend: JudgeBackend, asked: Sequence[Asked]
     criterion = judge.rubric.checklist.criterion if judge.rubric.checklist else judge.rubric.names[0]
     values = judge.rubric.criterion(criterion).values
     prompts = [grade_messages(_asked_text(a), a[1], item) for a, items in zip(asked, checklists) for item in items]
-    replies = ask_judge(backend, prompts, cache=judge.cache, is_valid=lambda text: text.strip() in YES_NO,
+    replies = ask_judge(backend, prompts, cache=judge.cache, is_valid=lambda text: choice_of(text, YES_NO) is not None,
                         reply_schema=yes_no_schema())
     out, at = [], 0
     for items in checklists:
         own = replies[at:at + len(items)]
         at += len(items)
-        read = [yes_probability(reply) for reply in own]
-        out.append((checklist_score(items, [p for p, _ in read], values, [why for _, why in read]), list(own)))
+        out.append((checklist_score(items, [yes_probability(reply) for reply in own], values), list(own)))
     return out
 
 
+@dataclass(frozen=True)
+class ChecklistReading:
+    """One answer's reading under a checklist rubric: its verdict (the checklist criterion's level with the items in
+    words as its analysis, and the other criteria's written scores), the distributions, the calls' merged bookkeeping,
+    the checklist score, and why each criterion left without a score has none."""
+
+    verdict: ParsedVerdict
+    distributions: dict[str, ScoreDistribution]
+    reply: JudgeReply
+    score: ChecklistScore
+    criterion_errors: dict[str, str] = field(default_factory=dict)
+
+
+def _other_verdicts(others: Rubric, reply: JudgeReply, distributions: dict[str, ScoreDistribution]
+                    ) -> tuple[dict[str, CriterionVerdict], dict[str, ScoreDistribution], dict[str, str]]:
+    """The other criteria's verdicts from the scores their reply wrote, their distributions (those of the criteria
+    scored), and why each other criterion has no score."""
+    written = written_scores(others, len(others.criteria), reply.text) or {}
+    verdicts, kept, errors = {}, {}, {}
+    for name in others.names:
+        if name in written:
+            verdicts[name] = CriterionVerdict(written[name], "")
+            kept[name] = distributions[name]
+        else:
+            problem = distributions[name].problem if name in distributions else None
+            errors[name] = f"no {name} score: {problem or reply.error or 'no reply'}"
+    return verdicts, kept, errors
+
+
 def checklist_readings(judge: Judge, backend: JudgeBackend, asked: Sequence[Asked], checklists: Sequence[Sequence[str]],
-                       first_only: bool = False) -> list[tuple[ParsedVerdict, dict[str, ScoreDistribution], JudgeReply,
-                                                               ChecklistScore]]:
-    """Per answer: its verdict (the checklist criterion's level, with the items in words as its analysis; the other
-    criteria's scores unless `first_only`), the distributions (the checklist's expected score; the others' from their
-    reply), the calls' merged bookkeeping, and the checklist score itself."""
+                       first_only: bool = False) -> list[ChecklistReading]:
+    """Each answer's reading (`ChecklistReading`): the checklist criterion from its items; the other criteria's scores
+    unless `first_only`."""
     rubric = judge.rubric
     assert rubric.checklist is not None
     criterion = rubric.checklist.criterion
     graded = grade_checklists(judge, backend, asked, checklists)
     others = None if first_only else _others(rubric)
     probed: list[tuple[dict[str, ScoreDistribution], Optional[JudgeReply]]] = [({}, None)] * len(asked)
-    if others is not None:  # asked with the items' opening, so the prefix cache serves it
-        probed = list(probe_scores(backend, others, len(others.criteria), asked, cache=judge.cache,
-                                   messages=[scores_messages(others, _asked_text(a), a[1]) for a in asked]))
+    if others is not None:  # the rubric's own prompt, each score first (`before_analysis.probe_messages`)
+        probed = list(probe_scores(backend, others, len(others.criteria), asked, cache=judge.cache))
     out = []
     for (score, replies), (distributions, reply) in zip(graded, probed):
-        verdicts: dict[str, CriterionVerdict] = {}
-        error = score.problem
-        if score.level is not None:
-            verdicts[criterion] = CriterionVerdict(score.level, score.analysis())
-        for name, distribution in distributions.items():
-            if distribution.probabilities is None:
-                error = error or f"{name}: {distribution.problem}"
-                continue
-            level = others.criterion(name).values[max(range(len(distribution.probabilities)),  # type: ignore[union-attr]
-                                                      key=distribution.probabilities.__getitem__)]
-            verdicts[name] = CriterionVerdict(level, "")
+        checklist = ScoreDistribution(score.probabilities, score.expected, score.problem)
         calls = replies + ([reply] if reply is not None else [])
-        complete = error is None and len(verdicts) == (1 if first_only else len(rubric.criteria))
-        parsed = ParsedVerdict(verdicts if complete else None, None if complete else error or "no verdict")
-        checklist = ScoreDistribution(None, score.expected, score.problem)
-        out.append((parsed, {criterion: checklist, **distributions}, _merged(calls), score))
+        if score.level is None:
+            out.append(ChecklistReading(ParsedVerdict(None, score.problem), {criterion: checklist}, _merged(calls), score))
+            continue
+        verdicts = {criterion: CriterionVerdict(score.level, score.analysis())}
+        kept: dict[str, ScoreDistribution] = {}
+        errors: dict[str, str] = {}
+        if others is not None and reply is not None:
+            more, kept, errors = _other_verdicts(others, reply, distributions)
+            verdicts |= more
+        out.append(ChecklistReading(ParsedVerdict(verdicts, None), {criterion: checklist, **kept}, _merged(calls), score,
+                                    errors))
     return out
 
 

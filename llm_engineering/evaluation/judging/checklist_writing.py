@@ -1,10 +1,14 @@
 """The `checklists` artifact: each row's checklist items, written once and reused by every model and every rescoring.
 
 Items come from the dataset's own `checklist` column where a row has one (a user's items, used as given but for empty
-and repeated ones); else, by default, from the row's reference, its sentences (`judging.checklist.reference_points`);
-else from a writer (the judge, or `checklists.writer`): one reply per row, from its instruction and reference, or its
-instruction alone where it has none (`judging.checklist.writer_messages`), cleaned (`clean_items`). A row left without
-a usable item keeps its error, and its answers get no checklist verdict (an error on their rows, never a score).
+and repeated ones); else, by default, from the row's reference, its points (`judging.reference_points`); else from a
+writer (the judge, or `checklists.writer`): one reply per row, from its instruction and reference, or its instruction
+alone where it has none (`judging.checklist.writer_messages`), cleaned (`clean_items`). A row left without a usable
+item keeps its error, and its answers get no checklist verdict (an error on their rows, never a score).
+
+Each row keeps its items' `source` (`SOURCES`; the writer's id apart, in `writer`), and the rows scored on them carry it
+(`checklist_source`): items written from the instruction alone say what an answer must do, not which facts it must
+state, so the report counts and averages the rows of each source apart (`report.checklist_text`).
 """
 
 from __future__ import annotations
@@ -14,16 +18,18 @@ from typing import Optional
 from datasets import Dataset, Features, List, Value
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.judging.checklist import (
-    clean_items, read_items, reference_points, writer_messages, writer_schema,
-)
+from llm_engineering.evaluation.judging.checklist import clean_items, read_items, writer_messages, writer_schema
+from llm_engineering.evaluation.judging.reference_points import reference_points
 from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.transport import ask_judge
 
 FEATURES = {col.ID: Value("string"), col.CHECKLIST: List(Value("string")), "source": Value("string"),
-            "dropped": List(Value("string")), "error": Value("string")}
+            "writer": Value("string"), "dropped": List(Value("string")), "error": Value("string")}
 GIVEN = "dataset"  # `source` of items a row's own `checklist` column gave
-REFERENCE = "reference sentences"  # `source` of items that are the reference's sentences
+REFERENCE = "reference sentences"  # `source` of items that are the reference's points (its sentences or list entries)
+FROM_REFERENCE = "written from the reference"  # a writer's, from the instruction and the reference
+FROM_INSTRUCTION = "written from the instruction"  # a writer's, from the instruction alone (the row has no reference)
+SOURCES = (GIVEN, REFERENCE, FROM_REFERENCE, FROM_INSTRUCTION)
 
 
 def _given(items: object) -> Optional[list[str]]:
@@ -63,19 +69,24 @@ def write_checklists(writer: Judge, rows: Dataset, max_items: int, from_referenc
         kept, dropped = clean_items(raw or [], None if as_given else references[k], len(raw or []) if as_given else max_items)
         error = None if kept else ("no usable item: " + ("; ".join(dropped) if dropped else
                                                          written[k].error or "the writer's reply held no item list"))
-        source = GIVEN if given[k] is not None else REFERENCE if k in points else writer.backend.judge_id
-        for name, value in ((col.ID, str(ids[k])), (col.CHECKLIST, kept), ("source", source), ("dropped", dropped),
-                            ("error", error)):
+        written_by = writer.backend.judge_id if k in written else None
+        source = (GIVEN if given[k] is not None else REFERENCE if k in points
+                  else FROM_REFERENCE if references[k] else FROM_INSTRUCTION)
+        for name, value in ((col.ID, str(ids[k])), (col.CHECKLIST, kept), ("source", source), ("writer", written_by),
+                            ("dropped", dropped), ("error", error)):
             out[name].append(value)
     return Dataset.from_dict(out, features=Features(FEATURES))
 
 
 def with_checklists(rows: Dataset, checklists: Dataset) -> Dataset:
-    """`rows` with each row's items (`checklist`) from `checklists`, joined by id (a row without one gets none)."""
-    by_id = dict(zip(checklists[col.ID], checklists[col.CHECKLIST]))
-    items = [by_id.get(str(row_id)) for row_id in rows[col.ID]]
-    rows = rows.remove_columns(col.CHECKLIST) if col.CHECKLIST in rows.column_names else rows
-    return rows.add_column(col.CHECKLIST, items, feature=List(Value("string")))
+    """`rows` with each row's items (`checklist`) and their source (`checklist_source`) from `checklists`, joined by id
+    (a row without one gets none)."""
+    by_id = {row_id: (items, source) for row_id, items, source
+             in zip(checklists[col.ID], checklists[col.CHECKLIST], checklists["source"])}
+    joined = [by_id.get(str(row_id), (None, None)) for row_id in rows[col.ID]]
+    rows = rows.remove_columns([c for c in (col.CHECKLIST, col.CHECKLIST_SOURCE) if c in rows.column_names])
+    rows = rows.add_column(col.CHECKLIST, [items for items, _ in joined], feature=List(Value("string")))
+    return rows.add_column(col.CHECKLIST_SOURCE, [source for _, source in joined], feature=Value("string"))
 
 
 def checklist_problems(checklists: Dataset) -> list[str]:
@@ -84,7 +95,7 @@ def checklist_problems(checklists: Dataset) -> list[str]:
 
 
 def items_sources(checklists: Dataset) -> dict[str, int]:
-    """How many rows' items came from each source (`dataset`, or the writer's id)."""
+    """How many rows' items came from each source (`SOURCES`)."""
     counts: dict[str, int] = {}
     for source in checklists["source"]:
         counts[source] = counts.get(source, 0) + 1

@@ -4,10 +4,13 @@ A verdict's confidence (`judge_confidence`) is the judge's probability of the in
 the rubric's criteria, read from the distribution the row's expected score comes from: under a rubric that writes each
 analysis first and reads its expected scores before it (`expected_before_analysis`, the default's), that is the
 probe's, so the confidence is how likely the judge found, before its analysis, the score it wrote after it; else the
-verdict's own score token. A judge without logprobs, or a row it could not score, has none and is escalated. Rows
-under `threshold` (one found on labelled data, e.g. by `judge-bench --calibration`) are judged again by the second
-judge; where it answers, its verdict replaces the first, and where it fails, the row keeps the first judge's verdict
-and says why. Nothing already judged is lost.
+verdict's own score token. Under a checklist rubric the checklist criterion's distribution is its level's
+(`checklist.level_probabilities`: how likely the items' Yes and No, drawn each with its probability, give each level),
+so a row whose items the judge is sure of keeps its verdict and one whose level hangs on an item near 0.5 goes on; the
+other criteria's come from their scores' reply. A judge without logprobs, or a row it could not score, has none and is
+escalated. Rows under `threshold` (one found on labelled data, e.g. by `judge-bench --calibration`) are judged again by
+the second judge; where it answers, its verdict replaces the first, and where it fails, the row keeps the first judge's
+verdict and says why. Nothing already judged is lost.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Optional, Sequence
 
 from datasets import Dataset, List, Value
@@ -39,7 +39,9 @@ def judge_columns(rubric: Rubric, jury: bool = False) -> dict[str, Any]:
         if jury:
             columns |= {col.jury_scores(name): List(Value("int32")), col.jury_expected(name): List(Value("float64"))}
     if rubric.checklist is not None:
-        columns[col.checklist_items(rubric.checklist.criterion)] = List({"item": Value("string"), "yes": Value("float64")})
+        columns[col.checklist_items(rubric.checklist.criterion)] = List(
+            {"item": Value("string"), "yes": Value("float64"), "mass": Value("float64"), "problem": Value("string")})
+        columns |= {col.score_error(name): Value("string") for name in rubric.names if name != rubric.checklist.criterion}
     return columns | {
         col.JUDGE_ERROR: Value("string"), col.EXPECTED_PROBLEM: Value("string"), col.JUDGE_RAW: Value("string"),
         col.JUDGE_PROMPT_TOKENS: Value("int32"), col.JUDGE_COMPLETION_TOKENS: Value("int32"), col.JUDGE_CACHED: Value("bool"),
@@ -55,6 +57,8 @@ class Reading:
     verdict: ParsedVerdict
     distributions: dict[str, ScoreDistribution]
     checklist: Optional[ChecklistScore] = None  # under a checklist rubric: its items and their probabilities
+    # under a checklist rubric: why each other criterion has no score while the checklist's verdict stands
+    criterion_errors: dict[str, str] = field(default_factory=dict)
 
     @property
     def expected_problem(self) -> Optional[str]:
@@ -113,7 +117,7 @@ def judge_readings(judge: Judge, backend: JudgeBackend, asked: Sequence[Asked], 
     grading (`checklists`: each answer's items) and the other criteria's scores."""
     rubric = judge.rubric
     if rubric.checklist is not None:
-        return [Reading(reply, verdict, distributions, score) for verdict, distributions, reply, score in checklist_readings(
+        return [Reading(r.reply, r.verdict, r.distributions, r.score, r.criterion_errors) for r in checklist_readings(
             judge, backend, asked, checklists or [[] for _ in asked], first_score_only)]
     schema = ReplySchema("first_score", first_score_schema(rubric, judge.max_analysis_chars)) if first_score_only else None
     replies = ask_judge(backend, [judge_messages(rubric, *a) for a in asked], cache=judge.cache,
@@ -134,7 +138,10 @@ def _single_row(rubric: Rubric, judge_id: str, reading: Reading) -> dict[str, An
         row[col.probabilities(name)] = distribution.probabilities if distribution else None
     if rubric.checklist is not None:
         row[col.checklist_items(rubric.checklist.criterion)] = (
-            [{"item": item, "yes": p} for item, p in reading.checklist.items] if reading.checklist else None)
+            [{"item": i.item, "yes": i.yes, "mass": i.mass, "problem": i.problem} for i in reading.checklist.items]
+            if reading.checklist else None)
+        row |= {col.score_error(name): reading.criterion_errors.get(name) for name in rubric.names
+                if name != rubric.checklist.criterion}
     return row | {
         col.JUDGE_ERROR: reading.verdict.error, col.EXPECTED_PROBLEM: reading.expected_problem, col.JUDGE_RAW: reply.text,
         col.JUDGE_PROMPT_TOKENS: reply.prompt_tokens, col.JUDGE_COMPLETION_TOKENS: reply.completion_tokens,

@@ -7,9 +7,10 @@ share the backends' retries, the cache and the bookkeeping of replies.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping, Optional, Protocol
+from typing import Any, Callable, Mapping, Optional, Protocol, Sequence
 
 from pydantic import BaseModel
 
@@ -59,9 +60,42 @@ class ReplySchema:
 
     name: str
     schema: dict[str, Any]
-    # A one-word reply, one of these (a checklist item's Yes or No): backends constrain the reply to them where they
-    # can and cut it at a few tokens; what is read is the first token's candidates.
+    # A one-word reply, one of these (a checklist item's Yes or No): backends cut the reply at one token and hold that
+    # token to the choices' first tokens where they can (the in-process vLLM judge; an OpenAI endpoint cannot be told
+    # its tokenizer's ids); what is read is the first token's candidates, whatever the constraint.
     choices: Optional[tuple[str, ...]] = None
+
+
+_TRAILING_PUNCTUATION = re.compile(r"[.,!?;:]+$")
+
+
+def choice_of(text: str, choices: Sequence[str]) -> Optional[str]:
+    """The choice a token or one-word reply spells, else None: the whole word in any case, with space around it and
+    punctuation after it (`Yes`, ` yes`, `Yes,`, `Yes.`), or its initial alone (`Y`, `N`: a tokenizer that splits the
+    word offers its first piece) where no other choice starts with that letter. `Not`, `Nope`, `Yesterday` spell none."""
+    word = _TRAILING_PUNCTUATION.sub("", text.strip()).lower()
+    if not word:
+        return None
+    for choice in choices:
+        if word == choice.lower():
+            return choice
+    initials = [choice for choice in choices if choice[:1].lower() == word]
+    return initials[0] if len(word) == 1 and len(initials) == 1 else None
+
+
+def choice_token_ids(encode: Callable[[str], list[int]], decode: Callable[[list[int]], str],
+                     choices: Sequence[str]) -> list[int]:
+    """The token ids a reply may start with to give one of `choices`: the first token of each spelling of each choice
+    (as written, lower and upper case, each with and without a leading space), where that token itself spells the choice
+    (`choice_of`; a lone space that a tokenizer puts first does not)."""
+    cases = {cased for choice in choices for cased in (choice, choice.lower(), choice.upper())}
+    spellings = cases | {" " + cased for cased in cases}
+    ids = set()
+    for spelling in sorted(spellings):
+        tokens = encode(spelling)
+        if tokens and choice_of(decode(tokens[:1]), choices) is not None:
+            ids.add(tokens[0])
+    return sorted(ids)
 
 
 def reply_json_schema(model: type[BaseModel], max_lengths: Mapping[str, int]) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import base64
 import html
 from typing import Optional
 
+from llm_engineering.evaluation.report.checklist import checklist_lines
 from llm_engineering.evaluation.report.plots import distribution_png, trust_png
 from llm_engineering.evaluation.report.rows import row_browser_html
 from llm_engineering.evaluation.report.comparison import RunComparison
@@ -92,7 +93,7 @@ def _labels_html(summary: EvaluationSummary) -> str:
 
 def _trust_html(summary: EvaluationSummary) -> str:
     parts = [f"<p style='background:#fdd;border:2px solid #c00;padding:8px'>{_text(w)}</p>" for w in summary.warnings]
-    parts += [f"<p>{_text(line)}</p>" for line in expected_lines(summary)]
+    parts += [f"<p>{_text(line)}</p>" for line in expected_lines(summary) + checklist_lines(summary)]
     if summary.agreement:
         parts.append(f"<h3>Jury ({_text(' + '.join(summary.jury))}; aggregate: {summary.jury_aggregate})</h3>"
                      + html_table(JURY_HEADER, jury_rows(summary)))

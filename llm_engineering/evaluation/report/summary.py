@@ -16,6 +16,7 @@ from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judging.agreement import jury_agreement, length_correlation
+from llm_engineering.evaluation.report.checklist import checklist_figures, scored_on, unscored
 from llm_engineering.evaluation.stored.generation import GenerationStats
 from llm_engineering.evaluation.report.items import item_views
 from llm_engineering.evaluation.stored.labels import LabelAgreement
@@ -164,8 +165,11 @@ def model_scores(
         failed=len(rows) - len(scored),
         failure_rate=round((len(rows) - len(scored)) / len(rows), 4) if rows else 0.0,
         samples=samples,
-        criteria=[_criterion_scores(n, scored, values=rubric.criterion(n).values if rubric else None, judges=judges or [],
-                                    samples=samples, pass_score=pass_score) for n in names],
+        # Each criterion over the rows with its score: a checklist rubric's row keeps its checklist score where its
+        # other criteria failed (counted: `unscored`).
+        criteria=[_criterion_scores(n, scored_on(rows, n), values=rubric.criterion(n).values if rubric else None,
+                                    judges=judges or [], samples=samples, pass_score=pass_score).model_copy(
+                                        update=unscored(rows, n)) for n in names],
         mean_completion_tokens=round(
             sum(r.get(col.COMPLETION_TOKENS) or 0 for r in rows) / len(rows), 2
         ) if rows else 0.0,
@@ -183,6 +187,7 @@ def model_scores(
         escalation_failed=len(errors := [r[col.ESCALATION_ERROR] for r in rows if r.get(col.ESCALATION_ERROR)]),
         escalation_error=errors[0] if errors else None,
         turns=_turn_scores(rows, scored, names, rubric=rubric, samples=samples, pass_score=pass_score),
+        checklist=checklist_figures(rows, rubric),
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from llm_engineering.evaluation.rates import fmt, rate_with_ci, with_ci
+from llm_engineering.evaluation.report.checklist import checklist_lines
 from llm_engineering.evaluation.stored.summary import CriterionScores, EvaluationSummary
 from llm_engineering.evaluation.report.ppi_text import ppi_lines
 from llm_engineering.evaluation.report.trust_text import (
@@ -236,7 +237,7 @@ def sample_lines(summary: EvaluationSummary) -> list[str]:
 
 def trust_lines(summary: EvaluationSummary) -> list[str]:
     """How far the scores can be trusted, in plain words (CLI, logs)."""
-    lines = [f"WARNING {warning}" for warning in summary.warnings] + expected_lines(summary)
+    lines = [f"WARNING {warning}" for warning in summary.warnings] + expected_lines(summary) + checklist_lines(summary)
     for a in summary.agreement:
         lines.append(f"Jury agreement on {a.criterion} ({' + '.join(summary.jury)}, {summary.jury_aggregate}): "
                      f"Krippendorff's alpha {with_ci(a.alpha, a.ci)} over {a.rows} rows")

@@ -6,6 +6,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, Field, model_validator
 
+from llm_engineering.evaluation.stored.checklist import ChecklistFigures
 from llm_engineering.evaluation.stored.figures import JuryAgreement, LengthCorrelation
 from llm_engineering.evaluation.stored.labels import LabelAgreement
 from llm_engineering.evaluation.stored.pairwise import PairwiseComparison
@@ -117,6 +118,9 @@ class CriterionScores(BaseModel):
                                          "pass@1 and pass@k of a row's scores, averaged over rows")
     ppi: Optional[PPIEstimate] = Field(None, description="with human labels (--labels): the mean corrected by them "
                                        "(PPI++), beside the labels' own and the judge's")
+    unscored: int = Field(0, description="rows with a verdict but no score on this criterion (a checklist rubric's other "
+                          "criteria, whose reply failed: the row keeps its checklist score)")
+    unscored_problem: Optional[str] = Field(None, description="the most frequent reason of those rows")
 
 
 class TurnScores(BaseModel):
@@ -154,6 +158,8 @@ class ModelScores(BaseModel):
     escalation_error: Optional[str] = Field(None, description="the first of those rows' errors")
     turns: list[TurnScores] = Field(default_factory=list, description="conversations: each turn's figures (the model's "
                                     "own figures above are over every turn); empty for one-turn rows")
+    checklist: Optional[ChecklistFigures] = Field(None, description="under a checklist rubric: unread items and the rows "
+                                                  "of each item source")
 
     @model_validator(mode="before")
     @classmethod
