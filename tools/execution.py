@@ -187,6 +187,7 @@ def _execute(request: Request, run_log: Any = None) -> None:
         )
         sys.exit(130)
     summary, comparison = report_run(run.id, earlier.id if earlier is not None else None)
+    check_verdicts(summary)
     check_gates(summary, request.fail_under, comparison if request.fail_on_regression else None, request.max_failed_rate)
 
 
@@ -206,6 +207,17 @@ def _store_url() -> str:
     from zenml.config.global_config import GlobalConfiguration
 
     return GlobalConfiguration().store_configuration.url
+
+
+def check_verdicts(summary: Any) -> None:
+    """Exit with `NO_VERDICT_EXIT_CODE` when every verdict of some model failed, the causes on stderr (the run, its
+    answers included, is stored already): its scores would mean nothing, whatever the gates say."""
+    from llm_engineering.evaluation.report.failures import NO_VERDICT_EXIT_CODE, no_verdict_message
+
+    message = no_verdict_message(summary) if summary is not None else None
+    if message:
+        click.echo(message, err=True)
+        sys.exit(NO_VERDICT_EXIT_CODE)
 
 
 def check_gates(summary: Any, gates: tuple[str, ...], comparison: Any = None, max_failed_rate: Any = None) -> None:

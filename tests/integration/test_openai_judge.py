@@ -35,7 +35,7 @@ def stub():
 def judge(stub, **options):
     config = JudgeConfig(backend="openai", model="stub-judge", base_url=stub.base_url, rubric="handbook",
                          **{"max_backoff_s": 5, "timeout_s": 10, **options})
-    return OpenAIJudge(config, api_key="test-key")
+    return OpenAIJudge(config)
 
 
 def test_429_with_retry_after_twice_then_success_stores_the_verdict(stub):
