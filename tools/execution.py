@@ -259,6 +259,7 @@ def launch(config: Any, options: dict[str, Any], request: Request) -> Any:
 
 def export_settings() -> None:
     """Store .env / environment settings as the ZenML secret the remote configs list."""
+    from llm_engineering.infrastructure.zenml_stack import where_secrets_are_kept
     from llm_engineering.settings import SETTINGS_SECRET, export_settings, get_settings
 
     ensure_zenml_repository()
@@ -268,6 +269,7 @@ def export_settings() -> None:
         raise click.ClickException(str(error)) from None
     # Names only: the values are secrets.
     click.echo(f"Stored {len(keys)} setting(s) in the ZenML secret '{SETTINGS_SECRET}': {', '.join(keys)}")
+    click.echo(f"ZenML keeps their values {where_secrets_are_kept()}.")
     click.echo(f"Run configs that list `secrets: [{SETTINGS_SECRET}]` give their steps these values.")
 
 
