@@ -87,8 +87,23 @@ def _warn_plain_http(base_url: str) -> None:
                        "http://127.0.0.1:8000/v1).", shown_url(base_url))
 
 
+class _ShownRequestUrls(logging.Filter):
+    """httpx logs every request's URL whole at INFO (`HTTP Request: POST <url> "HTTP/1.1 200 OK"`), which the run's
+    log keeps: the URL is written as `shown_url` writes it, without credentials or query."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if str(record.msg).startswith("HTTP Request:") and isinstance(args, tuple) and len(args) > 1:
+            record.args = (args[0], shown_url(str(args[1])), *args[2:])
+        return True
+
+
+_SHOWN_REQUEST_URLS = _ShownRequestUrls()
+
+
 def openai_client(endpoint: JudgeEndpoint, *, timeout_s: float, max_retries: int = 0) -> openai.OpenAI:
     """The SDK's client for `endpoint`: its URL and key given explicitly, so that nothing of the environment
-    (OPENAI_API_KEY, OPENAI_BASE_URL) is read by the SDK in their place."""
+    (OPENAI_API_KEY, OPENAI_BASE_URL) is read by the SDK in their place; its requests logged without secrets."""
+    logging.getLogger("httpx").addFilter(_SHOWN_REQUEST_URLS)  # once: a filter already there is not added again
     return openai.OpenAI(base_url=endpoint.base_url or f"https://{OPENAI_HOST}/v1", api_key=endpoint.api_key,
                          timeout=timeout_s, max_retries=max_retries)

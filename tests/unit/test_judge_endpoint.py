@@ -98,3 +98,14 @@ def test_plain_http_to_another_machine_is_named_once_with_the_fix(settings, capl
     (warning,) = [r.getMessage() for r in caplog.records]
     assert warning.startswith("The judge's URL http://10.0.0.5:8000/v1 is plain http to another machine")
     assert "https" in warning and "ssh -N -L 8000:127.0.0.1:8000 HOST" in warning and "pw" not in warning
+
+
+def test_the_request_lines_httpx_logs_carry_the_url_without_its_secrets(caplog):
+    import httpx
+
+    openai_client(JudgeEndpoint("http://127.0.0.1:8000/v1"), timeout_s=1)
+    with caplog.at_level(logging.INFO, logger="httpx"):
+        logging.getLogger("httpx").info('HTTP Request: %s %s "%s %d %s"', "POST",
+                                        httpx.URL("http://user:pw@127.0.0.1:8000/v1/chat/completions?key=k"),
+                                        "HTTP/1.1", 200, "OK")
+    assert caplog.messages == ['HTTP Request: POST http://127.0.0.1:8000/v1/chat/completions "HTTP/1.1 200 OK"']
