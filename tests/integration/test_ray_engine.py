@@ -16,6 +16,7 @@ under test is generation. Replica engine starts dominate (about half a minute ea
 
 import json
 import os
+import shutil
 import signal
 import tempfile
 import time
@@ -210,3 +211,4 @@ def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(r
               GlobalConfiguration().config_directory, Client().active_stack.artifact_store.path,
               os.environ["HF_HOME"], os.environ["XDG_CACHE_HOME"], tmp_path]
     assert CANARY not in result.output and not _files_holding(CANARY, places)
+    shutil.rmtree(ray_temp)  # kept where the test failed, for a look
