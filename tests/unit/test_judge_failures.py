@@ -42,6 +42,7 @@ def test_an_api_error_is_described_by_the_servers_status_and_message(error, prob
     ("request failed after 6 attempt(s): APIConnectionError: Connection error.", "connection error"),
     ("batch batch_7: HTTP 500: The server had an error.", "HTTP 500"),
     ("batch batch_7 expired without running this request", "batch not run"),
+    ("batch batch_7: batch_expired: This request could not be executed before the window expired.", "batch not run"),
     ("invalid JSON (Expecting value at char 0)", "invalid JSON"),
     ("invalid verdict (reply.accuracy.score: Input should be less than or equal to 3)", "invalid verdict"),
     ("no preference in the reply ('maybe')", "invalid verdict"),

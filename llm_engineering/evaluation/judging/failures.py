@@ -39,7 +39,7 @@ _MARKS = [
     (r"\bnot judged: the prompt is longer\b", NOT_GENERATED),
     (r"\bno reply\b", NO_REPLY),
     (r"\bincomplete verdict\b", INCOMPLETE),
-    (r"\bbatch \S+ (?:failed|expired|cancelled)\b", BATCH_NOT_RUN),
+    (r"\bbatch \S+ (?:failed|expired|cancelled)\b|\bbatch_(?:failed|expired|cancelled)\b", BATCH_NOT_RUN),
 ]
 _PATTERN = re.compile("|".join(f"(?P<c{k}>{pattern})" for k, (pattern, _) in enumerate(_MARKS)), re.IGNORECASE)
 
