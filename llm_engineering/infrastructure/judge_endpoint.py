@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from collections.abc import Mapping
 from typing import Any, Optional
 from urllib.parse import urlsplit
 

@@ -24,7 +24,8 @@ BENCH_FAILURES_HEADER = ["judge", "cause", "verdicts failed", "example"]
 
 def causes_text(causes: list[FailureCause]) -> str:
     """`4 HTTP 400 (e.g. 'request failed ...: HTTP 400: <message>'); 1 invalid JSON (e.g. ...)`."""
-    return "; ".join(f"{c.count} {c.cause} (e.g. {c.example!r})" for c in causes)
+    return "; ".join(f"{c.count} {c.cause} (e.g. {c.example!r})" for c in causes) or "causes not recorded (a summary " \
+        "stored before they were: the rows' judge_error column holds them)"
 
 
 def failure_rows(models: list[ModelScores]) -> list[list[str]]:
