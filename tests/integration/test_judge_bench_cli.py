@@ -119,6 +119,8 @@ def test_a_judge_refusing_every_request_fails_the_bench_quoting_the_servers_stat
     assert f"Every judge call failed: no verdict on any of the 2 pairs: 12 HTTP 400 (e.g. 'request failed after 1 " \
            f"attempt(s): HTTP 400: {refusal}')" in result.stderr
     assert "Judge failures: 12 verdicts failed: 12 HTTP 400" in result.stdout  # the console, beside the table
-    report = json.loads(Path(result.stdout.split("JSON report: ")[1].split("\n")[0]).read_text())
-    assert report["failures"] == [{"cause": "HTTP 400", "count": 12,
-                                   "example": f"request failed after 1 attempt(s): HTTP 400: {refusal}"}]
+    path = Path(result.stdout.split("JSON report: ")[1].split("\n")[0])
+    assert json.loads(path.read_text())["failures"] == [
+        {"cause": "HTTP 400", "count": 12, "example": f"request failed after 1 attempt(s): HTTP 400: {refusal}"}]
+    page = path.with_suffix(".html").read_text()
+    assert "Judge failures by cause" in page and "<td>HTTP 400</td><td>12</td>" in page

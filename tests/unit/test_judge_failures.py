@@ -1,6 +1,8 @@
 """The judge's failures read back by cause from the errors rows store, counted with an example each; a run with no
 valid verdict for a model says why and how to judge its answers again."""
 
+import html
+
 import httpx
 import openai
 import pytest
@@ -9,6 +11,7 @@ from datasets import Dataset
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judging.failures import failure_cause, failure_causes, request_error
 from llm_engineering.evaluation.report.failures import failure_lines, no_verdict_message
+from llm_engineering.evaluation.report.html import render_html
 from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
 from llm_engineering.infrastructure.openai_chat import describe
 
@@ -84,6 +87,9 @@ def test_a_model_without_any_valid_verdict_is_named_with_its_causes_and_the_fix(
     assert failure_lines(summary) == [
         "Judge failures, base: 1 of 2 answers without a valid verdict: 1 invalid JSON (e.g. 'invalid JSON (x)')",
         f"Judge failures, tuned: 3 of 3 answers without a valid verdict: 3 HTTP 400 (e.g. {refused!r})"]
+    page = render_html(summary)
+    assert "<h3>Judge failures by cause (one example each)</h3>" in page
+    assert f"<td>tuned</td><td>HTTP 400</td><td>3 of 3</td><td>{html.escape(refused)}</td>" in page
     message = no_verdict_message(summary)
     assert message.startswith(f"No valid verdict for tuned: all 3 of its answers failed to be judged: 3 HTTP 400 (e.g. "
                               f"{refused!r})")
