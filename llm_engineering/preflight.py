@@ -10,6 +10,7 @@ import json
 import math
 import os
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Optional, Sequence
 
 from llm_engineering.evaluation.config import ENDPOINT_BACKENDS, JudgeConfig, PublishConfig
@@ -17,17 +18,27 @@ from llm_engineering.evaluation.config_base import ConfigError
 from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.evaluation.trust.label_agreement import check_labels_fit
 from llm_engineering.evaluation.trust.labels import LabelsError
+from llm_engineering.evaluation.urls import shown_url
 from llm_engineering.run_config import EvaluationConfig
 
 
-def check_judge_settings(judge: JudgeConfig, settings: Any) -> None:
-    """Stop before any work when the judge cannot be reached as configured."""
-    if judge.backend in ENDPOINT_BACKENDS and judge.endpoint.base_url is None and settings.OPENAI_API_KEY is None:
-        endpoint = ("your OpenAI-compatible endpoint (e.g. a `vllm serve`)" if judge.backend == "openai"
-                    else "an endpoint that serves the Batch API (/files and /batches)")
+def check_judge_settings(judge: JudgeConfig, settings: Any, environment: Optional[Mapping[str, str]] = os.environ) -> None:
+    """Stop before any work when the judge cannot be reached as configured: OpenAI's API without OPENAI_API_KEY, a key
+    variable (`endpoint.api_key_env`) not set in the steps' `environment` (None: not known here, as a remote step's
+    secrets: not checked). A plain-http URL to another machine is named on the console (`judge_endpoint`)."""
+    from llm_engineering.infrastructure.judge_endpoint import is_openai, judge_endpoint
+
+    if judge.backend not in ENDPOINT_BACKENDS or (judge.endpoint.api_key_env and environment is None):
+        return
+    endpoint = judge_endpoint(judge.endpoint.base_url, judge.endpoint.api_key_env, settings, environment or {})
+    if endpoint.key_name is None and is_openai(judge.endpoint.base_url):
+        served = ("your OpenAI-compatible endpoint (e.g. a `vllm serve`)" if judge.backend == "openai"
+                  else "an endpoint that serves the Batch API (/files and /batches)")
+        where = ("with no endpoint.base_url, which means api.openai.com" if judge.endpoint.base_url is None
+                 else f"with endpoint.base_url {shown_url(judge.endpoint.base_url)}, OpenAI's API")
         raise ConfigError(
-            f"judge.backend is '{judge.backend}' with no endpoint.base_url, which means api.openai.com, but "
-            f"OPENAI_API_KEY is not set: add it to .env or the environment, or set judge.endpoint.base_url to {endpoint}."
+            f"judge.backend is '{judge.backend}' {where}, but "
+            f"OPENAI_API_KEY is not set: add it to .env or the environment, or set judge.endpoint.base_url to {served}."
         )
 
 
@@ -60,7 +71,8 @@ def check_settings(config: EvaluationConfig, settings: Any, judge: bool, secrets
         check_publish_settings(config.publish, settings)
         if judge:
             for member in config.panel:
-                check_judge_settings(member, settings)
+                # A remote step's environment is its secrets' values: a key variable of its own is not known here.
+                check_judge_settings(member, settings, None if secrets else os.environ)
     except ConfigError as error:
         if not secrets:
             raise

@@ -56,14 +56,22 @@ def parse_columns(values: Sequence[str]) -> dict[str, str]:
     return {role: given[0] for role, given in names.items()}
 
 
+def _endpoint_at(endpoint: dict[str, Any], url: Optional[str]) -> dict[str, Any]:
+    """The config's endpoint settings moved to `url` (None: OpenAI's API). The key variable it names
+    (`api_key_env`) was named for its own endpoint: it follows only to that same endpoint, never to another."""
+    same = (endpoint.get("base_url") or "").rstrip("/") == (url or "")
+    return {**endpoint, "base_url": url, "api_key_env": endpoint.get("api_key_env") if same else None}
+
+
 def _served_judge(judge: dict[str, Any], url: str, model: Optional[str]) -> dict[str, Any]:
-    """The judge at an OpenAI-compatible `url`: its `model`, or the one model the server lists."""
+    """The judge at an OpenAI-compatible `url`: its `model`, or the one model the server lists (asked with the served
+    judge's key: the variable `endpoint.api_key_env` names, else JUDGE_API_KEY, never OPENAI_API_KEY)."""
+    endpoint = _endpoint_at(judge["endpoint"], url)
     if model is None:
         from llm_engineering.infrastructure.openai_chat import served_model
 
-        model = served_model(url)
-    return {**judge, "backend": "openai", "model": model, "endpoint": {**judge["endpoint"], "base_url": url},
-            "batch": {}}
+        model = served_model(url, endpoint["api_key_env"])
+    return {**judge, "backend": "openai", "model": model, "endpoint": endpoint, "batch": {}}
 
 
 def judge_from_spec(judge: dict[str, Any], spec: str, served_model: Optional[str] = None) -> dict[str, Any]:
@@ -83,7 +91,7 @@ def judge_from_spec(judge: dict[str, Any], spec: str, served_model: Optional[str
     if colon and backend in ("openai", "openai-batch", "vllm") and name:
         in_process = backend == "vllm"
         return {**judge, "backend": backend, "model": name, "endpoint": {} if in_process else
-                {**judge["endpoint"], "base_url": None}, "batch": {} if backend != "openai-batch" else judge["batch"]}
+                _endpoint_at(judge["endpoint"], None), "batch": {} if backend != "openai-batch" else judge["batch"]}
     return {**judge, "model": spec}
 
 

@@ -18,6 +18,7 @@ from rich.table import Table
 
 from llm_engineering.evaluation.report import comparison_text as compared
 from llm_engineering.evaluation.report.comparison import RunComparison, compare_runs
+from llm_engineering.evaluation.report.failures import failure_lines
 from llm_engineering.evaluation.report.gates import failed_gates, failed_rate_failures, parse_gate
 from llm_engineering.evaluation.report.html import render_html
 from llm_engineering.evaluation.stored.summary import EvaluationSummary
@@ -96,8 +97,8 @@ def table(title: str, header: list[str], rows: list[list[str]]) -> Table:
 
 def console_blocks(report: RunReport) -> list[Union[str, Table]]:
     """What the console shows of a run, in order: the models' scores and their comparisons (the question a user came
-    with), the judge's line (what it can and cannot tell apart), the trust lines, the comparison with an earlier run,
-    the reports' paths (`report.text` and `report.comparison_text` hold the words)."""
+    with), the judge's failures by cause, the judge's line (what it can and cannot tell apart), the trust lines, the
+    comparison with an earlier run, the reports' paths (`report.text` and `report.comparison_text` hold the words)."""
     summary, comparison = report.summary, report.comparison
     if summary is None:
         return []
@@ -106,6 +107,7 @@ def console_blocks(report: RunReport) -> list[Union[str, Table]]:
     if summary.comparisons:
         blocks.append(table("Model comparisons (paired on rows both scored)", COMPARISON_HEADER,
                             comparison_rows(summary)))
+    blocks += failure_lines(summary)
     if summary.headline:
         blocks.append(summary.headline)
     if turns := turn_rows(summary):

@@ -45,8 +45,12 @@ class Settings(BaseSettings):
         their weight downloads read the token from the environment only); empty without a token."""
         return {"HF_TOKEN": self.hub_token} if self.hub_token else {}
 
-    # OpenAI-compatible judge endpoints (a local `vllm serve` accepts any key).
+    # Judge keys, each sent to its own endpoint only (`infrastructure.judge_endpoint`): OPENAI_API_KEY to OpenAI's
+    # API (or to OPENAI_BASE_URL, where a user sends OpenAI's requests), JUDGE_API_KEY to a served judge's URL
+    # (`vllm serve --api-key`); a served judge without one gets no key.
     OPENAI_API_KEY: Optional[SecretStr] = None
+    OPENAI_BASE_URL: Optional[str] = None
+    JUDGE_API_KEY: Optional[SecretStr] = None
 
     # Opik tracing of judge calls: off unless an API key or a self-hosted URL is set.
     OPIK_API_KEY: Optional[SecretStr] = None

@@ -193,6 +193,7 @@ def _execute(request: Request, run_log: Any = None) -> None:
         )
         sys.exit(130)
     summary, comparison = report_run(run.id, earlier.id if earlier is not None else None)
+    check_verdicts(summary)
     check_gates(summary, request.fail_under, comparison if request.fail_on_regression else None, request.max_failed_rate)
 
 
@@ -214,6 +215,17 @@ def _store_url() -> str:
     from zenml.config.global_config import GlobalConfiguration
 
     return GlobalConfiguration().store_configuration.url
+
+
+def check_verdicts(summary: Any) -> None:
+    """Exit with `NO_VERDICT_EXIT_CODE` when every verdict of some model failed, the causes on stderr (the run, its
+    answers included, is stored already): its scores would mean nothing, whatever the gates say."""
+    from llm_engineering.evaluation.report.failures import NO_VERDICT_EXIT_CODE, no_verdict_message
+
+    message = no_verdict_message(summary) if summary is not None else None
+    if message:
+        click.echo(message, err=True)
+        sys.exit(NO_VERDICT_EXIT_CODE)
 
 
 def check_gates(summary: Any, gates: tuple[str, ...], comparison: Any = None, max_failed_rate: Any = None) -> None:
@@ -255,6 +267,7 @@ def launch(config: Any, options: dict[str, Any], request: Request) -> Any:
 
 def export_settings() -> None:
     """Store .env / environment settings as the ZenML secret the remote configs list."""
+    from llm_engineering.infrastructure.zenml_stack import where_secrets_are_kept
     from llm_engineering.settings import SETTINGS_SECRET, export_settings, get_settings
 
     ensure_zenml_repository()
@@ -264,6 +277,7 @@ def export_settings() -> None:
         raise click.ClickException(str(error)) from None
     # Names only: the values are secrets.
     click.echo(f"Stored {len(keys)} setting(s) in the ZenML secret '{SETTINGS_SECRET}': {', '.join(keys)}")
+    click.echo(f"ZenML keeps their values {where_secrets_are_kept()}.")
     click.echo(f"Run configs that list `secrets: [{SETTINGS_SECRET}]` give their steps these values.")
 
 

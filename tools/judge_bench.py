@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -35,6 +36,8 @@ def judge_bench(*, pairs_path: Path, config_path: Path, limit: Optional[int], ha
     options, by name."""
     from llm_engineering.evaluation.config_base import ConfigError
     from llm_engineering.evaluation.trust.human_pairs import PairsError
+    from llm_engineering.evaluation.report.failures import (NO_VERDICT_EXIT_CODE, bench_failure_line,
+                                                            bench_no_verdict_message)
     from llm_engineering.evaluation.report.judge_bench import (BENCH_HEADER, SELECTIVE_HEADER, bench_cost_line,
                                                                bench_rows, bench_title, selective_rows, selective_title)
     from llm_engineering.evaluation.models import ModelError
@@ -64,7 +67,11 @@ def judge_bench(*, pairs_path: Path, config_path: Path, limit: Optional[int], ha
             if _is_process_stdout():  # a CLI process; a test session's engine goes on serving its other tests
                 _release_engines()
     selective = [table(selective_title(report), SELECTIVE_HEADER, selective_rows(report))] if report.selective else []
-    print_blocks([table(bench_title(report), BENCH_HEADER, bench_rows(report)), bench_cost_line(report), *selective,
-                  f"JSON report: {path}", f"HTML report: {path.with_suffix('.html')}"])
+    failures = [line] if (line := bench_failure_line(report)) else []
+    print_blocks([table(bench_title(report), BENCH_HEADER, bench_rows(report)), bench_cost_line(report), *failures,
+                  *selective, f"JSON report: {path}", f"HTML report: {path.with_suffix('.html')}"])
     if run_log is not None:
         click.echo(f"Log (library warnings, engine output): {run_log.path.resolve()}", err=True)
+    if message := bench_no_verdict_message(report):
+        click.echo(message, err=True)
+        sys.exit(NO_VERDICT_EXIT_CODE)

@@ -39,7 +39,8 @@ def judge_options() -> Callable:
                      help="The judge, instead of the config's: an alias (qwen2.5-coder-1.5b, smollm2-135m), a local "
                           "model folder or a Hub id (in process; with a config whose judge is served, that server's "
                           "model name); openai:MODEL (OpenAI's API, OPENAI_API_KEY); or the URL of an OpenAI-compatible "
-                          "server (e.g. http://127.0.0.1:8000/v1 of a `vllm serve`)."),
+                          "server (e.g. http://127.0.0.1:8000/v1 of a `vllm serve`), sent JUDGE_API_KEY where it is "
+                          "set and never OPENAI_API_KEY."),
         click.option("--judge-model", "judge_served_model", metavar="NAME",
                      help="With --judge URL: the served model's name (default: the one model the server lists)."),
     ]

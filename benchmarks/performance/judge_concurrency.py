@@ -37,11 +37,11 @@ def main(rows: int, concurrency: int) -> None:
     with tempfile.TemporaryDirectory() as tmp, vllm_server(model.path, "smollm2-135m", Path(tmp) / "serve.log") as url:
         warm = JudgeConfig(backend="openai", model="smollm2-135m", base_url=url, cache=False, max_tokens=256)
         # The first requests pay for warm-up.
-        score_answers(answers.select(range(2)), Judge((OpenAIJudge(warm, None),), warm.resolved_rubric()))
+        score_answers(answers.select(range(2)), Judge((OpenAIJudge(warm),), warm.resolved_rubric()))
         for level in (1, concurrency):
             config = warm.model_copy(update={"endpoint": warm.endpoint.model_copy(update={"max_concurrency": level})})
             started = time.perf_counter()
-            evaluations = score_answers(answers, Judge((OpenAIJudge(config, None),), config.resolved_rubric()))
+            evaluations = score_answers(answers, Judge((OpenAIJudge(config),), config.resolved_rubric()))
             seconds = time.perf_counter() - started
             tokens = sum(evaluations[col.JUDGE_COMPLETION_TOKENS])
             results.append({"concurrency": level, "seconds": round(seconds, 2),

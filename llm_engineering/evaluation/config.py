@@ -100,9 +100,9 @@ ENDPOINT_BACKENDS = ("openai", "openai-batch")
 class EndpointConfig(Strict):
     """How the judge talks to an OpenAI-compatible endpoint (backends openai and openai-batch)."""
 
-    base_url: Optional[str] = Field(
-        None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1; None: OpenAI."
-    )
+    base_url: Optional[str] = Field(None, description="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1; None: OpenAI.")
+    api_key_env: Optional[str] = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="The environment variable "
+                                       "of this endpoint's key; None: JUDGE_API_KEY (served), OPENAI_API_KEY (OpenAI).")
     max_concurrency: PositiveInt = Field(ENDPOINT_CONCURRENCY, description="Requests in flight to an endpoint.")
     timeout_s: float = Field(ENDPOINT_TIMEOUT_S, gt=0, description="Per-request timeout.")
     max_attempts: PositiveInt = Field(ENDPOINT_ATTEMPTS,

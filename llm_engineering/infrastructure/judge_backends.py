@@ -18,16 +18,15 @@ from llm_engineering.settings import Settings
 
 def build_judge(config: JudgeConfig, engine: EngineConfig, settings: Settings, pool: EnginePool) -> JudgeBackend:
     """The judge `config.backend` names; the in-process one takes its engine from `pool` (the generation engine if it matches)."""
-    key = settings.OPENAI_API_KEY.get_secret_value() if settings.OPENAI_API_KEY else None
     if config.backend == "openai":
         from llm_engineering.infrastructure.openai_judge import OpenAIJudge
 
-        return OpenAIJudge(config, key)
+        return OpenAIJudge(config, settings)
     if config.backend == "openai-batch":
         from llm_engineering.infrastructure.openai_batch import OpenAIBatchJudge
 
         # Beside the verdicts: a batch's id is kept where the cache is, so a rerun finds both.
-        return OpenAIBatchJudge(config, key, settings.JUDGE_CACHE_DIR / "batches")
+        return OpenAIBatchJudge(config, settings.JUDGE_CACHE_DIR / "batches", settings)
     from llm_engineering.evaluation.models import resolve_model
     from llm_engineering.infrastructure.judge_choice import resolve_auto_judge
     from llm_engineering.infrastructure.vllm_judge import VLLMJudge

@@ -30,9 +30,11 @@ from tqdm.auto import tqdm
 
 from llm_engineering.evaluation.config import JudgeConfig
 from llm_engineering.evaluation.judging.cache import cache_key
+from llm_engineering.evaluation.urls import shown_url
 from llm_engineering.evaluation.judging.transport import JudgeReply, OnReply, ReplySchema
 from llm_engineering.infrastructure.openai_chat import ChatRequests, chat_client, describe
 from llm_engineering.infrastructure.zenml_runs import log_on_running_step
+from llm_engineering.settings import Settings, get_settings
 
 logger = logging.getLogger(__name__)
 
@@ -149,12 +151,14 @@ class _Submitted:
 class OpenAIBatchJudge:
     """The judge's chat requests as OpenAI batches; `state_dir` keeps the ids of batches waited for."""
 
-    def __init__(self, config: JudgeConfig, api_key: Optional[str], state_dir: Path, client: Any = None):
+    def __init__(self, config: JudgeConfig, state_dir: Path, settings: Optional[Settings] = None, client: Any = None):
+        """The Batch API at `config.endpoint`, with the key meant for it from `settings` (default: this process's)."""
         self._config = config
         self._chat = ChatRequests(config)
         self.judge_id = self._chat.judge_id
         # The client's own retries (backoff, Retry-After) carry uploads and polls over the blips of a long wait.
-        self._client = client or chat_client(config, api_key, max_retries=config.endpoint.max_attempts - 1)
+        self._client = client or chat_client(config, settings or get_settings(),
+                                             max_retries=config.endpoint.max_attempts - 1)
         self._state_dir = state_dir
 
     def cache_namespace(self, reply_schema: Optional[ReplySchema]) -> dict[str, Any]:
@@ -192,7 +196,9 @@ class OpenAIBatchJudge:
         digest = hashlib.sha256(data).hexdigest()
         path = self._state_dir / f"{digest}.json"
         state = json.loads(path.read_text()) if path.exists() else {}
-        resumed = bool(state) and not state["done"] and state["base_url"] == self._config.endpoint.base_url
+        # The state file names the endpoint as a judge id does: without the credentials a URL may carry.
+        base_url = shown_url(self._config.endpoint.base_url) if self._config.endpoint.base_url else None
+        resumed = bool(state) and not state["done"] and state["base_url"] == base_url
         if resumed:
             logger.info("Resuming judge batch %s (%d requests), submitted by an earlier run", state["batch_id"], len(bodies))
         else:
@@ -206,7 +212,7 @@ class OpenAIBatchJudge:
                 "sha256": digest,
                 "requests": len(bodies),
                 "judge": self.judge_id,
-                "base_url": self._config.endpoint.base_url,
+                "base_url": base_url,
                 "done": False,
             }
             _write_state(path, state)

@@ -7,6 +7,7 @@ endpoint refuses a response format or logprobs (HTTP 400): later bodies ask with
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from typing import Any, Literal, Optional
@@ -15,10 +16,15 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from llm_engineering.evaluation.config import JudgeConfig
+from llm_engineering.evaluation.config_base import ConfigError
+from llm_engineering.evaluation.judging.failures import CONNECTION, TIMEOUT
+from llm_engineering.evaluation.urls import shown_url
 from llm_engineering.evaluation.stored.judge_id import JudgeId
 from llm_engineering.evaluation.judging.transport import JudgeReply, ReplySchema
 from llm_engineering.evaluation.judging.verdict import verdict_schema
 from llm_engineering.evaluation.judging.score_probs import TOP_LOGPROBS, compact
+from llm_engineering.infrastructure.judge_endpoint import judge_endpoint, openai_client
+from llm_engineering.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -26,35 +32,47 @@ logger = logging.getLogger(__name__)
 _FORMATS: list[Literal["json_schema", "json_object", "none"]] = ["json_schema", "json_object", "none"]
 
 
+def server_message(error: openai.APIStatusError) -> str:
+    """What the server said in an error reply: its JSON error's `message` (OpenAI's and vLLM's forms), else its body."""
+    body = error.body
+    message = (body.get("message") or json.dumps(body)) if isinstance(body, dict) else body or error.message
+    return " ".join(str(message).split())
+
+
 def describe(error: BaseException) -> str:
-    """An API error in one line: its HTTP status (or kind) and the start of its message."""
-    status = getattr(error, "status_code", None)
-    kind = f"HTTP {status}" if status else type(error).__name__
-    return f"{kind}: {str(error)[:200]}"
+    """An API error in one line, in the form `judging.failures` reads back: `HTTP 400: <the server's message>`,
+    `timeout: ...`, `connection error: ...`."""
+    if isinstance(error, openai.APIStatusError):
+        return f"HTTP {error.status_code}: {server_message(error)[:300]}"
+    if isinstance(error, openai.APITimeoutError):
+        return f"{TIMEOUT}: {error}"
+    if isinstance(error, openai.APIConnectionError):
+        return f"{CONNECTION}: {error.__cause__ or error}"
+    return f"{type(error).__name__}: {str(error)[:200]}"
 
 
-def chat_client(config: JudgeConfig, api_key: Optional[str], max_retries: int = 0) -> openai.OpenAI:
-    return openai.OpenAI(base_url=config.endpoint.base_url, api_key=api_key or "EMPTY", timeout=config.endpoint.timeout_s,
-                         max_retries=max_retries)
+def chat_client(config: JudgeConfig, settings: Settings, max_retries: int = 0) -> openai.OpenAI:
+    """The client of the judge's endpoint, with the key meant for it (`judge_endpoint`)."""
+    endpoint = judge_endpoint(config.endpoint.base_url, config.endpoint.api_key_env, settings)
+    return openai_client(endpoint, timeout_s=config.endpoint.timeout_s, max_retries=max_retries)
 
 
-def served_model(base_url: str, api_key: Optional[str] = None, timeout_s: float = 10.0) -> str:
+def served_model(base_url: str, api_key_env: Optional[str] = None, timeout_s: float = 10.0) -> str:
     """The one model an OpenAI-compatible server at `base_url` lists (`GET /models`; a `vllm serve` serves one), for
-    `--judge URL` without `--judge-model`. ConfigError when it cannot be reached or lists none or several."""
-    from llm_engineering.evaluation.config_base import ConfigError
+    `--judge URL` without `--judge-model`, asked with the served judge's own key (`judge_endpoint`). ConfigError when
+    it cannot be reached or lists none or several."""
     from llm_engineering.settings import get_settings
 
-    configured = get_settings().OPENAI_API_KEY
-    key = api_key or (configured.get_secret_value() if configured else None)
-    client = openai.OpenAI(base_url=base_url, api_key=key or "EMPTY", timeout=timeout_s, max_retries=1)
+    client = openai_client(judge_endpoint(base_url, api_key_env, get_settings()), timeout_s=timeout_s, max_retries=1)
+    shown = shown_url(base_url)
     try:
         models = [model.id for model in client.models.list()]
     except openai.OpenAIError as error:
-        raise ConfigError(f"--judge {base_url}: cannot list the served models ({describe(error)}): start the server or "
+        raise ConfigError(f"--judge {shown}: cannot list the served models ({describe(error)}): start the server or "
                           f"fix the URL (an OpenAI-compatible base URL ends in /v1), or name the model with "
                           f"--judge-model NAME") from None
     if len(models) != 1:
-        raise ConfigError(f"--judge {base_url} serves {len(models)} models ({', '.join(models) or 'none'}): name the "
+        raise ConfigError(f"--judge {shown} serves {len(models)} models ({', '.join(models) or 'none'}): name the "
                           f"judge with --judge-model NAME")
     return models[0]
 

@@ -17,8 +17,10 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 from tqdm.auto import tqdm
 
 from llm_engineering.evaluation.config import JudgeConfig
+from llm_engineering.evaluation.judging.failures import request_error
 from llm_engineering.evaluation.judging.transport import JudgeReply, OnReply, ReplySchema
 from llm_engineering.infrastructure.openai_chat import ChatRequests, chat_client, describe
+from llm_engineering.settings import Settings, get_settings
 
 logger = logging.getLogger(__name__)
 
@@ -45,12 +47,13 @@ def _log_retry(state: RetryCallState) -> None:
 
 
 class OpenAIJudge:
-    def __init__(self, config: JudgeConfig, api_key: Optional[str], client: Any = None):
+    def __init__(self, config: JudgeConfig, settings: Optional[Settings] = None, client: Any = None):
+        """The judge at `config.endpoint`, with the key meant for it from `settings` (default: this process's)."""
         self._config = config
         self._chat = ChatRequests(config)
         self.judge_id = self._chat.judge_id
         # Retries are ours: bounded, with jitter and Retry-After.
-        self._client = client or chat_client(config, api_key)
+        self._client = client or chat_client(config, settings or get_settings())
         self._backoff = wait_random_exponential(multiplier=0.5, max=config.endpoint.max_backoff_s)
 
     def cache_namespace(self, reply_schema: Optional[ReplySchema]) -> dict[str, Any]:
@@ -84,7 +87,7 @@ class OpenAIJudge:
             return retrying(self._create, messages, reply_schema)
         except openai.OpenAIError as error:
             attempts = self._config.endpoint.max_attempts if _retryable(error) else 1
-            return JudgeReply(text=None, error=f"request failed after {attempts} attempt(s): {describe(error)}")
+            return JudgeReply(text=None, error=request_error(describe(error), attempts))
 
     def complete(
         self, conversations: list[list[dict[str, str]]], on_reply: OnReply, reply_schema: Optional[ReplySchema]

@@ -73,6 +73,10 @@ def generate_rows(
         if not local and os.path.isdir(model_path):
             logger.warning("The model is the local folder %s: every node of the Ray cluster must see it at this "
                            "path (a shared volume), or give a Hub id or an s3:// / gs:// URI instead.", model_path)
+        elif not local and get_settings().hub_token:
+            logger.warning("The Hub token is not sent to a Ray cluster this run did not start: a gated or private "
+                           "model downloads on its nodes only with HF_TOKEN in their own environment "
+                           "(docs/scale-out.md).")
         processor = build_processor(
             vLLMEngineProcessorConfig(**processor_config(model_path, engine, ray_config)),
             preprocess=preprocess,
@@ -113,14 +117,12 @@ def processor_config(model_path: str, engine: EngineConfig, ray_config: RayConfi
         "detokenize_stage": False,
         "log_engine_metrics": False,
     }
-    # A replica on another node has none of this process's environment: a gated model's download needs the token.
-    env_vars = get_settings().hub_environment()
+    # No secret here: Ray's runtime-env agent logs a runtime env whole ("Creating runtime env: ..."). The Hub token
+    # reaches the replicas through the cluster's own environment (`_start_local_cluster`; docs/scale-out.md).
     if on_cpu:
         # Without CPU-only bundles the engine stage asks for GPUs and waits forever on a CPU cluster.
         config["placement_group_config"] = {"bundle_per_worker": {"CPU": ray_config.cpus_per_replica}}
-        env_vars |= replica_cpu_environment(engine, ray_config)
-    if env_vars:
-        config["runtime_env"] = {"env_vars": env_vars}
+        config["runtime_env"] = {"env_vars": replica_cpu_environment(engine, ray_config)}
     return config
 
 
@@ -192,7 +194,11 @@ def _start_local_cluster(ray_config: RayConfig) -> subprocess.Popen[bytes]:
     # interface, unless multi-node clusters are off (as on macOS/Windows): then everything binds to loopback.
     saved = ray_constants.ENABLE_RAY_CLUSTER
     ray_constants.ENABLE_RAY_CLUSTER = False
-    os.environ[CLUSTER_MARK] = mark  # inherited by the daemons started now, and by their workers and agents
+    # Inherited by the daemons started now, and by their workers and agents: the mark, and the Hub token a replica's
+    # download of a gated model needs (never in a runtime env, which Ray's agent writes to its log).
+    inherited = {CLUSTER_MARK: mark, **get_settings().hub_environment()}
+    before = {name: os.environ.get(name) for name in inherited}
+    os.environ.update(inherited)
     try:
         # Ray nices its workers (15) to keep its own daemons responsive; here the workers are the
         # engines, and niced they lose the machine's cores to any other busy process.
@@ -203,7 +209,11 @@ def _start_local_cluster(ray_config: RayConfig) -> subprocess.Popen[bytes]:
         raise
     finally:
         ray_constants.ENABLE_RAY_CLUSTER = saved
-        del os.environ[CLUSTER_MARK]
+        for name, value in before.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
     reaper.stdin.write(b"up\n")  # the reaper notes the daemons' agents now
     reaper.stdin.flush()
     logger.info("Started a local Ray cluster on %s: %s", LOCAL_HOST, ray.cluster_resources())

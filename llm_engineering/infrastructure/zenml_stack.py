@@ -168,3 +168,26 @@ def check_secrets(secret_names: Iterable[str]) -> None:
                 f"secret of that name: create it from your .env with `python tools/run.py --export-settings`, "
                 f"or remove it from the config to use .env and the environment only."
             ) from None
+
+
+def where_secrets_are_kept() -> str:
+    """Where the ZenML store this process uses keeps a secret's values, read from its configuration (no connection):
+    a local store's database file and whether its secrets are encrypted there, or a server's secrets store."""
+    from zenml.config.global_config import GlobalConfiguration
+    from zenml.enums import SecretsStoreType, StoreType
+
+    from llm_engineering.evaluation.urls import shown_url
+
+    store = GlobalConfiguration().store_configuration
+    if store.type == StoreType.REST:
+        return (f"on the ZenML server {shown_url(store.url)}, in its secrets store (the server's configuration decides "
+                f"where that is and how it is encrypted)")
+    secrets = getattr(store, "secrets_store", None)
+    if secrets is not None and secrets.type not in (SecretsStoreType.SQL, SecretsStoreType.NONE):
+        return f"in the {secrets.type.value} secrets store the ZenML store is configured with"
+    database = (f"the local SQLite database {store.url.removeprefix('sqlite:///')}" if store.url.startswith("sqlite:")
+                else f"the ZenML database {shown_url(store.url)}")
+    if getattr(secrets, "encryption_key", None) is not None:
+        return f"in {database}, encrypted with the secrets store's key"
+    return (f"in {database}, unencrypted: whoever can read that database reads them (ZenML encrypts them only with a "
+            f"secrets-store key, ZENML_SECRETS_STORE_ENCRYPTION_KEY, or on a ZenML server with its own secrets store)")

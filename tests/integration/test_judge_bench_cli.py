@@ -104,3 +104,23 @@ def test_the_real_judge_measures_agreement_on_human_pairs_and_a_rerun_asks_nothi
     assert {way: figures["coverage"]["total"] for way, figures in rerun["selective"].items()} == {
         "preference_averaged": 3, "preference": 6, "pointwise_expected": 3}
     assert "Verdicts kept above a confidence threshold" in again.stdout
+
+
+def test_a_judge_refusing_every_request_fails_the_bench_quoting_the_servers_status_and_message(run_cli, tmp_path):
+    """A server that answers every request with HTTP 400 and a message: judge-bench prints its table, then exits 4
+    with the cause counted and the server's own words (before, it exited 0 with a table of failures and no why)."""
+    refusal = "The model `stub-judge` does not exist or you do not have access to it."
+    pairs = _pairs(tmp_path / "pairs.jsonl", sure=2, unsure=0, seed=3)
+    with OpenAIStub() as judge:
+        judge.state.default = ("400", refusal)
+        result = run_cli("judge-bench", "--pairs", pairs, "--judge", judge.base_url, "--judge-model", "stub-judge")
+    assert result.exit_code == 4, result.output[-3000:]
+    # 2 pairs: pairwise and preference in both orders (8 calls), each output scored (4): 12 refusals.
+    assert f"Every judge call failed: no verdict on any of the 2 pairs: 12 HTTP 400 (e.g. 'request failed after 1 " \
+           f"attempt(s): HTTP 400: {refusal}')" in result.stderr
+    assert "Judge failures: 12 verdicts failed: 12 HTTP 400" in result.stdout  # the console, beside the table
+    path = Path(result.stdout.split("JSON report: ")[1].split("\n")[0])
+    assert json.loads(path.read_text())["failures"] == [
+        {"cause": "HTTP 400", "count": 12, "example": f"request failed after 1 attempt(s): HTTP 400: {refusal}"}]
+    page = path.with_suffix(".html").read_text()
+    assert "Judge failures by cause" in page and "<td>HTTP 400</td><td>12</td>" in page

@@ -45,7 +45,7 @@ def batch_judge(base_url, state_dir, **options):
         backend="openai-batch", model="stub-judge", base_url=base_url, rubric="handbook", timeout_s=10, max_attempts=2,
         **{**FAST_POLLS, **options}
     )
-    return OpenAIBatchJudge(config, "test-key", Path(state_dir))
+    return OpenAIBatchJudge(config, Path(state_dir))
 
 
 def score(base_url, workdir, rows, only_failed=False, **options):
@@ -205,7 +205,7 @@ def test_a_wait_cut_off_from_the_api_names_the_batch_and_a_rerun_resumes_it(stub
     with pytest.raises(BatchStillRunning) as raised:
         score(stub.base_url, tmp_path, answers(3))
     cutter.join()
-    assert str(raised.value).startswith("Judge batch batch_1 could not be polled (APIConnectionError")
+    assert str(raised.value).startswith("Judge batch batch_1 could not be polled (connection error: ")
     assert "rerun the same command to resume waiting for it" in str(raised.value)
 
     stub.state.down = False  # the API is back

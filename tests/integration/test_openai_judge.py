@@ -7,6 +7,7 @@ import tenacity
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.judging.failures import failure_cause
 from llm_engineering.evaluation.config import JudgeConfig
 from llm_engineering.evaluation.judging.scoring import score_answers
 from llm_engineering.evaluation.judging.cache import JudgeCache
@@ -35,7 +36,7 @@ def stub():
 def judge(stub, **options):
     config = JudgeConfig(backend="openai", model="stub-judge", base_url=stub.base_url, rubric="handbook",
                          **{"max_backoff_s": 5, "timeout_s": 10, **options})
-    return OpenAIJudge(config, api_key="test-key")
+    return OpenAIJudge(config)
 
 
 def test_429_with_retry_after_twice_then_success_stores_the_verdict(stub):
@@ -69,7 +70,7 @@ def test_dropped_connections_fail_rows_then_only_failed_fills_exactly_those(stub
     first = score_answers(answers(6), Judge((judge(stub, max_concurrency=1, max_attempts=2),), HANDBOOK, cache))
     failed = [i for i, error in enumerate(first[col.JUDGE_ERROR]) if error is not None]
     assert failed == [3, 4, 5]
-    assert all("Connection" in first[i][col.JUDGE_ERROR] for i in failed)
+    assert all(failure_cause(first[i][col.JUDGE_ERROR]) == "connection error" for i in failed)
 
     stub.state.default, stub.state.requests = "ok", []
     merged = score_answers(first, Judge((judge(stub),), HANDBOOK, cache), only_failed=True)

@@ -4,6 +4,10 @@ local Ray cluster (the shipped config's engine block, one replica here), the bun
 it; the second resumes, asking the replicas of its one cluster for the six one-turn rows' missing answers and the
 conversation's second turn, after the first's answer, at once.
 
+Both runs hold a canary Hub token: it reaches the replica's engine through the cluster's own environment, and no file
+the runs wrote holds it: outputs, the ZenML store and artifact store, the caches, and Ray's session folders (Ray's
+runtime-env agent logs a runtime env whole, so the token must never travel in one).
+
 The killed run is a CLI subprocess; the resuming one runs in this process (`run_cli`), its cluster started and
 stopped by this process. The ray backend frees the pooled engine before its replicas start, so the test is marked
 `own_engine` (it runs after the tests on the session's engine). The judge is the OpenAI-compatible stub: what is
@@ -12,7 +16,9 @@ under test is generation. Replica engine starts dominate (about half a minute ea
 
 import json
 import os
+import shutil
 import signal
+import tempfile
 import time
 from pathlib import Path
 
@@ -40,6 +46,7 @@ ONE_TURN = 6
 CONVERSATION = {"question_id": "colour", "turns": ["Name one colour and say only its name.",
                                                    "Repeat exactly the colour you named before."]}
 ROWS = ONE_TURN + len(CONVERSATION["turns"])  # test rows, one answer each
+CANARY = "hf_canaryRayToken0123456789"  # the Hub token of both runs: a local model, so no download needs it
 
 
 def _orphaned_engine_processes(timeout):
@@ -88,6 +95,20 @@ def _names(processes):
     return names
 
 
+def _holds_canary(process):
+    """Whether `process` has the canary token in its environment (HF_TOKEN, as a download reads it)."""
+    try:
+        return f"HF_TOKEN={CANARY}".encode() in Path(f"/proc/{process.pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+
+
+def _files_holding(text, places):
+    """The files under `places` whose bytes hold `text`."""
+    return [str(path) for place in places for path in Path(str(place)).rglob("*")
+            if path.is_file() and not path.is_symlink() and text.encode() in path.read_bytes()]
+
+
 def _ray_daemons():
     return {p.pid for p in psutil.process_iter(["cmdline"]) if any(
         part.endswith(("raylet", "gcs_server")) for part in (p.info["cmdline"] or [])[:1])}
@@ -100,6 +121,12 @@ def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(r
 
     from llm_engineering.infrastructure import ray_engine
 
+    from zenml.config.global_config import GlobalConfiguration
+
+    # The runs' Ray session folders (logs included) in a folder of this test's own, short enough for Ray's sockets.
+    ray_temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
+    monkeypatch.setenv("RAY_TMPDIR", str(ray_temp))
+    monkeypatch.setenv("HUGGINGFACE_ACCESS_TOKEN", CANARY)
     shipped = yaml.safe_load((repo_root / "configs" / "evaluating_ray.yaml").read_text())
     engine = {**shipped["parameters"]["engine"], "cpu_kvcache_space_gib": 1}
     # One replica on both cores: two of one core each start their engines side by side on this 2-core machine,
@@ -134,9 +161,12 @@ def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(r
                 time.sleep(0.1)
             cluster = psutil.Process(killed.pid).children(recursive=True)
             names = _names(cluster)  # before the kill: a process that has ended has no name to read
+            # The token reached the replica's engine (where a gated model's download would read it).
+            engines_with_token = [p for p in cluster if (_names([p]) or [""])[0].startswith("VLLM::") and _holds_canary(p)]
             os.kill(killed.pid, signal.SIGKILL)
             killed.wait()
         assert "raylet" in names and any(name.startswith("VLLM::") for name in names), names
+        assert engines_with_token, "the replica's engine runs without the Hub token"
         # On CPU the replica's engine core runs its worker itself (`vllm_setup.replica_cpu_environment`): no worker process.
         assert not any(name.startswith("VLLM::Worker") for name in names), names
         assert not _still_running(cluster, timeout=10), "alive 10 s after the run was killed"
@@ -171,3 +201,14 @@ def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(r
     # The local cluster's daemons ended with the run, and no replica's engine process outlived it.
     assert _ray_daemons() <= daemons
     assert not _orphaned_engine_processes(timeout=10)
+
+    # The canary token in no file the two runs wrote: Ray's session folders (its logs: the runtime-env agent's, the
+    # workers'...), outputs, the ZenML store and artifact store, the caches (checkpoints, verdicts, Hugging Face's).
+    ray_logs = list(ray_temp.glob("ray/session_*/logs/*"))
+    assert len(list(ray_temp.glob("ray/session_2*"))) == 2 and len(ray_logs) > 10, ray_logs  # both runs' sessions
+    settings = get_settings()
+    places = [ray_temp, settings.OUTPUT_DIR, settings.CHECKPOINT_DIR, settings.JUDGE_CACHE_DIR,
+              GlobalConfiguration().config_directory, Client().active_stack.artifact_store.path,
+              os.environ["HF_HOME"], os.environ["XDG_CACHE_HOME"], tmp_path]
+    assert CANARY not in result.output and not _files_holding(CANARY, places)
+    shutil.rmtree(ray_temp)  # kept where the test failed, for a look

@@ -179,3 +179,37 @@ def test_least_sure_first_puts_the_rows_of_the_judges_least_sure_verdicts_first(
     page.keyboard.press("1")  # f, the least sure: its label says how its row was chosen
     (scores,) = download_all(page, 1, tmp_path)
     assert [(r.id, r.chosen) for r in load_labels(scores).rows] == [("f", "least-sure")]
+
+
+# id -> (instruction, reference, answer, the judge's accuracy): texts an HTML parser would read as markup inside the
+# labelling data's <script> element ("<!--<script" keeps it open past "</script>", swallowing the page after it).
+MARKUP = {
+    "m1": ("Why does <!--<script break a page?", "Because </script> ends the element, and <!-- a comment.",
+           "<!--<script>document.title = 'swallowed'</script> & <b>more</b>", 1),
+    "m2": ("A plain question?", "A plain reference </script>", "A plain answer.", 3),
+}
+
+
+def test_labelling_data_holding_script_markup_stays_data_and_the_next_row_is_labelled(tmp_path):
+    ids = list(MARKUP)
+    evaluations = Dataset.from_dict({
+        col.ID: ids, col.INSTRUCTION: [MARKUP[i][0] for i in ids], col.REFERENCE: [MARKUP[i][1] for i in ids],
+        col.ANSWER: [MARKUP[i][2] for i in ids], col.MODEL_ID: ["base"] * 2,
+        col.score("accuracy"): [MARKUP[i][3] for i in ids], col.score("style"): [2, 2],
+        col.analysis("accuracy"): ["-", "-"], col.analysis("style"): ["-", "-"], col.JUDGE_ERROR: [None, None],
+        col.JUDGE_MODEL: ["judge"] * 2, col.COMPLETION_TOKENS: [8, 8], col.FINISH_REASON: ["stop", "stop"],
+    })
+    _, html_path = write_reports(build_summary(SummaryInputs([evaluations], run="markup-test")), "markup-test", tmp_path)
+    with report_page(html_path) as page:
+        # The labelling script ran (its counter is there), no script of the data did, and the rows read as written.
+        assert page.inner_text("#label-count") == "0 of 2 rows labelled (0 labels)"
+        assert page.title() == "Evaluation summary"
+        assert MARKUP["m1"][2] in page.locator("#rows tbody tr[data-id='m1']").inner_text()
+        for key in "1232":  # m1 (worst first, focused): accuracy 1, style 2; then the next row, m2: 3, 2
+            page.keyboard.press(key)
+        assert page.inner_text("#label-count") == "2 of 2 rows labelled (4 labels)"
+        page.screenshot(path=str(tmp_path / "labelled-markup.png"), full_page=True)
+        (scores,) = download_all(page, 1, tmp_path)
+    assert sorted((r.id, r.answer, r.criterion, r.score) for r in load_labels(scores).rows) == [
+        ("m1", MARKUP["m1"][2], "accuracy", 1), ("m1", MARKUP["m1"][2], "style", 2),
+        ("m2", MARKUP["m2"][2], "accuracy", 3), ("m2", MARKUP["m2"][2], "style", 2)]

@@ -50,6 +50,11 @@ def test_steps_read_exported_settings_and_no_secret_value_is_stored_anywhere(rep
     second = _export(repo_root, HUGGINGFACE_ACCESS_TOKEN=TOKEN, OPENAI_API_KEY=JUDGE_KEY)
     assert second.returncode == 0, second.stderr[-2000:]
     assert "HUGGINGFACE_ACCESS_TOKEN, OPENAI_API_KEY" in second.stdout  # names only
+    # Where the values now lie: on a local install, the store's SQLite file, unencrypted (no secrets-store key).
+    from zenml.config.global_config import GlobalConfiguration
+
+    database = GlobalConfiguration().store_configuration.url.removeprefix("sqlite:///")
+    assert f"ZenML keeps their values in the local SQLite database {database}, unencrypted" in second.stdout
     secret = Client().get_secret("settings", allow_partial_name_match=False)
     assert secret.secret_values == {"HUGGINGFACE_ACCESS_TOKEN": TOKEN, "OPENAI_API_KEY": JUDGE_KEY}
     for result in (first, second):

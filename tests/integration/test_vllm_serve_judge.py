@@ -47,7 +47,7 @@ def test_vllm_serve_judge_stores_valid_verdicts(vllm_server):
     })
     config = JudgeConfig(backend="openai", model="smollm2-135m", base_url=vllm_server,
                          max_tokens=256, max_analysis_chars=160, cache=False, rubric="handbook")
-    evaluations = score_answers(rows, Judge((OpenAIJudge(config, api_key=None),), HANDBOOK))
+    evaluations = score_answers(rows, Judge((OpenAIJudge(config),), HANDBOOK))
     assert evaluations[col.ID] == ["a", "b", "c"]
     for row in evaluations:
         # The server constrains output to the schema, so every verdict must parse and validate.
@@ -73,7 +73,7 @@ def test_a_jury_of_the_in_process_judge_and_the_served_judge_reports_each_and_th
     served = JudgeConfig(backend="openai", model="smollm2-135m", base_url=vllm_server, max_tokens=160,
                          max_analysis_chars=80, cache=False, rubric="helpfulness")
     local = JudgeConfig(model="smollm2-135m", max_tokens=160, max_analysis_chars=80, cache=False, rubric="helpfulness")
-    judges = [build_judge(local, EngineConfig(), get_settings(), ENGINE_POOL), OpenAIJudge(served, api_key=None)]
+    judges = [build_judge(local, EngineConfig(), get_settings(), ENGINE_POOL), OpenAIJudge(served)]
     evaluations = score_answers(rows, Judge(tuple(judges), rubric, aggregate="mean"))
     ids = [j.judge_id for j in judges]
     assert evaluations[0][col.JUDGE_MODEL] == "jury: " + " + ".join(ids)
@@ -124,7 +124,7 @@ def test_judge_server_lost_mid_run_loses_no_row_and_a_rerun_asks_only_the_rest(v
                              rubric="handbook")
         cutter = threading.Thread(target=_cut_after, args=(proxy, cache, 3))
         cutter.start()
-        first = score_answers(rows, Judge((OpenAIJudge(config, api_key=None),), HANDBOOK, cache))
+        first = score_answers(rows, Judge((OpenAIJudge(config),), HANDBOOK, cache))
         cutter.join()
         assert first[col.ID] == rows[col.ID]  # every row is there, judged or with its error
         judged = [error is None for error in first[col.JUDGE_ERROR]]
@@ -135,7 +135,7 @@ def test_judge_server_lost_mid_run_loses_no_row_and_a_rerun_asks_only_the_rest(v
         # (all at once: concurrency is not part of a verdict's cache key).
         proxy.restore()
         again = config.model_copy(update={"endpoint": config.endpoint.model_copy(update={"max_concurrency": 8})})
-        second = score_answers(rows, Judge((OpenAIJudge(again, api_key=None),), HANDBOOK, cache))
+        second = score_answers(rows, Judge((OpenAIJudge(again),), HANDBOOK, cache))
     assert second[col.ID] == rows[col.ID]
     assert second[col.JUDGE_ERROR] == [None] * len(rows)
     assert second[col.JUDGE_CACHED] == judged  # verdicts given before the crash were kept, not asked again

@@ -56,7 +56,7 @@ def judge_rows(n: int, base_url: str, concurrency: int, cache_dir: Optional[Path
     cache = JudgeCache(cache_dir) if cache_dir is not None else None
     started = time.perf_counter()
     try:
-        evaluations = score_answers(rows, Judge((OpenAIJudge(config, "sk-soak"),), config.resolved_rubric(), cache))
+        evaluations = score_answers(rows, Judge((OpenAIJudge(config),), config.resolved_rubric(), cache))
     finally:
         if cache is not None:
             cache.close()

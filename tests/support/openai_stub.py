@@ -1,11 +1,12 @@
 """A small OpenAI-compatible chat endpoint on 127.0.0.1 that can be told to fail.
 
 Each request pops the next action from `script` (default: answer). Actions:
-"ok", ("429", retry_after_seconds), "500", "drop" (close the connection without a reply),
-and "reject_schema" (HTTP 400 for json_schema response formats, as endpoints without
-structured outputs answer). A pointwise verdict is `VERDICT`, or the verdict of the first
-`(text, verdict)` of `verdict_when` whose text the prompt holds; `answer`, where set, may choose any reply from the
-prompt (None: the reply above). Each request is held `delay` seconds before its action;
+"ok", ("429", retry_after_seconds), "500", ("400", message) (HTTP 400 with that message, as a server refuses a
+request), "drop" (close the connection without a reply), and "reject_schema" (HTTP 400 for json_schema response
+formats, as endpoints without structured outputs answer). `GET /v1/models` lists `models`. Every request's method,
+path and Authorization header are kept in `seen`, the model list's too. A pointwise verdict is `VERDICT`, or the
+verdict of the first `(text, verdict)` of `verdict_when` whose text the prompt holds; `answer`, where set, may choose
+any reply from the prompt (None: the reply above). Each request is held `delay` seconds before its action;
 `max_in_flight` records the most requests held at once.
 """
 
@@ -39,6 +40,8 @@ class StubState:
         self.verdict_when: list[tuple[str, dict[str, Any]]] = []
         self.answer: Optional[Callable[[str], Optional[dict[str, Any]]]] = None
         self.requests: list[dict[str, Any]] = []
+        self.models = ["stub-judge"]
+        self.seen: list[tuple[str, str, Optional[str]]] = []  # (method, path, Authorization header) of every request
         self.delay = 0.0
         self.in_flight = 0
         self.max_in_flight = 0
@@ -50,7 +53,20 @@ class StubState:
 
 def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
     class Handler(JSONHandler):
+        def _saw(self) -> None:
+            with state.lock:
+                state.seen.append((self.command, self.path, self.headers.get("Authorization")))
+
+        def do_GET(self) -> None:  # noqa: N802
+            self._saw()
+            if self.path.rstrip("/").endswith("/models"):
+                self.send_json(200, {"object": "list", "data": [
+                    {"id": name, "object": "model", "created": 0, "owned_by": "stub"} for name in state.models]})
+            else:
+                self.send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
         def do_POST(self) -> None:  # noqa: N802
+            self._saw()
             body = self.read_json()
             action = state.next_action()
             with state.lock:
@@ -67,6 +83,9 @@ def _handler(state: StubState) -> type[BaseHTTPRequestHandler]:
             if isinstance(action, tuple) and action[0] == "429":
                 self.send_json(429, {"error": {"message": "rate limited", "type": "rate_limit"}},
                            {"Retry-After": str(action[1])})
+                return
+            if isinstance(action, tuple) and action[0] == "400":
+                self.send_json(400, {"error": {"message": action[1], "type": "invalid_request_error", "code": 400}})
                 return
             if action == "500":
                 self.send_json(500, {"error": {"message": "server exploded", "type": "server_error"}})

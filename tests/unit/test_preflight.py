@@ -61,6 +61,21 @@ def test_reachable_judges_pass(settings, judge, values):
     check_judge_settings(JudgeConfig(**judge), settings(**values))
 
 
+def test_openai_named_by_its_url_without_a_key_stops_naming_that_url(settings):
+    judge = JudgeConfig(backend="openai", model="gpt-4o-mini", base_url="https://u:p@api.openai.com/v1")
+    with pytest.raises(ConfigError, match=r"^judge.backend is 'openai' with endpoint.base_url https://api.openai.com/v1, "
+                                          r"OpenAI's API, but OPENAI_API_KEY is not set"):
+        check_judge_settings(judge, settings())
+
+
+def test_a_key_variable_the_judge_names_must_be_set_where_the_steps_run(settings):
+    judge = JudgeConfig(backend="openai", model="m", base_url="http://127.0.0.1:8000/v1", api_key_env="MY_SERVER_KEY")
+    with pytest.raises(ConfigError, match="api_key_env is MY_SERVER_KEY, but MY_SERVER_KEY is not set in the environment"):
+        check_judge_settings(judge, settings(), {})
+    check_judge_settings(judge, settings(), {"MY_SERVER_KEY": "k"})
+    check_judge_settings(judge, settings(), None)  # a remote step's environment (its secrets) is not known here
+
+
 def test_judge_is_not_checked_when_the_run_does_not_judge(settings):
     config = EvaluationConfig(judge={"backend": "openai", "model": "gpt-4o-mini"})
     check_settings(config, settings(), judge=False)

@@ -169,6 +169,17 @@ def test_a_judge_named_in_process_replaces_a_served_one_and_a_bare_name_keeps_th
         apply_overrides(EvaluationConfig(), Overrides(judge_model="smollm2-135m", judge_served_model="m"))
 
 
+def test_a_key_variable_the_config_names_follows_only_to_its_own_endpoint():
+    """`endpoint.api_key_env` was named for the config's endpoint: --judge keeps it there, and drops it for another
+    URL or OpenAI's API (where the key it names would otherwise go)."""
+    config = EvaluationConfig(judge={"backend": "openai", "model": "m", "endpoint": {
+        "base_url": "http://127.0.0.1:8000/v1", "api_key_env": "MY_SERVER_KEY"}})
+    same = apply_overrides(config, Overrides(judge_model="http://127.0.0.1:8000/v1/", judge_served_model="m")).judge
+    other = apply_overrides(config, Overrides(judge_model="http://127.0.0.1:9000/v1", judge_served_model="m")).judge
+    openai = apply_overrides(config, Overrides(judge_model="openai:gpt-4o-mini")).judge
+    assert [j.endpoint.api_key_env for j in (same, other, openai)] == ["MY_SERVER_KEY", None, None]
+
+
 def test_a_served_judge_without_its_model_name_that_cannot_be_reached_says_so_before_any_work():
     with pytest.raises(ConfigError, match=r"--judge http://127.0.0.1:9/v1: cannot list the served models .*--judge-model"):
         apply_overrides(EvaluationConfig(), Overrides(judge_model="http://127.0.0.1:9/v1"))

@@ -85,6 +85,15 @@ def test_gpu_replicas_ask_for_gpus_of_a_type_and_keep_the_model_dtype():
     assert config["engine_kwargs"]["dtype"] == "auto" and "gpu_memory_utilization" in config["engine_kwargs"]
 
 
+@pytest.mark.parametrize("ray", [RayConfig(replicas=1, cpus_per_replica=1), RayConfig(replicas=1)], ids=["cpu", "gpu"])
+def test_the_hub_token_is_in_no_part_of_what_ray_is_handed(monkeypatch, ray):
+    """Ray's runtime-env agent logs a runtime env whole: the token reaches replicas through the cluster's environment."""
+    monkeypatch.setenv("HUGGINGFACE_ACCESS_TOKEN", "hf_canary_in_ray_config")
+    monkeypatch.setattr("llm_engineering.infrastructure.vllm_setup.native_bf16_flags", lambda: [])
+    engine = EngineConfig(backend="ray", ray=ray)
+    assert "hf_canary_in_ray_config" not in repr(processor_config("org/gated-model", engine, engine.ray))
+
+
 @pytest.mark.parametrize(
     "tokens, prompt_tokens, expected",
     [

@@ -7,6 +7,7 @@
 - `comparison`, `comparison_text`: two runs side by side.
 - `gates`: the exit-code checks for CI (`--fail-on-regression`, thresholds).
 - `judge_bench`: judge-bench's table and HTML.
+- `failures`: the judge's failures by cause (console, HTML, judge-bench), and the exit of a run without any verdict.
 
 Nothing else in evaluation/ imports this room.
 """

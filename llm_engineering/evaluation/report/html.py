@@ -7,6 +7,7 @@ import html
 from typing import Optional
 
 from llm_engineering.evaluation.report.checklist import checklist_lines
+from llm_engineering.evaluation.report.failures import FAILURES_HEADER, FAILURES_TITLE, failure_rows
 from llm_engineering.evaluation.report.plots import distribution_png, trust_png
 from llm_engineering.evaluation.report.rows import row_browser_html
 from llm_engineering.evaluation.report.comparison import RunComparison
@@ -180,6 +181,8 @@ def render_html(summary: EvaluationSummary, comparison: Optional[RunComparison] 
         "<a href='#row-browser'>every answer, row by row</a></p>"
         + html_table(table_header(summary), table_rows(summary))
         + comparisons
+        + (f"<h3>{FAILURES_TITLE}</h3>" + html_table(FAILURES_HEADER, failures) if (failures := failure_rows(summary.models))
+           else "")
         + (_headline_html(summary) if summary.headline else "")
         + f"<p>{_text(SCORES_METHOD)}</p>"
         + _turns_html(summary)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 
+from llm_engineering.evaluation.report.failures import BENCH_FAILURES_HEADER, FAILURES_TITLE, bench_failure_rows
 from llm_engineering.evaluation.report.html import html_table
 from llm_engineering.evaluation.trust.judge_bench import WAY_NAMES, JudgeBenchReport
 from llm_engineering.evaluation.stored.figures import Rate
@@ -73,6 +74,8 @@ def render_bench_html(report: JudgeBenchReport) -> str:
         f"<h2>{html.escape(bench_title(report))}</h2>"
         + html_table(BENCH_HEADER, bench_rows(report))
         + f"<p>{html.escape(BENCH_METHOD)}</p><p>{html.escape(bench_cost_line(report))}</p>"
+        + (f"<h3>{FAILURES_TITLE}</h3>" + html_table(BENCH_FAILURES_HEADER, failures)
+           if (failures := bench_failure_rows(report)) else "")
         + (f"<h3>{html.escape(selective_title(report))}</h3>" + html_table(SELECTIVE_HEADER, selective_rows(report))
            if report.selective else "")
         + "<h3>Every pair (the output chosen: per order of showing, or once)</h3>"

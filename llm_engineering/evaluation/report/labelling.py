@@ -31,8 +31,18 @@ def _data(summary: EvaluationSummary, items: list[ItemView]) -> str:
         # Of several answers per prompt, the first is the one labelled.
         "answers": {item.id: {a.model_id: a.answer for a in item.answers if a.sample == 0} for item in items},
     }
-    # Inside <script>: "</" would end the element early; "<\/" is the same JSON string.
-    return json.dumps(data, ensure_ascii=False).replace("</", "<\\/")
+    return script_json(data)
+
+
+# Inside <script> the HTML parser ends the element at "</script", and "<!--" then "<script" open a state in which
+# it ends later, past the data, swallowing what follows. Outside strings JSON has none of < > &: as unicode escapes
+# inside them they are the same JSON strings, and the parser never sees a tag.
+_SCRIPT_SAFE = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
+
+
+def script_json(data: object) -> str:
+    """`data` as JSON that can stand inside a <script> element, whatever its strings hold."""
+    return json.dumps(data, ensure_ascii=False).translate(_SCRIPT_SAFE)
 
 
 def _legend(summary: EvaluationSummary) -> str:

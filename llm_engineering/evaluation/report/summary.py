@@ -17,6 +17,7 @@ from datasets import Dataset
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judging.agreement import jury_agreement, length_correlation
 from llm_engineering.evaluation.report.checklist import checklist_figures, scored_on, unscored
+from llm_engineering.evaluation.judging.failures import INCOMPLETE_VERDICT, failure_causes
 from llm_engineering.evaluation.stored.generation import GenerationStats
 from llm_engineering.evaluation.report.items import item_views
 from llm_engineering.evaluation.stored.labels import LabelAgreement
@@ -153,7 +154,8 @@ def model_scores(
     rows = evaluations.to_list()
     names = rubric.names if rubric else criteria_of(evaluations)
     samples = max((sample_of(r) + 1 for r in rows), default=1)
-    scored = [r for r in rows if r[col.JUDGE_ERROR] is None and all(r.get(col.score(n)) is not None for n in names)]
+    valid = [r[col.JUDGE_ERROR] is None and all(r.get(col.score(n)) is not None for n in names) for r in rows]
+    scored = [r for r, ok in zip(rows, valid) if ok]
     model_ids = sorted({r[col.MODEL_ID] for r in rows})
     if len(model_ids) != 1:
         raise ValueError(f"evaluations must hold exactly one model, found {model_ids}")
@@ -164,6 +166,7 @@ def model_scores(
         scored=len(scored),
         failed=len(rows) - len(scored),
         failure_rate=round((len(rows) - len(scored)) / len(rows), 4) if rows else 0.0,
+        failures=failure_causes(r[col.JUDGE_ERROR] or INCOMPLETE_VERDICT for r, ok in zip(rows, valid) if not ok),
         samples=samples,
         # Each criterion over the rows with its score: a checklist rubric's row keeps its checklist score where its
         # other criteria failed (counted: `unscored`).

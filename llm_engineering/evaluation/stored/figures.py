@@ -1,4 +1,5 @@
-"""Figures the stored types share: a rate with its interval, a score's correlation with length, a jury's agreement."""
+"""Figures the stored types share: a rate with its interval, a score's correlation with length, a jury's agreement,
+the judge's failures by cause."""
 
 from __future__ import annotations
 
@@ -40,3 +41,11 @@ class JuryAgreement(BaseModel):
     ci: Optional[list[float]] = None
     rows: int = Field(description="rows scored by at least two judges")
 
+
+class FailureCause(BaseModel):
+    """Verdicts that failed for one cause (`judging.failures`: `HTTP 400`, `timeout`, `invalid JSON`...), with the
+    first one's error as the example (an HTTP error's holds the server's message)."""
+
+    cause: str
+    count: int
+    example: str

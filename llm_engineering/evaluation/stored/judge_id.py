@@ -1,10 +1,13 @@
 """A judge's identity, written on every verdict and artifact: `backend:model[@url]` (`vllm:smollm2-135m`,
-`openai:gpt-4o-mini@http://host/v1`), a jury's `jury: id + id`. Built and read here only."""
+`openai:gpt-4o-mini@http://host/v1`), a jury's `jury: id + id`. Built and read here only. The URL is written without
+credentials or query string (`urls.shown_url`); an id stored whole by an earlier run still reads back."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Optional
+
+from llm_engineering.evaluation.urls import shown_url
 
 JURY = "jury: "
 _SEPARATOR = " + "
@@ -17,7 +20,7 @@ class JudgeId:
     url: Optional[str] = None
 
     def __str__(self) -> str:
-        return f"{self.backend}:{self.model}" + (f"@{self.url}" if self.url else "")
+        return f"{self.backend}:{self.model}" + (f"@{shown_url(self.url)}" if self.url else "")
 
     @classmethod
     def parse(cls, text: str) -> JudgeId:

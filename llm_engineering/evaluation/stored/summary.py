@@ -7,7 +7,7 @@ from typing import Any, Optional
 from pydantic import BaseModel, Field, model_validator
 
 from llm_engineering.evaluation.stored.checklist import ChecklistFigures
-from llm_engineering.evaluation.stored.figures import JuryAgreement, LengthCorrelation
+from llm_engineering.evaluation.stored.figures import FailureCause, JuryAgreement, LengthCorrelation
 from llm_engineering.evaluation.stored.labels import LabelAgreement
 from llm_engineering.evaluation.stored.pairwise import PairwiseComparison
 from llm_engineering.evaluation.stored.ppi import PPIEstimate
@@ -141,6 +141,8 @@ class ModelScores(BaseModel):
     scored: int
     failed: int
     failure_rate: float
+    failures: list[FailureCause] = Field(default_factory=list, description="the failed rows by cause (HTTP status, "
+                                         "timeout, invalid JSON...), one example each (empty: stored before this)")
     criteria: list[CriterionScores]
     mean_completion_tokens: float
     truncated: int = Field(description="answers cut by max_tokens (finish reason 'length')")

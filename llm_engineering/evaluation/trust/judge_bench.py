@@ -34,12 +34,14 @@ from llm_engineering.evaluation.preference import compare, longer, swapped
 from llm_engineering.evaluation.rates import rate
 from llm_engineering.evaluation.stored.pairwise import Preference
 from llm_engineering.evaluation.trust.selective import SelectiveFigures
-from llm_engineering.evaluation.stored.figures import Rate
+from llm_engineering.evaluation.stored.figures import FailureCause, Rate
+from llm_engineering.evaluation.judging.failures import failure_causes
 from llm_engineering.evaluation.judging.checklist_writing import write_checklists
 from llm_engineering.evaluation.judging.scoring import calls_per_answer, score_answers
 
 WAYS = ("pairwise", "preference", "preference_averaged", "pointwise_expected", "pointwise_integer", "pointwise_rating")
 BASELINES = ("longer", "first_shown")
+JUDGED = ("pairwise", "preference", "pointwise_integer")  # a decision each judge call of the bench ends in
 
 # What each way is, for tables and pages.
 WAY_NAMES = {
@@ -93,11 +95,19 @@ class JudgeBenchReport(BaseModel):
     written_preferences: int = Field(0, description="preference readings taken from the number the judge wrote, its "
                                      "backend giving no token logprobs (each a certainty)")
     details: list[PairDecisions] = Field(default_factory=list)
+    failures: list[FailureCause] = Field(default_factory=list, description="failed verdicts of every way, by cause "
+                                         "(HTTP status, timeout, invalid JSON...), one example each")
     calibration_file: Optional[str] = Field(None, description="--calibration: the pairs the thresholds were found on")
     target_agreement: Optional[float] = None
     risk: Optional[float] = Field(None, description="the chance the threshold's agreement is under the target")
     selective: dict[str, SelectiveFigures] = Field(default_factory=dict, description="per way with a confidence: the "
                                                    "verdicts kept at the threshold found on the calibration pairs")
+
+    def every_verdict_failed(self) -> bool:
+        """Whether the judge gave nothing at all: no decision of any way that asks it, no score."""
+        return bool(self.details) and all(choice is None for d in self.details for way in JUDGED
+                                          for choice in d.decisions[way]) and all(
+            score is None for d in self.details for score in d.scores or [])
 
     def json_report(self) -> dict:
         """The JSON report: `agreement.<way>.rate` and `.total` for each way and baseline, then the other figures."""
@@ -107,6 +117,7 @@ class JudgeBenchReport(BaseModel):
                 "half": self.half, "tie_labels": self.tie_labels, **figures, "seconds": self.seconds,
                 "judge_calls": self.judge_calls,
                 "cached": self.cached, "written_preferences": self.written_preferences,
+                "failures": [c.model_dump() for c in self.failures],
                 **({"calibration_file": self.calibration_file, "target_agreement": self.target_agreement,
                     "risk": self.risk, "selective": {way: f.model_dump() for way, f in self.selective.items()}}
                    if self.selective else {}),
@@ -208,11 +219,14 @@ def bench_judge(pairs: list[HumanPair], judge: Judge, pairs_file: str) -> JudgeB
                for r in (one, two) if r[col.JUDGE_ERROR] or r[col.EXPECTED_PROBLEM]],
         ))
     ordered = {"pairwise", "preference", "first_shown"}
+    # The requests' own errors: a missing expected score is a problem of a valid verdict, not a failure.
+    errors = [problem.split(": ", 1)[1] for problems in pairwise_problems + preference_problems for problem in problems]
+    errors += [r[col.JUDGE_ERROR] for r in rows if r[col.JUDGE_ERROR]]
     return JudgeBenchReport(
         pairs_file=pairs_file, judge=rows[0][col.JUDGE_MODEL] if rows else judge.backend.judge_id, rubric=judge.rubric.name,
         pairs=len(pairs), tie_labels=sum(p.label == "tie" for p in pairs),
         ways={way: way_figures(details, way, way in ordered) for way in (*WAYS, *BASELINES)},
         judge_calls=4 * len(pairs) + len(rows) * len(judge.backends) * calls_per_answer(judge.rubric),
         cached=pairwise_cached + preference_cached + pointwise_cached, written_preferences=written,
-        details=details,
+        details=details, failures=failure_causes(errors),
     )
