@@ -27,9 +27,11 @@ class Overrides:
     judge_model: Optional[str] = None  # --judge: an alias, folder, Hub id, openai:MODEL or a served judge's URL
     judge_served_model: Optional[str] = None  # --judge-model: the model name a served judge's URL serves
     samples: Optional[int] = None
+    metrics: Optional[Sequence[str]] = None  # --metric NAME (repeatable): the metrics measured, instead of the config's
+    group_by: Optional[str] = None  # --group-by COLUMN: the category column (--column category=COLUMN)
 
 
-COLUMN_ROLES = ("instruction", "reference", "id")
+COLUMN_ROLES = ("instruction", "reference", "id", "checks", "category")
 
 
 def parse_column(value: str) -> tuple[str, str]:
@@ -107,4 +109,8 @@ def apply_overrides(config: EvaluationConfig, overrides: Overrides) -> Evaluatio
                 judge["escalate_to"]["refresh"] = True
     if overrides.samples:
         data["sampling"]["n"] = overrides.samples
+    if overrides.metrics:
+        data["metrics"] = list(overrides.metrics)
+    if overrides.group_by:
+        data["dataset"]["columns"]["category"] = overrides.group_by
     return parse_evaluation(data)

@@ -145,7 +145,10 @@ def selection_options() -> Callable:
         click.option("--split", help="The dataset's split to evaluate (default: the config's, test)."),
         click.option("--column", "columns", multiple=True, metavar="ROLE=NAME", callback=_check_column,
                      help="Your column names (repeatable): instruction=NAME, reference=NAME (optional: rows without "
-                          "a reference are judged on instruction and answer), id=NAME."),
+                          "a reference are judged on instruction and answer), id=NAME, checks=NAME (a row's checks), "
+                          "category=NAME (scores per category)."),
+        click.option("--group-by", "group_by", metavar="COLUMN",
+                     help="Split every score per category: the rows' COLUMN (as --column category=COLUMN)."),
         click.option("--limit", type=click.IntRange(min=1), help="Evaluate only the first N rows."),
         click.option("--dummy", is_flag=True, help="Evaluate only 10 rows (a quick smoke run)."),
         click.option("--samples", type=click.IntRange(min=1), metavar="K",
@@ -154,3 +157,12 @@ def selection_options() -> Callable:
     ]
 
     return _together(options)
+
+
+def metric_option() -> Callable:
+    """--metric: the judge-free metrics measured, instead of the config's `metrics:`."""
+    from llm_engineering.evaluation.metrics.names import METRICS
+
+    return click.option("--metric", "metrics", multiple=True, type=click.Choice(METRICS),
+                        help="A metric to measure per answer without a judge, instead of the config's list "
+                             "(repeatable): " + ", ".join(METRICS) + ". Rows without a reference get none.")

@@ -9,13 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Optional, Union
 
-from pydantic import (
-    Field,
-    NonNegativeInt,
-    PositiveInt,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, NonNegativeInt, PositiveInt, field_validator, model_validator
 
 from llm_engineering.evaluation.config_base import Strict
 from llm_engineering.evaluation.trust.tiers import TIERS, Tier
@@ -26,11 +20,14 @@ from llm_engineering.evaluation.judging.rubric import DEFAULT_RUBRIC, Rubric, lo
 
 class ColumnsConfig(Strict):
     """The dataset's columns holding the instruction, the reference answer (optional per row) and the id; unset: found
-    by their usual names (`columns.INSTRUCTION_ALIASES`, `REFERENCE_ALIASES`, `id`). `turns`, `messages` as they are."""
+    by their usual names (`columns.INSTRUCTION_ALIASES`, `REFERENCE_ALIASES`, `id`). `turns`, `messages` as they are.
+    A row's checks and its category (both optional; unset: the columns `checks` and `category` where present)."""
 
     instruction: Optional[str] = None
     reference: Optional[str] = None
     id: Optional[str] = None
+    checks: Optional[str] = None
+    category: Optional[str] = None
 
 
 class DatasetConfig(Strict):

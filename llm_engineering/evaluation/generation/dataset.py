@@ -15,6 +15,7 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import ColumnsConfig, DatasetConfig, PromptConfig
 from llm_engineering.evaluation.generation.conversation_rows import as_split, conversation_rows, is_conversation_split
 from llm_engineering.evaluation.generation.prompts import alpaca_prompt
+from llm_engineering.evaluation.metrics.check_rows import rows_checks
 
 logger = logging.getLogger(__name__)
 
@@ -170,7 +171,22 @@ def validate_split(dataset: Dataset, columns: Optional[ColumnsConfig] = None) ->
                     with_reference, len(references), repr(reference) if reference else "no reference column")
     split = Dataset.from_dict({col.ID: ids, col.INSTRUCTION: instructions, col.REFERENCE: references},
                               features=SPLIT_FEATURES)
-    return _with_own_checklists(split, dataset)
+    return _with_checks_and_category(_with_own_checklists(split, dataset), dataset, columns)
+
+
+def _with_checks_and_category(split: Dataset, source: Dataset, columns: ColumnsConfig) -> Dataset:
+    """The source's checks (validated here, before any generation: a bad one names its row) and category columns,
+    where it has them (`columns.checks`, `columns.category`, else the columns of those names)."""
+    checks = _column(source, columns.checks, (col.CHECKS,), "checks", required=False)
+    category = _column(source, columns.category, (col.CATEGORY,), "category", required=False)
+    if checks is not None:
+        texts, problems = rows_checks(source[checks], split[col.ID], checks)
+        _refuse(problems)
+        split = split.add_column(col.CHECKS, texts, feature=Value("string"))
+    if category is not None:
+        names = [None if value is None or str(value).strip() == "" else str(value).strip() for value in source[category]]
+        split = split.add_column(col.CATEGORY, names, feature=Value("string"))
+    return split
 
 
 def _with_own_checklists(split: Dataset, source: Dataset) -> Dataset:

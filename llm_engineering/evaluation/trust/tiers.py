@@ -26,7 +26,7 @@ from typing import Literal, Optional, Sequence
 import numpy as np
 
 from llm_engineering.evaluation.rates import derangement
-from llm_engineering.evaluation.trust.rules import FACT, NUMBER, content_words, facts
+from llm_engineering.evaluation.metrics.words import FACT, NUMBER, content_words, facts
 
 Tier = Literal["mismatch", "same_topic", "truncated", "corrupted"]
 TIERS: tuple[Tier, ...] = ("mismatch", "same_topic", "truncated", "corrupted")
