@@ -206,7 +206,8 @@ def build_summary(inputs: SummaryInputs) -> EvaluationSummary:
     ranking = sorted(scores, key=lambda s: (
         [-(c.mean or 0.0) for c in s.criteria], [-(c.expected_mean or 0.0) for c in s.criteria], s.model_id))
     judge_check = checks.judge if checks else None
-    items, items_total = item_views(evaluations, rubric.names)
+    metrics = list(dict.fromkeys(name for dataset in evaluations for name in measured_metrics(dataset.column_names)))
+    items, items_total = item_views(evaluations, rubric.names, metrics=metrics)
     return EvaluationSummary(
         judge_model=", ".join(judge_ids),
         judges=judges,
@@ -218,7 +219,7 @@ def build_summary(inputs: SummaryInputs) -> EvaluationSummary:
         scales=rubric.scales,
         models=scores,
         comparisons=comparisons,
-        metrics=list(dict.fromkeys(name for dataset in evaluations for name in measured_metrics(dataset.column_names))),
+        metrics=metrics,
         metric_comparisons=metric_comparisons,
         categories=list(dict.fromkeys(c.category for s in scores for c in s.categories)),
         ranking=[s.model_id for s in ranking],
