@@ -51,7 +51,7 @@ def test_a_run_whose_answers_all_came_from_the_checkpoint_shows_no_throughput_ra
                              tokens_per_second=0.0, prompts_per_second=0.0, resumed=2, generated=0)]
     summary = build_summary(SummaryInputs([resumed], stats=stats))
     assert summary.models[0].tokens_per_second is None
-    assert operations_rows(summary)[0][OPERATIONS_HEADER.index("output tok/s")] == "n/a"
+    assert operations_rows(summary)[0][OPERATIONS_HEADER.index("output\ntok/s")] == "n/a"
 
 
 def test_summary_ranks_models_and_attaches_throughput():
@@ -65,7 +65,7 @@ def test_summary_ranks_models_and_attaches_throughput():
     assert by_id["strong"].tokens_per_second == 10.0 and by_id["weak"].tokens_per_second is None
     assert by_id["strong"].truncated == 2
     assert [row[0] for row in table_rows(summary)] == ["strong", "weak"]
-    cut = {row[0]: row[OPERATIONS_HEADER.index("cut by max_tokens")] for row in operations_rows(summary)}
+    cut = {row[0]: row[OPERATIONS_HEADER.index("cut by\nmax_tokens")] for row in operations_rows(summary)}
     assert cut == {"strong": "2/2", "weak": "0/2"}  # the share of answers max_tokens cut, in the table
     page = render_html(summary)
     assert "strong" in page and "weak" in page and "<table>" in page

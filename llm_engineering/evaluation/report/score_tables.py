@@ -24,8 +24,9 @@ def _has_checks(summary: EvaluationSummary) -> bool:
 
 def table_header(summary: EvaluationSummary) -> list[str]:
     """The model, each criterion, the main metrics, the checks where the run has any."""
-    return (["model"] + list(summary.criteria) + main_metrics(summary)
-            + (["checks passed"] if _has_checks(summary) else []))
+    return (["model"] + [f"{name} (95% CI)" for name in summary.criteria]
+            + [f"{name}\n(95% CI)" for name in main_metrics(summary)]
+            + (["checks passed\n(95% CI)"] if _has_checks(summary) else []))
 
 
 def _metric_cell(s: ModelScores, name: str) -> str:
@@ -75,8 +76,8 @@ def table_rows(summary: EvaluationSummary) -> list[list[str]]:
 
 
 OPERATIONS_TITLE = "What each model's evaluation took"
-OPERATIONS_HEADER = ["model", "scored", "failed", "cut by max_tokens", "output tok/s", "judge calls (answers)",
-                     "judge s/answer", "judge cost $"]
+OPERATIONS_HEADER = ["model", "scored", "failed", "cut by\nmax_tokens", "output\ntok/s", "judge calls\n(answers)",
+                     "judge\ns/answer", "judge\ncost $"]
 
 
 def operations_rows(summary: EvaluationSummary) -> list[list[str]]:
@@ -87,7 +88,7 @@ def operations_rows(summary: EvaluationSummary) -> list[list[str]]:
         [s.model_id, f"{s.scored}/{s.rows}", str(s.failed), f"{s.truncated}/{s.rows}" if s.rows else "0",
          fmt(s.tokens_per_second, 1),
          f"{s.judge_usage.calls}" + (f" ({s.judge_usage.answers})" if s.judge_usage.answers is not None else "")
-         + f" (+{s.judge_usage.cached} cached)",
+         + f"\n+{s.judge_usage.cached} cached",
          fmt(s.judge_usage.seconds_per_verdict, 2), fmt(s.judge_usage.estimated_cost_usd, 4)]
         for s in (by_id[model_id] for model_id in summary.ranking)
     ]
