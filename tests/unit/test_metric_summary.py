@@ -117,8 +117,8 @@ def test_the_console_table_leads_with_the_models_and_fits_120_columns_without_br
     console.print(table("Evaluation summary", header, rows))
     lines = console.export_text().splitlines()
     assert max(map(len, lines)) <= 120
-    for cell in (line for row in [header, *rows] for cell in row for line in cell.splitlines()):
-        assert any(cell in line for line in lines), cell  # every figure on one line: nothing wrapped
+    for figure in (part for row in [header, *rows] for cell in row for part in cell.splitlines()):
+        assert any(figure in line for line in lines), figure  # every figure on one line: nothing wrapped
 
 
 def test_the_tables_and_the_row_browser_show_metrics_checks_and_a_failed_checks_reason():

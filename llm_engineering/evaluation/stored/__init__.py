@@ -10,6 +10,7 @@ existed (under the modules of their logic) still load: `llm_engineering/stored_t
 - `trust`: `TrustChecks` (`trust_checks`): the judge check with its tiers, the similarity check
 - `labels`: `LabelAgreement` (`label_agreement`): agreement with a person's labels
 - `summary`: `EvaluationSummary` (`evaluation_summary`): scores per model, comparisons, checks, the rows to read
+- `metrics`: the judge-free figures inside a summary (each metric's mean, the checks' pass rates, a check's verdict)
 - `publishing`: `PublishReceipt` (`publish_receipt`)
 
 Imports nothing of the project but this package: every room (generation, judging, trust, report) and the
