@@ -144,7 +144,7 @@ def test_the_table_reads_each_model_against_the_judge_checks_right_and_wrong_ans
     summary = build_summary(SummaryInputs([evaluations("a", [2, 3], [0.5, 0.7])],
                                           checks=TrustChecks(judge=judge_check_from_pairs("judge", pairs, threshold=0.7))))
     right, wrong = table_rows(summary)[1:]
-    assert (right[0], wrong[0]) == ("right answers (judge check)", "answers to other questions (judge check)")
+    assert (right[0], wrong[0]) == ("right answers\n(judge check)", "answers to\nother questions\n(judge check)")
     assert right[1].startswith("3.00") and right[1].endswith("\nexp 2.90")  # the accuracy column
     assert wrong[1].startswith("1.33") and wrong[1].endswith("\nexp 2.00")
     assert right[2] == wrong[2] == ""  # style: the check scores the first criterion only

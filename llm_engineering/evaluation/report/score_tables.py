@@ -41,7 +41,8 @@ def _checks_cell(s: ModelScores) -> str:
     return f"{rate_with_ci(passed.rate, passed.ci)}\n{passed.count}/{passed.total} answers"
 
 
-ANCHORS = ("right answers (judge check)", "answers to other questions (judge check)")
+# On lines of their own: the model column stays as narrow as the models' names.
+ANCHORS = ("right answers\n(judge check)", "answers to\nother questions\n(judge check)")
 
 
 def anchor_rows(summary: EvaluationSummary) -> list[list[str]]:
