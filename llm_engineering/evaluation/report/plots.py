@@ -164,10 +164,17 @@ def categories_png(summary: EvaluationSummary) -> Optional[bytes]:
                 if value is None:
                     continue
                 low, high = ci or [value, value]
-                axis.bar(i + k * width, value, width=width, color=f"C{k}", label=_label(model.model_id) if i == 0 else None,
+                axis.bar(i + k * width, value, width=width, color=f"C{k}", label=_label(model.model_id),
                          yerr=[[value - low], [high - value]], capsize=3)
         axis.set_xticks([i + width * (len(summary.models) - 1) / 2 for i in range(len(summary.categories))],
                         summary.categories, fontsize=7, rotation=20)
         axis.set_title(title, fontsize=9)
-    axes[0][0].legend(fontsize=7)
+        if title != panels[0][0] or not summary.criteria:  # a metric or a rate: 0 to 1
+            axis.set_ylim(0, 1.05)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    shown = dict(zip(labels, handles))  # one entry a model, whichever panel drew it first
+    for axis in axes[0][1:]:
+        for handle, label in zip(*axis.get_legend_handles_labels()):
+            shown.setdefault(label, handle)
+    axes[0][0].legend(shown.values(), shown.keys(), fontsize=7)
     return _png(figure)

@@ -29,7 +29,7 @@ from datasets import Dataset
 from pydantic import BaseModel, Field
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.metrics.names import METRIC_TEXT, REFERENCE_METRICS
+from llm_engineering.evaluation.metrics.names import REFERENCE_METRICS
 from llm_engineering.evaluation.metrics.reference import reference_metric
 from llm_engineering.evaluation.trust.human_pairs import HumanPair
 from llm_engineering.evaluation.judging.judge import Judge
@@ -55,7 +55,7 @@ WAY_NAMES: dict[str, str] = {
     "pointwise_rating": "pointwise, integer scores, a tie half right (LLMBar's Rating protocol)",
     "longer": "baseline: the longer answer",
     "first_shown": "baseline: the answer shown first",
-    **{name: f"baseline: {name}, {METRIC_TEXT[name]} (pairs with a reference)" for name in REFERENCE_METRICS},
+    **{name: f"baseline: {name} (pairs with a reference)" for name in REFERENCE_METRICS},
 }
 
 
