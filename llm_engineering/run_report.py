@@ -95,7 +95,7 @@ def report_run(run_id: Any, reports_dir: Path, earlier_id: Any = None) -> RunRep
 
 
 def table(title: str, header: list[str], rows: list[list[str]], caption: Optional[str] = None) -> Table:
-    table = Table(title=title, caption=caption)
+    table = Table(title=title or None, caption=caption)
     for name in header:
         table.add_column(name)
     for row in rows:
@@ -111,8 +111,9 @@ def console_blocks(report: RunReport) -> list[Union[str, Table]]:
     if summary is None:
         return []
     blocks: list[Union[str, Table]] = [
-        table(f"Evaluation summary · run {report.run_name} · judge {summary.judge_model} · rubric {summary.rubric}",
-              table_header(summary), table_rows(summary), caption=SCORES_CAPTION),
+        # A line of its own: a table's title wraps at the table's width, and the table of models is narrow.
+        f"Evaluation summary · run {report.run_name} · judge {summary.judge_model} · rubric {summary.rubric}",
+        table("", table_header(summary), table_rows(summary), caption=SCORES_CAPTION),
         table(OPERATIONS_TITLE, OPERATIONS_HEADER, operations_rows(summary))]
     if metrics := measured.metrics_rows(summary):
         blocks.append(table(measured.METRICS_TITLE, measured.metrics_header(summary), metrics))
