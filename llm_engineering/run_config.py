@@ -26,6 +26,7 @@ from llm_engineering.evaluation.config import (
 )
 from llm_engineering.evaluation.config_base import ConfigError, validation_problems
 from llm_engineering.evaluation.engine_config import EngineConfig
+from llm_engineering.evaluation.metrics.config import CHECKS_HELP, METRICS_HELP, Checks, MeasuresConfig, Metrics, all_metrics
 from llm_engineering.evaluation.trust.labels import Labels, load_labels
 from llm_engineering.infrastructure.zenml_stack import GenerationStepConfig
 from llm_engineering.run_config_file import read_run_config_file
@@ -106,6 +107,8 @@ class EvaluationConfig(BaseModel):
     judge_check: JudgeCheckConfig = JudgeCheckConfig()
     similarity: SimilarityConfig = SimilarityConfig()
     pairwise: PairwiseConfig = PairwiseConfig()
+    metrics: Metrics = Field(default_factory=all_metrics, description=METRICS_HELP)
+    checks: Checks = Field(default_factory=list, description=CHECKS_HELP)
     labels: Optional[Labels] = Field(
         None, description="Human labels: a .jsonl or .csv file (docs/judge-trust.md, Agreement with labels), read when "
         "the config is; the first judge scores the labelled answers and the run reports its agreement with them.",
@@ -178,6 +181,16 @@ class EvaluationConfig(BaseModel):
         """The name of the judges' rubric where it cannot judge a row without a reference answer, else None."""
         rubric = self.panel[0].resolved_rubric()
         return rubric.name if rubric.reference_guided and rubric.reference_required else None
+
+    @property
+    def measures(self) -> MeasuresConfig:
+        """What the evaluation step measures without a judge."""
+        return MeasuresConfig(metrics=self.metrics, checks=self.checks)
+
+    @property
+    def similarity_measured(self) -> bool:
+        """The embedding similarity is measured (and checked): on, and among the metrics."""
+        return self.similarity.enabled and self.measures.similarity
 
     @property
     def panel(self) -> list[JudgeConfig]:

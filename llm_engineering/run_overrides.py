@@ -30,9 +30,11 @@ class Overrides:
     encoding: Optional[str] = None  # --encoding: a csv/json file's text encoding
     prompt_template: Optional[str] = None  # --prompt-template auto|alpaca|chat
     max_tokens: Optional[int] = None  # --max-tokens: an answer's length limit (sampling.max_tokens)
+    metrics: Optional[Sequence[str]] = None  # --metric NAME (repeatable): the metrics measured, instead of the config's
+    group_by: Optional[str] = None  # --group-by COLUMN: the category column (--column category=COLUMN)
 
 
-COLUMN_ROLES = ("instruction", "reference", "id")
+COLUMN_ROLES = ("instruction", "reference", "id", "checks", "category")
 
 
 def parse_column(value: str) -> tuple[str, str]:
@@ -135,4 +137,8 @@ def apply_overrides(config: EvaluationConfig, overrides: Overrides) -> Evaluatio
                 judge["escalate_to"]["refresh"] = True
     if overrides.samples:
         data["sampling"]["n"] = overrides.samples
+    if overrides.metrics:
+        data["metrics"] = list(overrides.metrics)
+    if overrides.group_by:
+        data["dataset"]["columns"]["category"] = overrides.group_by
     return parse_evaluation(data)

@@ -22,7 +22,16 @@ from llm_engineering.evaluation.report.failures import failure_lines
 from llm_engineering.evaluation.report.gates import failed_gates, failed_rate_failures, parse_gate
 from llm_engineering.evaluation.report.html import render_html
 from llm_engineering.evaluation.stored.summary import EvaluationSummary
-from llm_engineering.evaluation.report.text import COMPARISON_HEADER, comparison_rows, table_header, table_rows, trust_lines
+from llm_engineering.evaluation.report import measures_text as measured
+from llm_engineering.evaluation.report.score_tables import (
+    OPERATIONS_HEADER,
+    OPERATIONS_TITLE,
+    SCORES_CAPTION,
+    operations_rows,
+    table_header,
+    table_rows,
+)
+from llm_engineering.evaluation.report.text import COMPARISON_HEADER, comparison_rows, trust_lines
 from llm_engineering.evaluation.report.turns_text import (
     PAIRWISE_TURNS_HEADER,
     TURNS_TITLE,
@@ -86,8 +95,8 @@ def report_run(run_id: Any, reports_dir: Path, earlier_id: Any = None) -> RunRep
     return report
 
 
-def table(title: str, header: list[str], rows: list[list[str]]) -> Table:
-    table = Table(title=title)
+def table(title: str, header: list[str], rows: list[list[str]], caption: Optional[str] = None) -> Table:
+    table = Table(title=title or None, caption=caption)
     for name in header:
         table.add_column(name)
     for row in rows:
@@ -102,9 +111,16 @@ def console_blocks(report: RunReport) -> list[Union[str, Table]]:
     summary, comparison = report.summary, report.comparison
     if summary is None:
         return []
-    blocks: list[Union[str, Table]] = [table(f"Evaluation summary · run {report.run_name} · judge {summary.judge_model} "
-                                             f"· rubric {summary.rubric}", table_header(summary), table_rows(summary))]
-    if summary.comparisons:
+    blocks: list[Union[str, Table]] = [
+        # A line of its own: a table's title wraps at the table's width, and the table of models is narrow.
+        f"Evaluation summary · run {report.run_name} · judge {summary.judge_model} · rubric {summary.rubric}",
+        table("", table_header(summary), table_rows(summary), caption=SCORES_CAPTION),
+        table(OPERATIONS_TITLE, OPERATIONS_HEADER, operations_rows(summary))]
+    if metrics := measured.metrics_rows(summary):
+        blocks.append(table(measured.METRICS_TITLE, measured.metrics_header(summary), metrics))
+    if categories := measured.categories_rows(summary):
+        blocks.append(table(measured.CATEGORIES_TITLE, measured.categories_header(summary), categories))
+    if summary.comparisons or summary.metric_comparisons:
         blocks.append(table("Model comparisons (paired on rows both scored)", COMPARISON_HEADER,
                             comparison_rows(summary)))
     blocks += failure_lines(summary)

@@ -41,14 +41,17 @@ def _score_publish_summarize(
                                       from_reference=config.checklists.from_reference, after=after)
     evaluations = [
         evaluate_answers(rows, judges=config.panel, engine=config.engine, only_failed=only_failed,
-                         similarity=config.similarity, jury=config.jury, checklists=checklists, after=after)
+                         similarity=config.similarity, jury=config.jury, checklists=checklists, measures=config.measures,
+                         after=after)
         for rows in answers
     ]
     # After every verdict, so a judge engine that is not the generation model loads once.
     checks = None
-    if config.judge_check.rows or config.similarity.enabled:
+    if config.judge_check.rows or config.similarity_measured:
+        # The similarity metric's own check only where the run measures it.
+        similarity = config.similarity.model_copy(update={"enabled": config.similarity_measured})
         checks = check_trust(evaluations[0], judge=config.panel[0], engine=config.engine,
-                               judge_check=config.judge_check, similarity=config.similarity, after=evaluations)
+                               judge_check=config.judge_check, similarity=similarity, after=evaluations)
     labels = None
     if config.labels is not None:  # the judge scores exactly the labelled answers, with its engine still loaded
         labels = check_labels(evaluations, labels=config.labels, judge=config.panel[0], engine=config.engine,

@@ -147,10 +147,13 @@ def selection_options() -> Callable:
         click.option("--column", "columns", multiple=True, metavar="ROLE=NAME", callback=_check_column,
                      help="Your column names (repeatable, a role once): instruction=NAME, reference=NAME (optional: "
                           "rows without a reference are judged on instruction and answer; reference=none: a column "
-                          "called answer or output is not one), id=NAME."),
+                          "called answer or output is not one), id=NAME, checks=NAME (a row's checks), category=NAME "
+                          "(scores per category)."),
         click.option("--encoding", metavar="NAME",
                      help="The text encoding of a csv or json(l) dataset file (default utf-8, a BOM read as one): "
                           "latin-1, cp1252, utf-16..."),
+        click.option("--group-by", "group_by", metavar="COLUMN",
+                     help="Split every score per category: the rows' COLUMN (as --column category=COLUMN)."),
         click.option("--limit", type=click.IntRange(min=1), help="Evaluate only the first N rows."),
         click.option("--dummy", is_flag=True, help="Evaluate only 10 rows (a quick smoke run)."),
         click.option("--prompt-template", "prompt_template", type=click.Choice(["auto", "alpaca", "chat"]),
@@ -166,3 +169,12 @@ def selection_options() -> Callable:
     ]
 
     return _together(options)
+
+
+def metric_option() -> Callable:
+    """--metric: the judge-free metrics measured, instead of the config's `metrics:`."""
+    from llm_engineering.evaluation.metrics.names import METRICS
+
+    return click.option("--metric", "metrics", multiple=True, type=click.Choice(METRICS),
+                        help="A metric to measure per answer without a judge, instead of the config's list "
+                             "(repeatable): " + ", ".join(METRICS) + ". Rows without a reference get none.")

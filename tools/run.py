@@ -31,6 +31,7 @@ from tools.options import (  # noqa: E402
     gate_option,
     judge_options,
     labels_option,
+    metric_option,
     rubric_option,
     selection_options,
     verbose_option,
@@ -82,12 +83,14 @@ Examples:
   python tools/run.py evaluate --labels my-labels.jsonl   # how far the judge agrees with your labels
   python tools/run.py evaluate --fail-under accuracy=2.0 --fail-under judge_check=0.7   # exit code 3 if not met
   python tools/run.py evaluate --compare-to previous --fail-on-regression               # exit code 3 if worse
+  python tools/run.py evaluate --dataset qa.jsonl --group-by category --fail-under checks=0.9 --fail-under token_f1=0.4
 """)
 @config_option()
 @selection_options()
 @judge_options()
 @rubric_option()
 @labels_option()
+@metric_option()
 @gate_option()
 @compare_options()
 @cache_option()
@@ -107,11 +110,13 @@ Examples:
   python tools/run.py rescore --rubric my-rubric.yaml   # the same answers, judged on your rubric
   python tools/run.py rescore --labels my-labels.csv    # the judge against your labels, no generation
   python tools/run.py rescore --rubric my-rubric.yaml --compare-to previous   # what the new rubric changed
+  python tools/run.py rescore --metric token_f1 --metric chrf   # these metrics of the stored answers, no judge call
 """)
 @config_option()
 @judge_options()
 @rubric_option()
 @labels_option()
+@metric_option()
 @gate_option()
 @compare_options()
 @verbose_option()

@@ -91,6 +91,21 @@ def score_error(criterion: str) -> str:
     return f"{criterion}_score_error"
 
 
+# judge-free scores (`evaluation.metrics`): a row's category and its checks (JSON text of `{type, value, ...}`), from
+# the test split on; in the evaluations, each metric's value (`metric`), the share of the row's checks passed (None
+# without checks), whether every one passed, and each check's verdict ({type, value as JSON, passed, reason})
+CATEGORY = "category"
+CHECKS = "checks"
+CHECK_SHARE = "checks_share"
+CHECKS_PASSED = "checks_passed"
+CHECK_RESULTS = "check_results"
+
+
+def metric(name: str) -> str:
+    """A judge-free metric's column (`metric_token_f1`); the embedding similarity keeps the column earlier runs stored."""
+    return REFERENCE_SIMILARITY if name == "similarity" else f"metric_{name}"
+
+
 # a row's checklist items (list of strings): the dataset's own `checklist` column, or the `checklists` artifact's
 CHECKLIST = "checklist"
 CHECKLISTS = "checklists"

@@ -20,11 +20,14 @@ from llm_engineering.evaluation.judging.rubric import DEFAULT_RUBRIC, Rubric, lo
 
 class ColumnsConfig(Strict):
     """The dataset's columns holding the instruction, the reference answer (optional per row) and the id; unset: found
-    by their usual names (`columns.INSTRUCTION_ALIASES`, `REFERENCE_ALIASES`, `id`). `turns`, `messages` as they are."""
+    by their usual names (`columns.INSTRUCTION_ALIASES`, `REFERENCE_ALIASES`, `id`). `turns`, `messages` as they are.
+    A row's checks and its category (both optional; unset: the columns `checks` and `category` where present)."""
 
     instruction: Optional[str] = None
     reference: Optional[str] = None
     id: Optional[str] = None
+    checks: Optional[str] = None
+    category: Optional[str] = None
 
 
 class DatasetConfig(Strict):
@@ -274,10 +277,9 @@ class JudgeCheckConfig(Strict):
     seed: int = Field(0, description="Fixes the sample and the mismatched pairing.")
     tiers: list[Tier] = Field(
         default_factory=lambda: list(TIERS), description="Report card tiers, each `rows` pairs: mismatch (always), "
-        "same_topic (another row's reference holding the most of this one's words), truncated (the instruction echoed "
-        "and the reference's first third, looping to its length), corrupted (numbers and names swapped for other "
-        "rows'), relation_swap (two names or numbers exchanged within the answer), negation (one statement negated). "
-        "same_topic, relation_swap and negation keep only pairs that no judge-free rule orders.",
+        "same_topic (another row's reference holding most of this one's words), truncated (the instruction echoed and "
+        "the reference's first third looping), corrupted (names and numbers swapped), relation_swap (two exchanged), "
+        "negation (a statement negated); same_topic, relation_swap, negation keep pairs no judge-free rule orders.",
     )
 
 

@@ -90,6 +90,13 @@ def card_info(results: Dataset, extra: dict[str, Any], *, labels: Optional[Label
         from llm_engineering.evaluation.report.summary import self_preference_warnings
 
         info["warning"] = " ".join(self_preference_warnings(model_names(info["judge"]), [scores.model_id], None)) or None
+        measured = [m for m in scores.metrics if m.name != "similarity" and m.rows]
+        if measured:
+            info["metrics without a judge"] = "; ".join(f"{m.name} {m.mean} (95% CI {m.ci}; {m.rows} of {m.answers} rows)"
+                                                        for m in measured)
+        if scores.checks is not None:
+            info["checks"] = (f"answers passing every check {scores.checks.passed.describe()}; checks passed "
+                              f"{scores.checks.items.describe()}")
         if scores.similarity_mean is not None:
             info["reference similarity"] = (f"{scores.similarity_mean} (95% CI {scores.similarity_ci}; "
                                             f"{SIMILARITY_METRIC}, {scores.similarity_rows} rows)")

@@ -10,6 +10,8 @@ from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.evaluation.judging.checklist_writing import with_checklists
 from llm_engineering.evaluation.judging.escalation import escalate, with_confidence
 from llm_engineering.evaluation.judging.scoring import score_answers
+from llm_engineering.evaluation.metrics.config import MeasuresConfig
+from llm_engineering.evaluation.metrics.measure import measure_answers
 from llm_engineering.evaluation.trust.similarity import add_reference_similarity, get_embedder
 from llm_engineering.evaluation.report.summary import model_scores
 from llm_engineering.infrastructure.judge_backends import open_judge
@@ -31,11 +33,12 @@ def evaluate_answers(
     similarity: Optional[SimilarityConfig] = None,
     jury: Optional[JuryConfig] = None,
     checklists: Optional[Dataset] = None,
+    measures: Optional[MeasuresConfig] = None,
 ) -> Annotated[Dataset, col.EVALUATIONS]:
     """Score every generated answer with the LLM judge, or each judge of a jury, on the judges'
-    rubric (default task-accuracy: does the answer do the task, and the original's style, 1-3), and its similarity to the
-    reference
-    (no judge) when `similarity` is enabled.
+    rubric (default task-accuracy: does the answer do the task, and the original's style, 1-3); without a judge, the
+    reference metrics and checks of `measures` (default: every metric), and the similarity to the reference when
+    `similarity` is enabled.
 
     `generations` may be a previous `evaluations` artifact: with `only_failed`, its valid
     verdicts are kept and only the rows without one are judged again.
@@ -53,7 +56,9 @@ def evaluate_answers(
         with open_judge([second.model_copy(update={"rubric": judges[0].rubric})], engine, settings=settings,
                         pool=ENGINE_POOL) as escalation:
             evaluations = escalate(evaluations, escalation, judges[0].escalate_below)
-    if similarity is not None and similarity.enabled:
+    measures = measures or MeasuresConfig()
+    evaluations = measure_answers(evaluations, measures.metrics, measures.checks)
+    if similarity is not None and similarity.enabled and measures.similarity:
         if col.REFERENCE in evaluations.column_names and any(r is not None for r in evaluations[col.REFERENCE]):
             evaluations = add_reference_similarity(evaluations, get_embedder(similarity.batch_size))
         else:
@@ -70,6 +75,8 @@ def evaluate_answers(
             **{f"{c.name}_mean": c.mean for c in scores.criteria},
             **{f"{c.name}_expected_mean": c.expected_mean for c in scores.criteria},
             "similarity_mean": scores.similarity_mean,
+            **{f"{m.name}_mean": m.mean for m in scores.metrics if m.name != "similarity"},
+            **({"checks_passed": scores.checks.passed.rate} if scores.checks else {}),
             "judge_calls": scores.judge_usage.calls,
             "judge_cache_hits": scores.judge_usage.cached,
             **({"escalated": scores.escalated, "escalation_failed": scores.escalation_failed} if second else {}),

@@ -57,6 +57,8 @@ def summarize(
                              **{f"{c.name}_expected_mean": c.expected_mean for c in s.criteria},
                              "scored": s.scored, "failed": s.failed,
                              "similarity_mean": s.similarity_mean, "similarity_ci": s.similarity_ci,
+                             **{f"{m.name}_mean": m.mean for m in s.metrics if m.name != "similarity"},
+                             **({"checks_passed": s.checks.passed.rate} if s.checks else {}),
                              "tokens_per_second": s.tokens_per_second,
                              "judge_calls": s.judge_usage.calls,
                              "judge_seconds_per_verdict": s.judge_usage.seconds_per_verdict,

@@ -25,8 +25,8 @@ ROWS = [{"instruction": f"Explain topic {i}.", "output": f"Topic {i} is explaine
 def test_embedded_split_is_a_valid_test_split_of_at_least_40_rows():
     split = read_test_split(DatasetConfig())
     assert len(split) >= 40
-    assert split.column_names == [col.ID, col.INSTRUCTION, col.REFERENCE]
-    assert len(set(split[col.ID])) == len(split)
+    assert split.column_names == [col.ID, col.INSTRUCTION, col.REFERENCE, col.CATEGORY]  # its rows' topics
+    assert len(set(split[col.ID])) == len(split) and None not in split[col.CATEGORY]
 
 
 @pytest.mark.parametrize("suffix", ["jsonl", "json", "parquet", "csv"])

@@ -150,3 +150,24 @@ def test_llmbar_rating_counts_an_integer_tie_half_right_and_a_decided_pair_in_bo
     # right twice, a tie (one order right), wrong twice, a tie: 4 of 8 orders, as LLMBar's Rating counts it.
     assert (figures.agreement.count, figures.agreement.total) == (4, 8)
     assert figures.both_orders_right.count == 1 and figures.ties.count == 0
+
+
+def test_on_pairs_with_a_reference_each_reference_metric_is_a_baseline_beside_the_judge():
+    reference = "LoRA trains small adapter matrices on one H100 GPU."
+    close, far = "LoRA trains adapter matrices on an H100 GPU.", "It is a kind of database index for vectors."
+    pairs = [
+        HumanPair(id="1", instruction="q1", output_1=close, output_2=far, label="A", reference=reference),
+        HumanPair(id="2", instruction="q2", output_1=far, output_2=close, label="B", reference=reference),
+        HumanPair(id="3", instruction="q3", output_1=far, output_2=close, label="A", reference=reference),  # people differ
+        HumanPair(id="4", instruction="q4", output_1=close, output_2=far, label="A"),  # no reference: no metric decides
+    ]
+    report = bench_judge(pairs, Judge((StandInJudge(),), RUBRIC), "referenced.jsonl")
+    for name in ("reference_words", "token_f1", "rouge_l", "chrf", "bleu", "reference_facts"):
+        figures = report.ways[name]
+        # The answer closer to the reference wins each of the 3 pairs with one: right on 2, wrong on the third.
+        assert (figures.agreement.count, figures.agreement.total) == (2, 3), name
+    assert "math" not in report.ways  # a prose reference has no final value: the metric decides no pair
+    assert report.ways["longer"].agreement.total == 4  # the judge-free rules of before still read every pair
+    table = {row[0]: row[1] for row in bench_rows(report)}
+    assert table["baseline: reference_words (pairs with a reference)"].startswith("2/3")
+    assert "referenced" in render_bench_html(report)  # every pair's decisions, the metrics' among them

@@ -10,7 +10,7 @@ from llm_engineering.evaluation.trust.rules import RULES, instruction_overlap, l
 from llm_engineering.evaluation.trust.card import run_judge_check
 from llm_engineering.evaluation.judging.transport import JudgeReply
 from llm_engineering.evaluation.report.card_text import judge_check_rows
-from llm_engineering.evaluation.report.text import table_rows
+from llm_engineering.evaluation.report.score_tables import table_rows
 from llm_engineering.evaluation.judging.rubric import load_rubric
 from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
 from llm_engineering.evaluation.judging.judge import Judge

@@ -8,7 +8,7 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.stored.generation import GenerationStats
 from llm_engineering.evaluation.stored.summary import EvaluationSummary
 from llm_engineering.evaluation.report.html import render_html
-from llm_engineering.evaluation.report.text import table_header, table_rows
+from llm_engineering.evaluation.report.score_tables import OPERATIONS_HEADER, operations_rows, table_rows
 from llm_engineering.evaluation.judging.rubric import load_rubric
 from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary, model_scores
 from llm_engineering.evaluation.judging.judge import Judge
@@ -51,7 +51,7 @@ def test_a_run_whose_answers_all_came_from_the_checkpoint_shows_no_throughput_ra
                              tokens_per_second=0.0, prompts_per_second=0.0, resumed=2, generated=0)]
     summary = build_summary(SummaryInputs([resumed], stats=stats))
     assert summary.models[0].tokens_per_second is None
-    assert table_rows(summary)[0][table_header(summary).index("output tok/s")] == "n/a"
+    assert operations_rows(summary)[0][OPERATIONS_HEADER.index("output\ntok/s")] == "n/a"
 
 
 def test_summary_ranks_models_and_attaches_throughput():
@@ -65,7 +65,7 @@ def test_summary_ranks_models_and_attaches_throughput():
     assert by_id["strong"].tokens_per_second == 10.0 and by_id["weak"].tokens_per_second is None
     assert by_id["strong"].truncated == 2
     assert [row[0] for row in table_rows(summary)] == ["strong", "weak"]
-    cut = {row[0]: row[table_header(summary).index("cut by max_tokens")] for row in table_rows(summary)}
+    cut = {row[0]: row[OPERATIONS_HEADER.index("cut by\nmax_tokens")] for row in operations_rows(summary)}
     assert cut == {"strong": "2/2", "weak": "0/2"}  # the share of answers max_tokens cut, in the table
     page = render_html(summary)
     assert "strong" in page and "weak" in page and "<table>" in page
@@ -176,7 +176,7 @@ def test_the_judges_seconds_per_verdict_are_its_wall_time_over_new_calls_and_unk
     assert scored[col.JUDGE_SECONDS] == [0.0, 3.0, 3.0]  # the 6 s are the two new verdicts'; a cached one costs none
     usage = model_scores(scored, rubric=handbook).judge_usage
     assert (usage.calls, usage.seconds, usage.seconds_per_verdict) == (2, 6.0, 3.0)
-    assert "3.00" in table_rows(build_summary(SummaryInputs([scored], rubric=handbook)))[0]
+    assert "3.00" in operations_rows(build_summary(SummaryInputs([scored], rubric=handbook)))[0]
     # Rows scored before the judge's time was recorded: unknown, not zero.
     old = model_scores(scored.remove_columns(col.JUDGE_SECONDS), rubric=handbook).judge_usage
     assert (old.calls, old.seconds, old.seconds_per_verdict) == (2, None, None)

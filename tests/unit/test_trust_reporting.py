@@ -17,7 +17,8 @@ from llm_engineering.evaluation.trust.judge_check import judge_check_from_pairs
 from llm_engineering.evaluation.stored.trust import JudgeCheckPair, TrustChecks
 from llm_engineering.evaluation.trust.similarity import add_reference_similarity, cosine_similarities
 from llm_engineering.evaluation.report.html import render_html
-from llm_engineering.evaluation.report.text import table_rows, trust_lines
+from llm_engineering.evaluation.report.score_tables import table_rows
+from llm_engineering.evaluation.report.text import trust_lines
 from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
 
 
@@ -143,9 +144,9 @@ def test_the_table_reads_each_model_against_the_judge_checks_right_and_wrong_ans
     summary = build_summary(SummaryInputs([evaluations("a", [2, 3], [0.5, 0.7])],
                                           checks=TrustChecks(judge=judge_check_from_pairs("judge", pairs, threshold=0.7))))
     right, wrong = table_rows(summary)[1:]
-    assert (right[0], wrong[0]) == ("right answers (judge check)", "answers to other questions (judge check)")
-    assert right[1].startswith("3.00") and right[1].endswith("; expected 2.90")  # the accuracy column
-    assert wrong[1].startswith("1.33") and wrong[1].endswith("; expected 2.00")
+    assert (right[0], wrong[0]) == ("right answers\n(judge check)", "answers to\nother questions\n(judge check)")
+    assert right[1].startswith("3.00") and right[1].endswith("\nexp 2.90")  # the accuracy column
+    assert wrong[1].startswith("1.33") and wrong[1].endswith("\nexp 2.00")
     assert right[2] == wrong[2] == ""  # style: the check scores the first criterion only
     # Without an expected score on every checked verdict, no expected mean (never one over some of them).
     pairs[0] = pairs[0].model_copy(update={"mismatched_expected": None})

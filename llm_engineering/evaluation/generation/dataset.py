@@ -18,6 +18,7 @@ from llm_engineering.evaluation.generation.conversation_rows import (
 )
 from llm_engineering.evaluation.generation.prompts import alpaca_prompt
 from llm_engineering.evaluation.generation.source import DatasetError, read_split
+from llm_engineering.evaluation.metrics.check_rows import rows_checks
 
 logger = logging.getLogger(__name__)
 
@@ -131,7 +132,21 @@ def validate_split(dataset: Dataset, columns: Optional[ColumnsConfig] = None) ->
                     with_reference, len(references), repr(reference) if reference else "no reference column")
     split = Dataset.from_dict({col.ID: ids, col.INSTRUCTION: instructions, col.REFERENCE: references},
                               features=SPLIT_FEATURES)
-    return _with_own_checklists(split, dataset)
+    return _with_checks_and_category(_with_own_checklists(split, dataset), dataset, roles)
+
+
+def _with_checks_and_category(split: Dataset, source: Dataset, roles: Mapping[str, list[str]]) -> Dataset:
+    """The source's checks (validated here, before any generation: a bad one names its row) and category columns,
+    where it has them (`columns.checks`, `columns.category`, else the columns of those names)."""
+    checks, category = next(iter(roles["checks"]), None), next(iter(roles["category"]), None)
+    if checks is not None:
+        texts, problems = rows_checks(source[checks], split[col.ID], checks)
+        _refuse(problems)
+        split = split.add_column(col.CHECKS, texts, feature=Value("string"))
+    if category is not None:
+        names = [None if value is None or str(value).strip() == "" else str(value).strip() for value in source[category]]
+        split = split.add_column(col.CATEGORY, names, feature=Value("string"))
+    return split
 
 
 def _with_own_checklists(split: Dataset, source: Dataset) -> Dataset:

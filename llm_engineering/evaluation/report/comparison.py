@@ -15,8 +15,10 @@ from datasets import Dataset
 from pydantic import BaseModel, Field
 
 from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.metrics.names import METRICS
 from llm_engineering.evaluation.rates import bootstrap_ci, bootstrap_p, detectable_difference, holm, mean
-from llm_engineering.evaluation.samples import grouped, row_means, sample_of, verdict_means
+from llm_engineering.evaluation.report.measures import CHECKS, measure_values, measured_metrics
+from llm_engineering.evaluation.samples import sample_of, verdict_means
 
 CHANGED_ROWS = 10
 FAMILY_ALPHA = 0.05  # the chance that a comparison of two runs alike flags any metric at all
@@ -26,7 +28,8 @@ class MetricChange(BaseModel):
     """One model's metric in this run minus the earlier run, on the rows both have a value for."""
 
     model_id: str
-    metric: str = Field(description="a criterion (integer scores), <criterion>_expected, or similarity")
+    metric: str = Field(description="a criterion (integer scores), <criterion>_expected, a judge-free metric (similarity "
+                        "among them), or checks (answers passing every check)")
     paired_rows: int
     current_mean: Optional[float]
     previous_mean: Optional[float]
@@ -67,10 +70,10 @@ class RunComparison(BaseModel):
 
 
 def _values(rows: list[dict], metric: str) -> dict[str, float]:
-    """row id -> the metric's value (with samples: their mean), for rows with a valid verdict (similarity: rows
-    with a similarity)."""
-    if metric == "similarity":
-        return row_means(grouped(rows, lambda r: r.get(col.REFERENCE_SIMILARITY)))
+    """row id -> the metric's value (with samples: their mean), for rows with a valid verdict (a judge-free metric, the
+    checks: rows with a value, whatever their verdict)."""
+    if metric in METRICS or metric == CHECKS:
+        return measure_values(rows, metric)
     column = col.expected(metric.removesuffix("_expected")) if metric.endswith("_expected") else col.score(metric)
     return verdict_means(rows, column)
 
@@ -114,13 +117,14 @@ def _by_model(evaluations: list[Dataset]) -> dict[str, list[dict]]:
 
 def compare_runs(current: list[Dataset], previous: list[Dataset], criteria: list[str], previous_run: str) -> RunComparison:
     """Each model of `current` that `previous` also evaluated, on each criterion (integer and expected
-    scores) and on similarity where both runs measured them."""
+    scores), each judge-free metric and the checks where both runs measured them."""
     now, before = _by_model(current), _by_model(previous)
     metrics, rows = [], []
     for model_id, current_rows in now.items():
         if model_id not in before:
             continue
-        for metric in [*criteria, *(f"{c}_expected" for c in criteria), "similarity"]:
+        measured = list(dict.fromkeys([*measured_metrics(list(current_rows[0])), "similarity"]))
+        for metric in [*criteria, *(f"{c}_expected" for c in criteria), *measured, CHECKS]:
             change = _metric_change(model_id, metric, current_rows, before[model_id])
             if change.paired_rows:
                 metrics.append(change)

@@ -6,9 +6,10 @@ import base64
 import html
 from typing import Optional
 
+from llm_engineering.evaluation.report import measures_text as measured
 from llm_engineering.evaluation.report.checklist import checklist_lines
 from llm_engineering.evaluation.report.failures import FAILURES_HEADER, FAILURES_TITLE, failure_rows
-from llm_engineering.evaluation.report.plots import distribution_png, trust_png
+from llm_engineering.evaluation.report.plots import categories_png, distribution_png, trust_png
 from llm_engineering.evaluation.report.rows import row_browser_html
 from llm_engineering.evaluation.report.comparison import RunComparison
 from llm_engineering.evaluation.report import comparison_text as compared
@@ -29,6 +30,12 @@ from llm_engineering.evaluation.report.text import (
     length_rows,
     pairwise_rows,
     sample_rows,
+)
+from llm_engineering.evaluation.report.score_tables import (
+    OPERATIONS_HEADER,
+    OPERATIONS_TITLE,
+    SCORES_CAPTION,
+    operations_rows,
     table_header,
     table_rows,
 )
@@ -58,9 +65,10 @@ from llm_engineering.evaluation.report.trust_text import (
 
 
 def html_table(header: list[str], rows: list[list[str]]) -> str:
-    """A plain table, every cell escaped (the report's tables and judge-bench's page)."""
+    """A plain table, every cell escaped, its line breaks kept (the report's tables and judge-bench's page)."""
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c).replace(chr(10), '<br>')}</td>" for c in row) + "</tr>"
+                   for row in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
@@ -132,6 +140,23 @@ def _samples_html(summary: EvaluationSummary) -> str:
             + f"<p>{_text(SAMPLES_METHOD)}</p>")
 
 
+def _measures_html(summary: EvaluationSummary) -> str:
+    """Every metric and check figure per model, what each metric is, and every score per category with its plot."""
+    rows, categories = measured.metrics_rows(summary), measured.categories_rows(summary)
+    parts = []
+    if rows:
+        parts.append(f"<h3>{_text(measured.METRICS_TITLE)}</h3>" + html_table(measured.metrics_header(summary), rows)
+                     + f"<p>{_text(measured.METRICS_METHOD)}</p><ul>"
+                     + "".join(f"<li>{_text(line)}</li>" for line in measured.metric_lines(summary)) + "</ul>")
+    if categories:
+        parts.append(f"<h3>{_text(measured.CATEGORIES_TITLE)}</h3>"
+                     + html_table(measured.categories_header(summary), categories))
+        plot = categories_png(summary)
+        if plot:
+            parts.append(_png_img("scores by category", plot))
+    return "".join(parts)
+
+
 def _turns_html(summary: EvaluationSummary) -> str:
     rows, pairwise = turn_rows(summary), pairwise_turn_rows(summary)
     if not rows:
@@ -169,7 +194,7 @@ def render_html(summary: EvaluationSummary, comparison: Optional[RunComparison] 
     comparisons = (
         "<h3>Model comparisons (paired on rows both scored)</h3>"
         + html_table(COMPARISON_HEADER, comparison_rows(summary))
-        if summary.comparisons else ""
+        if summary.comparisons or summary.metric_comparisons else ""
     )
     return (
         "<html><head><meta charset='utf-8'><title>Evaluation summary</title>"
@@ -179,7 +204,9 @@ def render_html(summary: EvaluationSummary, comparison: Optional[RunComparison] 
         + f"<p>Run {html.escape(summary.run)} &middot; judge: {html.escape(summary.judge_model)} &middot; rubric: "
         f"{html.escape(summary.rubric)} &middot; {html.escape(summary.created_at)} &middot; "
         "<a href='#row-browser'>every answer, row by row</a></p>"
-        + html_table(table_header(summary), table_rows(summary))
+        + html_table(table_header(summary), table_rows(summary)) + f"<p>{_text(SCORES_CAPTION)}</p>"
+        + f"<h3>{_text(OPERATIONS_TITLE)}</h3>" + html_table(OPERATIONS_HEADER, operations_rows(summary))
+        + _measures_html(summary)
         + comparisons
         + (f"<h3>{FAILURES_TITLE}</h3>" + html_table(FAILURES_HEADER, failures) if (failures := failure_rows(summary.models))
            else "")

@@ -65,7 +65,7 @@ _SHOWN = {"A": "1", "B": "2", "tie": "tie", None: "failed"}
 def render_bench_html(report: JudgeBenchReport) -> str:
     """The page: the figures per way, the method, and every pair's decisions."""
     ways = list(report.ways)
-    details = [[d.id, _SHOWN[d.label]] + [" / ".join(_SHOWN[c] for c in d.decisions[w]) for w in ways]
+    details = [[d.id, _SHOWN[d.label]] + [" / ".join(_SHOWN[c] for c in d.decisions.get(w, [])) for w in ways]
                + ["; ".join(d.problems)] for d in report.details]
     return (
         "<html><head><meta charset='utf-8'><title>Judge benchmark</title>"

@@ -125,3 +125,56 @@ def distribution_png(summary: EvaluationSummary) -> bytes:
     axes[0][0].set_ylabel("answers")
     axes[0][-1].legend(fontsize=8)
     return _png(figure)
+
+
+Figure = tuple[Optional[float], Optional[list[float]]]  # a mean or rate with its 95% interval
+
+
+def _category_panels(summary: EvaluationSummary) -> list[tuple[str, Any]]:
+    """(title, the figure of a model's category) of each panel: the first criterion, the first metric, the checks."""
+    panels: list[tuple[str, Any]] = []
+    if summary.criteria:
+        first = summary.criteria[0]
+        panels.append((f"{first} (judge)", lambda c: next(((k.mean, k.ci) for k in c.criteria if k.name == first),
+                                                          (None, None))))
+    if summary.metrics:
+        metric = summary.metrics[0]
+        panels.append((metric, lambda c: next(((m.mean, m.ci) for m in c.metrics if m.name == metric), (None, None))))
+    if any(c.checks for s in summary.models for c in s.categories):
+        panels.append(("answers passing every check",
+                       lambda c: (c.checks.passed.rate, c.checks.passed.ci) if c.checks else (None, None)))
+    return panels
+
+
+def categories_png(summary: EvaluationSummary) -> Optional[bytes]:
+    """Models by category, one panel per score (the first criterion, the first metric, the checks): each model's
+    figure per category with its 95% interval; None without categories."""
+    panels = _category_panels(summary)
+    if not summary.categories or not panels:
+        return None
+    plt = _pyplot()
+    figure, axes = plt.subplots(1, len(panels), figsize=(max(4.5, 1.1 * len(summary.categories) + 2) * len(panels), 3.4),
+                                squeeze=False)
+    width = 0.8 / max(1, len(summary.models))
+    for axis, (title, figure_of) in zip(axes[0], panels):
+        for k, model in enumerate(summary.models):
+            by_category = {c.category: figure_of(c) for c in model.categories}
+            for i, category in enumerate(summary.categories):
+                value, ci = by_category.get(category, (None, None))
+                if value is None:
+                    continue
+                low, high = ci or [value, value]
+                axis.bar(i + k * width, value, width=width, color=f"C{k}", label=_label(model.model_id),
+                         yerr=[[value - low], [high - value]], capsize=3)
+        axis.set_xticks([i + width * (len(summary.models) - 1) / 2 for i in range(len(summary.categories))],
+                        summary.categories, fontsize=7, rotation=20)
+        axis.set_title(title, fontsize=9)
+        if title != panels[0][0] or not summary.criteria:  # a metric or a rate: 0 to 1
+            axis.set_ylim(0, 1.05)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    shown = dict(zip(labels, handles))  # one entry a model, whichever panel drew it first
+    for axis in axes[0][1:]:
+        for handle, label in zip(*axis.get_legend_handles_labels()):
+            shown.setdefault(label, handle)
+    axes[0][0].legend(shown.values(), shown.keys(), fontsize=7)
+    return _png(figure)

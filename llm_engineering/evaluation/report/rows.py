@@ -59,7 +59,8 @@ _SCRIPT = """
 _STYLE = (
     "#rows td{vertical-align:top;max-width:28em}#rows th[data-col]{cursor:pointer;background:#f4f4f4}"
     "#rows th[data-dir=asc]::after{content:' \\25B2'}#rows th[data-dir=desc]::after{content:' \\25BC'}"
-    "#rows td[data-failed='1']{background:#fdd}.browser-controls{margin:8px 0}.browser-controls>*{margin-right:12px}"
+    "#rows td[data-failed='1']{background:#fdd}.failed-check{color:#a00}"
+    ".browser-controls{margin:8px 0}.browser-controls>*{margin-right:12px}"
 )
 
 
@@ -102,6 +103,15 @@ def _answer_body(answer: AnswerView) -> str:
         sure = f"the judge's confidence {answer.confidence:.2f}" if answer.confidence is not None else ""
         again = "judged again by the second judge" if answer.escalated else ""
         body += f"<br><small class='verdict'>{'; '.join(part for part in (sure, again) if part)}</small>"
+    measured = " · ".join(f"{name} {value:.2f}" for name, value in answer.metrics.items() if value is not None)
+    if measured:
+        body += f"<br><small class='metrics'>{html.escape(measured)}</small>"
+    if answer.checks:
+        passed = sum(c.passed for c in answer.checks)
+        body += f"<br><small class='checks'>checks: {passed} of {len(answer.checks)} passed</small>"
+        for c in (c for c in answer.checks if not c.passed):
+            body += (f"<br><span class='failed-check'>failed check {html.escape(c.type)} {html.escape(c.value)}: "
+                     f"{html.escape(c.reason or '')}</span>")
     for name, analysis in answer.analyses.items():
         body += (f"<details class='verdict'><summary>{html.escape(name)} analysis</summary>{html.escape(analysis)}"
                  "</details>")
@@ -115,11 +125,12 @@ def _verdict_text(answer: AnswerView, name: str) -> str:
     return f"{score}" + (f" <small>({expected:.2f})</small>" if expected is not None else "")
 
 
-def _answer_cells(answers: list[AnswerView], model: str, criteria: list[str], with_similarity: bool) -> str:
+def _answer_cells(answers: list[AnswerView], model: str, criteria: list[str], with_similarity: bool,
+                  with_checks: bool = False) -> str:
     """A model's cells of one item: its answer (several answers per prompt: side by side, numbered), each
-    criterion's verdict (several: each sample's, sorted by their mean) and the similarity."""
+    criterion's verdict (several: each sample's, sorted by their mean), the similarity and the share of checks passed."""
     if not answers:  # this model has no row for the item
-        return "".join(_cell("", "", model=model) for _ in range(1 + len(criteria) + with_similarity))
+        return "".join(_cell("", "", model=model) for _ in range(1 + len(criteria) + with_similarity + with_checks))
     body = _answer_body(answers[0])
     if len(answers) > 1:  # side by side, one column per sample
         body = "<div style='display:flex;gap:12px'>" + "".join(
@@ -139,10 +150,15 @@ def _answer_cells(answers: list[AnswerView], model: str, criteria: list[str], wi
         similarity = answers[0].similarity
         cells.append(_cell("" if similarity is None else f"{similarity:.2f}", -1 if similarity is None else similarity,
                            model=model, verdict=True))
+    if with_checks:
+        checked = [a for a in answers if a.checks]
+        shares = [sum(c.passed for c in a.checks) / len(a.checks) for a in checked]
+        cells.append(_cell(" · ".join(f"{sum(c.passed for c in a.checks)}/{len(a.checks)}" for a in checked),
+                           sum(shares) / len(shares) if shares else -1, model=model))
     return "".join(cells)
 
 
-def _row(item: ItemView, models: list[str], criteria: list[str], with_similarity: bool) -> str:
+def _row(item: ItemView, models: list[str], criteria: list[str], with_similarity: bool, with_checks: bool = False) -> str:
     by_model: dict[str, list[AnswerView]] = {}
     for answer in item.answers:
         by_model.setdefault(answer.model_id, []).append(answer)
@@ -150,10 +166,12 @@ def _row(item: ItemView, models: list[str], criteria: list[str], with_similarity
     cells = [
         _cell(html.escape(item.id), item.id),
         _cell("failed" if worst < 0 else f"{worst:g}", worst, verdict=True),
-        _cell((f"<em>turn {item.turn}:</em> " if item.turn > 1 else "") + _long_text(item.instruction), item.instruction),
+        _cell((f"<em>turn {item.turn}:</em> " if item.turn > 1 else "")
+              + (f"<em>{html.escape(item.category)}:</em> " if item.category else "") + _long_text(item.instruction),
+              item.instruction),
         _cell(_long_text(item.reference) if item.reference else "<em>none: judged without one</em>", item.reference),
     ]
-    cells += [_answer_cells(by_model.get(m, []), m, criteria, with_similarity) for m in models]
+    cells += [_answer_cells(by_model.get(m, []), m, criteria, with_similarity, with_checks) for m in models]
     sure = [a.confidence for a in item.answers if a.confidence is not None]  # the least sure verdict of the row
     confidence = f" data-confidence='{min(sure)}'" if sure else ""
     return f"<tr tabindex='0' data-id='{html.escape(item.id, quote=True)}'{confidence}>" + "".join(cells) + "</tr>"
@@ -166,12 +184,14 @@ def row_browser_html(summary: EvaluationSummary) -> str:
         return ""
     models = [m.model_id for m in summary.models]
     with_similarity = any(a.similarity is not None for item in items for a in item.answers)
+    with_checks = any(a.checks for item in items for a in item.answers)
     # (heading, the model whose column it is: None for the item's own)
     headers: list[tuple[str, Optional[str]]] = [("id", None), ("worst total score", None), ("instruction", None),
                                                 ("reference", None)]
     for model in models:
         headers += [(f"{model}: answer (length)", model)] + [(f"{model}: {c}", model) for c in summary.criteria]
         headers += [(f"{model}: similarity", model)] if with_similarity else []
+        headers += [(f"{model}: checks passed", model)] if with_checks else []
     head = "".join(
         f"<th data-col='{i}'" + (f" data-model='{html.escape(m, quote=True)}'" if m else "") + f">{html.escape(h)}</th>"
         for i, (h, m) in enumerate(headers))
@@ -190,6 +210,6 @@ def row_browser_html(summary: EvaluationSummary) -> str:
         "<label>Search <input type='search' id='row-search' placeholder='text in any cell'></label>"
         "<span id='shown-count'></span></div>" + controls +
         f"<table id='rows'><thead><tr>{head}</tr></thead><tbody>"
-        + "".join(_row(item, models, summary.criteria, with_similarity) for item in items)
+        + "".join(_row(item, models, summary.criteria, with_similarity, with_checks) for item in items)
         + f"</tbody></table><script>{_SCRIPT}</script>{script}"
     )

@@ -9,30 +9,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from collections import Counter
-from typing import Any, Optional
+from typing import Optional
 
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.judging.agreement import jury_agreement, length_correlation
-from llm_engineering.evaluation.report.checklist import checklist_figures, scored_on, unscored
+from llm_engineering.evaluation.judging.agreement import jury_agreement
 from llm_engineering.evaluation.judging.failures import INCOMPLETE_VERDICT, failure_causes
+from llm_engineering.evaluation.report.checklist import checklist_figures, scored_on, unscored
 from llm_engineering.evaluation.stored.generation import GenerationStats
+from llm_engineering.evaluation.report.categories import category_scores
+from llm_engineering.evaluation.report.criterion_scores import criterion_scores
 from llm_engineering.evaluation.report.items import item_views
+from llm_engineering.evaluation.report.measures import check_scores, compare_measures, measured_metrics, metric_scores
 from llm_engineering.evaluation.stored.labels import LabelAgreement
 from llm_engineering.evaluation.stored.pairwise import PairwiseReport
-from llm_engineering.evaluation.rates import bootstrap_ci, detectable_change, mean, rows_for_change
-from llm_engineering.evaluation.samples import (
-    between_sample_share,
-    grouped,
-    reducers,
-    row_means,
-    row_spread,
-    sample_of,
-    two_level_ci,
-    verdict_means,
-)
+from llm_engineering.evaluation.rates import bootstrap_ci, mean
+from llm_engineering.evaluation.samples import sample_of, verdict_means
 from llm_engineering.evaluation.stored.trust import TrustChecks
 from llm_engineering.evaluation.trust.labels import Labels
 from llm_engineering.evaluation.trust.ppi import ppi_by_criterion, ppi_difference
@@ -42,14 +35,11 @@ from llm_engineering.evaluation.report.trust_text import (
 )
 from llm_engineering.evaluation.stored.judge_id import JudgeId, members
 from llm_engineering.evaluation.stored.summary import (
-    CriterionScores,
     EvaluationSummary,
-    JudgeScores,
     JudgeUsage,
     ModelComparison,
     ModelScores,
     RUBRIC_OF_OLD_RUNS,
-    Reduced,
     TurnScores,
 )
 from llm_engineering.evaluation.turns import turn_of
@@ -80,50 +70,6 @@ def criteria_of(evaluations: Dataset) -> list[str]:
     return [name.removesuffix("_score") for name in evaluations.column_names if name.endswith("_score")]
 
 
-def _criterion_scores(name: str, scored: list[dict], *, values: Optional[list[int]], judges: list[str],
-                      samples: int = 1, pass_score: Optional[float] = None) -> CriterionScores:
-    answers = [r[col.score(name)] for r in scored]
-    expected = [r.get(col.expected(name)) for r in scored]
-    with_expected = [e for e in expected if e is not None]
-    problems = Counter(r.get(col.EXPECTED_PROBLEM) or "no expected-score column (scored before probabilities were "
-                       "recorded)" for r in scored if r.get(col.expected(name)) is None)
-    per_judge = []
-    for k, judge in enumerate(judges):
-        own = [(r[col.jury_scores(name)][k], r[col.jury_expected(name)][k]) for r in scored
-               if r.get(col.jury_scores(name)) and r[col.jury_scores(name)][k] is not None]
-        own_expected = [e for _, e in own if e is not None]
-        per_judge.append(JudgeScores(judge=judge, scored=len(own), mean=mean([s for s, _ in own]),
-                                     expected_mean=mean(own_expected) if len(own_expected) == len(own) else None))
-    scores = answers  # one per row: the rows a paired comparison pairs
-    figures: dict[str, Any]
-    if samples == 1:
-        figures = {"ci": bootstrap_ci(answers), "expected_ci": bootstrap_ci(with_expected)}
-    else:
-        groups = grouped(scored, lambda r: r[col.score(name)])
-        expected_groups = grouped(scored, lambda r: r.get(col.expected(name)))
-        scores, with_expected = list(row_means(groups).values()), list(row_means(expected_groups).values())
-        threshold = pass_score if pass_score is not None else max(values or answers)
-        figures = {
-            "ci": two_level_ci(list(groups.values())), "expected_ci": two_level_ci(list(expected_groups.values())),
-            "rows_ci": bootstrap_ci(scores), "sample_share": between_sample_share(groups),
-            "row_spread": row_spread(groups), "pass_score": threshold,
-            "reducers": {reducer: Reduced(value=value, ci=ci) for reducer, (value, ci)
-                         in reducers(groups, threshold, samples).items()},
-        }
-    return CriterionScores(
-        name=name, mean=mean(scores),
-        counts={str(v): answers.count(v) for v in (values or sorted(set(answers)))},
-        expected_mean=mean(with_expected), expected_rows=sum(e is not None for e in expected),
-        expected_problem=problems.most_common(1)[0][0] if problems else None,
-        judges=per_judge,
-        length=length_correlation(answers, lengths := [len(r.get(col.ANSWER) or "") for r in scored]),
-        length_expected=length_correlation(with_expected, lengths) if len(with_expected) == len(scored) else None,
-        detectable=detectable_change(scores),
-        rows_for_tenth=rows_for_change(scores, 0.1),
-        **figures,
-    )
-
-
 def _turn_scores(rows: list[dict], scored: list[dict], names: list[str], *, rubric: Optional[Rubric], samples: int,
                  pass_score: Optional[float]) -> list[TurnScores]:
     """Each turn's figures, over that turn's answers (none for one-turn rows)."""
@@ -133,7 +79,7 @@ def _turn_scores(rows: list[dict], scored: list[dict], names: list[str], *, rubr
     per_turn = []
     for turn in turns:
         answers = [r for r in scored if turn_of(r) == turn]
-        criteria = [_criterion_scores(n, answers, values=rubric.criterion(n).values if rubric else None, judges=[],
+        criteria = [criterion_scores(n, answers, values=rubric.criterion(n).values if rubric else None, judges=[],
                                       samples=samples, pass_score=pass_score) for n in names]
         per_turn.append(TurnScores(turn=turn, rows=sum(turn_of(r) == turn for r in rows), scored=len(answers),
                                    criteria=criteria))
@@ -160,6 +106,7 @@ def model_scores(
     if len(model_ids) != 1:
         raise ValueError(f"evaluations must hold exactly one model, found {model_ids}")
     similarities = [r[col.REFERENCE_SIMILARITY] for r in rows if r.get(col.REFERENCE_SIMILARITY) is not None]
+    metrics = measured_metrics(evaluations.column_names)
     return ModelScores(
         model_id=model_ids[0],
         rows=len(rows),
@@ -170,9 +117,9 @@ def model_scores(
         samples=samples,
         # Each criterion over the rows with its score: a checklist rubric's row keeps its checklist score where its
         # other criteria failed (counted: `unscored`).
-        criteria=[_criterion_scores(n, scored_on(rows, n), values=rubric.criterion(n).values if rubric else None,
-                                    judges=judges or [], samples=samples, pass_score=pass_score).model_copy(
-                                        update=unscored(rows, n)) for n in names],
+        criteria=[criterion_scores(n, scored_on(rows, n), values=rubric.criterion(n).values if rubric else None,
+                                   judges=judges or [], samples=samples, pass_score=pass_score).model_copy(
+                                       update=unscored(rows, n)) for n in names],
         mean_completion_tokens=round(
             sum(r.get(col.COMPLETION_TOKENS) or 0 for r in rows) / len(rows), 2
         ) if rows else 0.0,
@@ -191,6 +138,9 @@ def model_scores(
         escalation_error=errors[0] if errors else None,
         turns=_turn_scores(rows, scored, names, rubric=rubric, samples=samples, pass_score=pass_score),
         checklist=checklist_figures(rows, rubric),
+        metrics=metric_scores(rows, metrics),
+        checks=check_scores(rows, samples),
+        categories=category_scores(rows, scored, names, metrics, rubric=rubric, samples=samples, pass_score=pass_score),
     )
 
 
@@ -257,10 +207,15 @@ def build_summary(inputs: SummaryInputs) -> EvaluationSummary:
         for other in evaluations[1:] if len(other) and len(evaluations[0])
         for criterion in rubric.names
     ]
+    metric_comparisons = [
+        comparison for other in evaluations[1:] if len(other) and len(evaluations[0])
+        for comparison in compare_measures(other.to_list(), evaluations[0].to_list(), measured_metrics(other.column_names))
+    ]
     ranking = sorted(scores, key=lambda s: (
         [-(c.mean or 0.0) for c in s.criteria], [-(c.expected_mean or 0.0) for c in s.criteria], s.model_id))
     judge_check = checks.judge if checks else None
-    items, items_total = item_views(evaluations, rubric.names)
+    metrics = list(dict.fromkeys(name for dataset in evaluations for name in measured_metrics(dataset.column_names)))
+    items, items_total = item_views(evaluations, rubric.names, metrics=metrics)
     return EvaluationSummary(
         judge_model=", ".join(judge_ids),
         judges=judges,
@@ -272,6 +227,9 @@ def build_summary(inputs: SummaryInputs) -> EvaluationSummary:
         scales=rubric.scales,
         models=scores,
         comparisons=comparisons,
+        metrics=metrics,
+        metric_comparisons=metric_comparisons,
+        categories=list(dict.fromkeys(c.category for s in scores for c in s.categories)),
         ranking=[s.model_id for s in ranking],
         created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         judge_check=judge_check,

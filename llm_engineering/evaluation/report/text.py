@@ -31,14 +31,9 @@ def expected_lines(summary: EvaluationSummary) -> list[str]:
                              f"rows have none ({c.expected_problem}); the expected mean is over the other {c.expected_rows}.")
     return lines
 
-def table_header(summary: EvaluationSummary) -> list[str]:
-    """One column per criterion (integer mean, and expected mean where the judge gave logprobs)."""
-    return (["model"] + [f"{name} (95% CI)" for name in summary.criteria]
-            + ["similarity (95% CI)", "scored", "failed", "cut by max_tokens", "output tok/s", "judge calls (answers)",
-               "judge s/answer", "judge cost $"])
 
 
-COMPARISON_HEADER = ["difference", "criterion", "mean (95% CI)", "paired rows"]
+COMPARISON_HEADER = ["difference", "criterion or metric", "mean (95% CI)", "paired rows"]
 JURY_HEADER = ["criterion", "Krippendorff's alpha, ordinal (95% CI)", "rows", "judges' means (integer / expected)"]
 LENGTH_HEADER = ["model", "criterion", "Spearman: integer score vs answer length", "expected score vs answer length",
                  "rows"]
@@ -49,66 +44,23 @@ PAIRWISE_HEADER = ["model A vs model B", "win rate of A (95% CI)", "A wins", "ti
                    "orders disagree", "first position chosen"]
 
 
-def criterion_cell(c: CriterionScores, checklist: bool = False) -> str:
+def criterion_cell(c: CriterionScores, checklist: bool = False, sep: str = "; ", expected: str = "expected") -> str:
     """`1.07 [1.00, 1.17]; expected 1.42 [1.38, 1.46]`, or why there is no expected mean; a checklist's criterion leads
-    with its score: `checklist 2.61 [2.55, 2.68]; levels 2.75 [2.60, 2.90]`."""
+    with its score: `checklist 2.61 [2.55, 2.68]; levels 2.75 [2.60, 2.90]` (`sep`, `expected`: a line break and a
+    shorter word in a narrow table)."""
     if checklist:
-        return f"checklist {with_ci(c.expected_mean, c.expected_ci)}; levels {with_ci(c.mean, c.ci)}"
+        return f"checklist {with_ci(c.expected_mean, c.expected_ci)}{sep}levels {with_ci(c.mean, c.ci)}"
     cell = with_ci(c.mean, c.ci)
     if c.expected_mean is not None:
-        return cell + f"; expected {with_ci(c.expected_mean, c.expected_ci)}"
-    return cell + ("; expected n/a" if c.expected_problem else "")
-
-
-ANCHORS = ("right answers (judge check)", "answers to other questions (judge check)")
-
-
-def anchor_rows(summary: EvaluationSummary) -> list[list[str]]:
-    """Two rows under the models: the judge's mean for the judge check's right answers and for answers to other
-    questions (its mismatch tier), on the first criterion, with their expected means, so that a model's means read
-    against both."""
-    check = summary.judge_check
-    if check is None or check.reference_accuracy_mean is None or check.criterion not in summary.criteria:
-        return []
-    width = len(table_header(summary))
-    position = 1 + summary.criteria.index(check.criterion)
-    rows = []
-    for name, mean, ci, expected in (
-            (ANCHORS[0], check.reference_accuracy_mean, check.reference_accuracy_ci, check.reference_expected_mean),
-            (ANCHORS[1], check.mismatched_accuracy_mean, check.mismatched_accuracy_ci, check.mismatched_expected_mean)):
-        row = [name] + [""] * (width - 1)
-        row[position] = (f"checklist {fmt(expected)}; levels {with_ci(mean, ci)}" if check.criterion == summary.checklist
-                         else with_ci(mean, ci) + (f"; expected {expected:.2f}" if expected is not None else ""))
-        rows.append(row)
-    return rows
-
-
-def table_rows(summary: EvaluationSummary) -> list[list[str]]:
-    """Rows for the CLI table and the HTML report, in ranking order, the judge check's anchors last."""
-    by_id = {s.model_id: s for s in summary.models}
-    return [
-        [
-            s.model_id,
-            *(criterion_cell(c, c.name == summary.checklist) for c in s.criteria),
-            with_ci(s.similarity_mean, s.similarity_ci),
-            f"{s.scored}/{s.rows}",
-            str(s.failed),
-            f"{s.truncated}/{s.rows}" if s.rows else "0",
-            fmt(s.tokens_per_second, 1),
-            f"{s.judge_usage.calls}" + (f" ({s.judge_usage.answers})" if s.judge_usage.answers is not None else "")
-            + f" (+{s.judge_usage.cached} cached)",
-            fmt(s.judge_usage.seconds_per_verdict, 2),
-            fmt(s.judge_usage.estimated_cost_usd, 4),
-        ]
-        for s in (by_id[model_id] for model_id in summary.ranking)
-    ] + anchor_rows(summary)
+        return cell + f"{sep}{expected} {with_ci(c.expected_mean, c.expected_ci)}"
+    return cell + (f"{sep}{expected} n/a" if c.expected_problem else "")
 
 
 def comparison_rows(summary: EvaluationSummary) -> list[list[str]]:
-    """One row per paired model comparison (`COMPARISON_HEADER`)."""
+    """One row per paired model comparison (`COMPARISON_HEADER`): on each criterion, then each metric and the checks."""
     return [
         [f"{c.model_a} - {c.model_b}", c.criterion, with_ci(c.difference, c.ci), str(c.paired_rows)]
-        for c in summary.comparisons
+        for c in [*summary.comparisons, *summary.metric_comparisons]
     ]
 
 

@@ -11,6 +11,7 @@ existed (under the modules of their logic) still load: `llm_engineering/stored_t
 - `labels`: `LabelAgreement` (`label_agreement`): agreement with a person's labels
 - `summary`: `EvaluationSummary` (`evaluation_summary`): scores per model, comparisons, checks, the rows to read
 - `checklist`: what a summary holds of a checklist rubric's rows (unread items, item sources)
+- `metrics`: the judge-free figures inside a summary (each metric's mean, the checks' pass rates, a check's verdict)
 - `publishing`: `PublishReceipt` (`publish_receipt`)
 
 Imports nothing of the project but this package: every room (generation, judging, trust, report) and the

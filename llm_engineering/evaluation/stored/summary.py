@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field, model_validator
 from llm_engineering.evaluation.stored.checklist import ChecklistFigures
 from llm_engineering.evaluation.stored.figures import FailureCause, JuryAgreement, LengthCorrelation
 from llm_engineering.evaluation.stored.labels import LabelAgreement
+from llm_engineering.evaluation.stored.metrics import CheckScores, CheckVerdict, MetricScores
 from llm_engineering.evaluation.stored.pairwise import PairwiseComparison
 from llm_engineering.evaluation.stored.ppi import PPIEstimate
 from llm_engineering.evaluation.stored.trust import JudgeCheck, SimilarityCheck
@@ -33,6 +34,8 @@ class AnswerView(BaseModel):
                                         "(the probe before the analysis under the default rubric: `judge_confidence`); "
                                         "None: a judge without logprobs, or a jury")
     escalated: bool = Field(False, description="judged again by the second judge (judge.escalate_to)")
+    metrics: dict[str, Optional[float]] = Field(default_factory=dict, description="each judge-free metric's value")
+    checks: list[CheckVerdict] = Field(default_factory=list, description="each check of the answer and its verdict")
 
     @property
     def failed(self) -> bool:
@@ -45,6 +48,7 @@ class ItemView(BaseModel):
     reference: str
     answers: list[AnswerView]
     turn: int = Field(1, description="which turn of its conversation the item is (1: a one-turn row, or a first turn)")
+    category: Optional[str] = Field(None, description="the row's category (the dataset's category column)")
 
     def worst(self) -> float:
         """The lowest total score over the item's answers; a failed answer is the worst of all (-1)."""
@@ -132,6 +136,17 @@ class TurnScores(BaseModel):
     criteria: list[CriterionScores]
 
 
+class CategoryScores(BaseModel):
+    """One category's figures for one model: its judge criteria, metrics and checks, over its answers."""
+
+    category: str = Field(description="the rows' category; rows without one: '(none)'")
+    rows: int
+    scored: int
+    criteria: list[CriterionScores]
+    metrics: list[MetricScores] = Field(default_factory=list)
+    checks: Optional[CheckScores] = None
+
+
 class ModelScores(BaseModel):
     """One model's scores. Means are over scored rows; failed rows are counted, never dropped."""
 
@@ -162,6 +177,11 @@ class ModelScores(BaseModel):
                                     "own figures above are over every turn); empty for one-turn rows")
     checklist: Optional[ChecklistFigures] = Field(None, description="under a checklist rubric: unread items and the rows "
                                                   "of each item source")
+    metrics: list[MetricScores] = Field(default_factory=list, description="each judge-free metric measured (similarity "
+                                        "too), in the order the run names them")
+    checks: Optional[CheckScores] = Field(None, description="the checks' pass rates; None where no answer has a check")
+    categories: list[CategoryScores] = Field(default_factory=list, description="per category of the rows (the "
+                                             "dataset's category column); empty without one")
 
     @model_validator(mode="before")
     @classmethod
@@ -177,6 +197,9 @@ class ModelScores(BaseModel):
 
     def criterion(self, name: str) -> CriterionScores:
         return next(c for c in self.criteria if c.name == name)
+
+    def metric(self, name: str) -> Optional[MetricScores]:
+        return next((m for m in self.metrics if m.name == name), None)
 
 
 class ModelComparison(BaseModel):
@@ -211,6 +234,10 @@ class EvaluationSummary(BaseModel):
     scales: dict[str, dict[int, str]] = Field(default_factory=dict, description="each criterion's levels and meanings")
     models: list[ModelScores]
     comparisons: list[ModelComparison] = Field(default_factory=list)
+    metrics: list[str] = Field(default_factory=list, description="the judge-free metrics measured, in order")
+    metric_comparisons: list[ModelComparison] = Field(default_factory=list, description="each model against the first "
+                                                      "on each metric and on the checks (`checks`: passing every one)")
+    categories: list[str] = Field(default_factory=list, description="the rows' categories, in order of first row")
     ranking: list[str] = Field(description="model ids, best mean of the first criterion (then the next...) first")
     created_at: str
     judge_check: Optional[JudgeCheck] = Field(None, description="can the judge tell right answers from wrong?")

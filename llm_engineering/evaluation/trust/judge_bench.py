@@ -11,7 +11,9 @@
   orders (`preference_averaged`, one decision a pair), so that a lean towards a position cancels out; a judge
   without token logprobs is read as the pipeline reads it, from the number it wrote (a certainty), and the report
   counts those readings (`written_preferences`);
-- baselines that need no judge: the longer answer (`longer`), the answer shown first (`first_shown`).
+- baselines that need no judge: the longer answer (`longer`), the answer shown first (`first_shown`), and on the pairs
+  that carry a reference, each reference metric (`metrics.reference`: the answer with the higher value, a tie a tie;
+  a pair where the metric does not apply, `math` on a prose reference, is left out of its figures).
 
 Per way, over the pairs whose label is not a tie: agreement with the label with each order counted, as LLMBar
 reports (a way that sees no order decides once per pair), the pairs right in both orders, how often a decisive
@@ -27,6 +29,8 @@ from datasets import Dataset
 from pydantic import BaseModel, Field
 
 from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.metrics.names import REFERENCE_METRICS
+from llm_engineering.evaluation.metrics.reference import reference_metric
 from llm_engineering.evaluation.trust.human_pairs import HumanPair
 from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.pairwise import ask_both_orders, ask_preferences, both_orders_preference
@@ -44,7 +48,7 @@ BASELINES = ("longer", "first_shown")
 JUDGED = ("pairwise", "preference", "pointwise_integer")  # a decision each judge call of the bench ends in
 
 # What each way is, for tables and pages.
-WAY_NAMES = {
+WAY_NAMES: dict[str, str] = {
     "pairwise": "pairwise prompt, both orders",
     "preference": "preference number first, both orders",
     "preference_averaged": "preference probabilities, averaged over both orders",
@@ -53,6 +57,7 @@ WAY_NAMES = {
     "pointwise_rating": "pointwise, integer scores, a tie half right (LLMBar's Rating protocol)",
     "longer": "baseline: the longer answer",
     "first_shown": "baseline: the answer shown first",
+    **{name: f"baseline: {name} (pairs with a reference)" for name in REFERENCE_METRICS},
 }
 
 
@@ -133,6 +138,7 @@ def rating_decisions(scores: list[Optional[int]]) -> list[Optional[Preference]]:
 
 def way_figures(details: list[PairDecisions], way: str, ordered: bool) -> WayFigures:
     """The figures of one way over every pair's decisions (`ordered`: its decisions are per order of showing)."""
+    details = [d for d in details if way in d.decisions]  # a reference metric decides the pairs with a reference
     labelled = [d for d in details if d.label != "tie"]
     decisions = [(d.label, k, choice) for d in labelled for k, choice in enumerate(d.decisions[way])]
     # Position bias is the judge's, whatever people said: over every pair, a tie label's too.
@@ -149,8 +155,18 @@ def way_figures(details: list[PairDecisions], way: str, ordered: bool) -> WayFig
 
 
 def baseline_decisions(pair: HumanPair) -> dict[str, list[Optional[Preference]]]:
-    """What the judge-free rules decide: the longer answer (by characters), and the first shown, in both orders."""
-    return {"longer": [longer(pair.output_1, pair.output_2)], "first_shown": ["A", "B"]}
+    """What the judge-free rules decide: the longer answer (by characters), and the first shown, in both orders; with a
+    reference, each reference metric where it applies to both answers."""
+    decisions: dict[str, list[Optional[Preference]]] = {"longer": [longer(pair.output_1, pair.output_2)],
+                                                        "first_shown": ["A", "B"]}
+    reference = pair.reference
+    for name in REFERENCE_METRICS:
+        if reference is None:
+            break
+        decided = compare(reference_metric(name, pair.output_1, reference), reference_metric(name, pair.output_2, reference))
+        if decided is not None:
+            decisions[name] = [decided]
+    return decisions
 
 
 def _pairwise(pairs: list[HumanPair], judge: Judge) -> tuple[list[list[Optional[Preference]]], list[list[str]], int]:
@@ -225,7 +241,8 @@ def bench_judge(pairs: list[HumanPair], judge: Judge, pairs_file: str) -> JudgeB
     return JudgeBenchReport(
         pairs_file=pairs_file, judge=rows[0][col.JUDGE_MODEL] if rows else judge.backend.judge_id, rubric=judge.rubric.name,
         pairs=len(pairs), tie_labels=sum(p.label == "tie" for p in pairs),
-        ways={way: way_figures(details, way, way in ordered) for way in (*WAYS, *BASELINES)},
+        ways={way: way_figures(details, way, way in ordered) for way in (*WAYS, *BASELINES, *REFERENCE_METRICS)
+              if any(way in d.decisions for d in details)},
         judge_calls=4 * len(pairs) + len(rows) * len(judge.backends) * calls_per_answer(judge.rubric),
         cached=pairwise_cached + preference_cached + pointwise_cached, written_preferences=written,
         details=details, failures=failure_causes(errors),

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from llm_engineering.evaluation.trust.rules import FACT, NUMBER
+from llm_engineering.evaluation.metrics.words import FACT, NUMBER
 
 # Word pairs whose exchange flips a statement: each direction is tried. Lower case; the text's case is kept.
 ANTONYMS: tuple[tuple[str, str], ...] = (

@@ -15,8 +15,7 @@ from typing import Optional, Sequence
 
 from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.transport import ReplySchema, ask_judge
-from llm_engineering.evaluation.trust.rules import content_words
-from llm_engineering.evaluation.trust.tiers import facts
+from llm_engineering.evaluation.metrics.words import facts, word_share as reference_word_share
 
 # A rewording holds at least this share of the reference's content words. A weak writer's "rewording" can be a summary
 # that keeps every name ("This text discusses ... MongoDB ...": 11% of the words); judged lower, it is no right answer.
@@ -51,8 +50,8 @@ def read_rewording(text: Optional[str]) -> Optional[str]:
 
 def word_share(reference: str, rewording: str) -> float:
     """The share of the reference's content words the rewording holds (1.0 for a reference without any)."""
-    known = content_words(reference)
-    return len(known & content_words(rewording)) / len(known) if known else 1.0
+    share = reference_word_share(reference, rewording)
+    return 1.0 if share is None else share
 
 
 def keeps_the_facts(reference: str, rewording: str) -> bool:

@@ -20,17 +20,7 @@ from typing import Callable, Optional
 
 from llm_engineering.evaluation import preference
 from llm_engineering.evaluation.preference import compare
-
-# Words that every instruction and answer share, whatever they are about.
-_FUNCTION_WORDS = frozenset(
-    "the and for with are its this that what why how which who when from into about your you can does would "
-    "explain describe give list name mention few some one two three".split())
-
-
-def content_words(text: str) -> set[str]:
-    """Lower-case words of three or more letters or digits, function words left out."""
-    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 2 and w not in _FUNCTION_WORDS}
-
+from llm_engineering.evaluation.metrics.words import content_words, facts
 
 _ORDER = {"A": 1, "tie": 0, "B": -1}  # the right answer (shown as A) above, a tie, the wrong one above
 
@@ -54,17 +44,6 @@ def reference_overlap(instruction: str, right: str, wrong: str, reference: Optio
     """The answer holding more of the reference's content words is the better one."""
     known = content_words(reference or "")
     return _order(len(known & content_words(right)), len(known & content_words(wrong)))
-
-
-# A number (3, 4.5, 70%, 1,000) or a name-like token: a word holding a capital letter or a digit past its
-# first character (LoRA, vLLM, GPT-4, H100), which in technical prose marks models, tools and units.
-NUMBER = re.compile(r"\d+(?:[.,]\d+)*%?")
-FACT = re.compile(r"\b\d+(?:[.,]\d+)*%?(?!\w)|\b\d[\w-]*[A-Za-z][\w-]*\b|\b[A-Za-z][\w-]*?[A-Z0-9][\w-]*\b")
-
-
-def facts(text: str) -> list[str]:
-    """The numbers and name-like tokens of a text, in order."""
-    return [m.group() for m in FACT.finditer(text)]
 
 
 def reference_facts(instruction: str, right: str, wrong: str, reference: Optional[str] = None) -> int:

@@ -31,7 +31,7 @@ import re
 from typing import Literal, Optional, Sequence
 
 from llm_engineering.evaluation.rates import derangement
-from llm_engineering.evaluation.trust.rules import FACT, NUMBER, content_words, facts
+from llm_engineering.evaluation.metrics.words import FACT, NUMBER, content_words, facts
 
 Tier = Literal["mismatch", "same_topic", "truncated", "corrupted", "relation_swap", "negation"]
 TIERS: tuple[Tier, ...] = ("mismatch", "same_topic", "truncated", "corrupted", "relation_swap", "negation")
