@@ -44,7 +44,9 @@ def check_trust(
     elif judge_check.rows:
         settings = get_settings()
         with open_judge([judge], engine, settings=settings, pool=ENGINE_POOL) as bound:
-            checks.judge = run_judge_check(checked, bound, judge_check, from_answers=from_answers)
+            # The similarity metric is among the card's rules where the run measures it.
+            embedder = get_embedder(similarity.batch_size) if similarity.enabled else None
+            checks.judge = run_judge_check(checked, bound, judge_check, from_answers=from_answers, embedder=embedder)
     if similarity.enabled and len(referenced) >= 2:
         checks.similarity = check_similarity(referenced, get_embedder(similarity.batch_size), judge_check.seed)
     metadata = {}

@@ -7,6 +7,7 @@ from llm_engineering.evaluation.report.trust_text import judge_headline
 from llm_engineering.evaluation.stored.trust import JudgeCheck, JudgeCheckPair
 from llm_engineering.evaluation.trust.judge_check import judge_check_from_pairs
 from llm_engineering.evaluation.trust.rules import (
+    NEEDS_REFERENCE,
     RULES,
     distinct_words,
     facts,
@@ -142,6 +143,7 @@ def test_each_judge_free_rule_orders_constructed_pairs(rule, right, wrong, refer
 
 
 def test_the_rules_that_read_the_reference_are_left_out_where_a_row_has_none():
-    assert set(rule_orders("q?", "a b c", "a a a", None)) == set(RULES) - {"reference_overlap", "reference_facts"}
+    assert set(rule_orders("q?", "a b c", "a a a", None)) == set(RULES) - NEEDS_REFERENCE
+    assert {"reference_overlap", "reference_facts", "token_f1", "rouge_l", "bleu"} <= NEEDS_REFERENCE
     assert set(rule_orders("q?", "a b c", "a a a", "a b")) == set(RULES)
     assert facts("vLLM serves GPT-4 on 2 H100 GPUs at 70% load") == ["vLLM", "GPT-4", "2", "H100", "GPUs", "70%"]

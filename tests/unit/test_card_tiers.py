@@ -49,9 +49,16 @@ def test_a_negation_flips_one_statements_polarity_at_one_place():
     assert "Before training, tokenize." in negations("After training, tokenize.")
 
 
+def _reworded(reference: str) -> str:
+    """The reference's two clauses in the other order: the same words, the same meaning."""
+    head, sep, tail = next(reference.partition(s) for s in (", while ", ", which ", ", and ") if s in reference)
+    return f"{tail.rstrip('.')[0].upper()}{tail.rstrip('.')[1:]}{sep}{head}."
+
+
 class RuleBaitJudge:
     """Shown the reference: gives 3 to an answer that says what the reference says, 1 to one that contradicts it (it
-    reads the meaning: a negation or an exchange is wrong), and rewords the reference by replacing 'the' with 'a'."""
+    reads the meaning: a negation or an exchange is wrong), and rewords the reference by putting its clauses in the
+    other order."""
 
     judge_id = "bait"
 
@@ -63,11 +70,11 @@ class RuleBaitJudge:
             prompt = messages[1]["content"]
             if reply_schema is not None and reply_schema.name == "rewording":
                 reference = prompt.split("Text: ")[1].split("\n\nGive the rewritten")[0]
-                text = json.dumps({"answer": reference.replace(" the ", " a ")})
+                text = json.dumps({"answer": _reworded(reference)})
             else:
                 reference = prompt.split("): ", 1)[1].split("\n\nAnswer: ")[0]
                 answer = prompt.split("\n\nAnswer: ")[1].split("\n\nGive your evaluation")[0]
-                right = answer == reference.replace(" the ", " a ")
+                right = answer == _reworded(reference)
                 text = json.dumps({"accuracy": {"analysis": "", "score": 3 if right else 1},
                                    "style": {"analysis": "", "score": 2}})
             on_reply(index, JudgeReply(text=text))
@@ -89,20 +96,21 @@ def test_the_tiers_no_rule_can_pass_keep_only_pairs_that_no_rule_orders():
                             JudgeCheckConfig(rows=4, tiers=["relation_swap", "negation"]))
     swap, negation = check.tiers
     assert swap.candidates == 3 and negation.candidates == 4  # q3 names no two things of a kind
-    assert swap.pairs == 3 and negation.pairs == 2  # q1 "is not what", q2 "cannot train"
-    for tier in (swap, negation):
-        assert all(r.count == 0 for r in tier.baselines.values())  # no rule passes a pair
-        for pair in tier.details:
-            assert not [name for name, order in pair.rules.items() if order == 1], (tier.tier, pair)
-            # worded as the reference the judge is shown, the right answer is its rewording
-            assert pair.worse_answer in _split()[col.REFERENCE] or _words(pair.worse_answer) != _words(pair.right_answer)
-        # The judge reads the meaning: it passes every pair, beside rules that pass none
-        assert tier.reference_higher.count == tier.pairs and set(tier.paired) == set(tier.baselines)
-    # Flipping a word of the reference ("increases" -> "decreases") drops a word the right answer keeps: the rule that
-    # counts the reference's words orders such a pair, so it is dropped and the row's "not" is kept instead
-    assert {p.id: p.worse_answer.count(" not ") + p.worse_answer.count("cannot") for p in negation.details} == {
-        "q1": 1, "q2": 1}
-    assert negation.dropped["reference_overlap"] == 2  # q0 and q3: every candidate flips a word of the reference
+    # An exchange keeps the words: the rules that count them tie, and only the sequence metrics, whose n-grams span
+    # the exchanged names, can order a pair: a row is kept where one of its exchanges no rule orders, and dropped
+    # with the rules that ordered them
+    assert swap.pairs >= 1 and all(r.count == 0 for r in swap.baselines.values())
+    assert set(swap.dropped) <= {"chrf", "bleu", "rouge_l"} and max(swap.dropped.values()) == 3 - swap.pairs
+    for pair in swap.details:
+        assert not [name for name, order in pair.rules.items() if order == 1], pair
+        assert _words(pair.worse_answer) == _words(pair.right_answer) and pair.worse_answer in (
+            relation_swaps(_split()[col.REFERENCE][int(pair.id[1])]))
+    # The judge reads the meaning: it passes every pair, beside rules that pass none
+    assert swap.reference_higher.count == swap.pairs and set(swap.paired) == set(swap.baselines)
+    # A negation adds a word or flips one of the reference's: against a rewording of the very same words, token F1
+    # orders every candidate, and every row is dropped, with the rules that did it
+    assert negation.pairs == 0 and negation.dropped["token_f1"] == 4 and negation.outcome == "unmeasured"
+    assert "0 of 4 rows with a candidate kept" in negation.verdict and "token F1 4" in negation.verdict
 
 
 def test_a_candidate_a_rule_orders_is_dropped_and_the_next_one_kept():

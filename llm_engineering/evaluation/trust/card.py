@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from datasets import Dataset
 
@@ -100,7 +100,7 @@ def _build(tier: str, candidates: dict[int, list[Candidate]], orders: Callable[[
 
 def run_judge_check(
     dataset: Dataset, judge: Judge, config: JudgeCheckConfig, *, whole_verdicts: bool = False,
-    from_answers: bool = False, rewriter: Optional[Judge] = None,
+    from_answers: bool = False, rewriter: Optional[Judge] = None, embedder: Any = None,
 ) -> JudgeCheck:
     """Score `config.rows` sampled right answers and, per tier, their worse answers with the judge's first backend;
     see the module doc.
@@ -110,7 +110,8 @@ def run_judge_check(
     references (each row's `answer` is the right side, the judge shown no reference); only the mismatch tier can be
     built then: an answer's own row against another row's answer. `rewriter`: whose rewordings of the references are
     the right answers, for a judge that sees the reference or a checklist of it (default the judge's own; another
-    model's measures self-preference: benchmarks/judge_studies/self_preference.py).
+    model's measures self-preference: benchmarks/judge_studies/self_preference.py). `embedder`: a sentence embedder,
+    for the similarity metric among the rules (left out without one).
     """
     source = col.ANSWER if from_answers else col.REFERENCE
     if source not in dataset.column_names:
@@ -138,7 +139,7 @@ def run_judge_check(
         shown[i] if rubric.reference_guided else None for i in sample}
 
     def orders(i: int, worse: str) -> dict[str, int]:
-        return rule_orders(instructions[i], right[i], worse, ruled[i])
+        return rule_orders(instructions[i], right[i], worse, ruled[i], embedder)
 
     built = {tier: _build(tier, _candidates(tier, sample, instructions=instructions, references=references, right=right,
                                             seed=seed), orders) for tier in tiers}

@@ -10,16 +10,21 @@ none or the rubric does not show it to the judge):
 - instruction_overlap: more of the instruction's content words;
 - reference_overlap: more of the reference's content words;
 - reference_facts: more of the reference's names and numbers (`facts`) held;
-- distinct_words: the higher share of distinct words (an answer that loops repeats itself).
+- distinct_words: the higher share of distinct words (an answer that loops repeats itself);
+- the reference metrics (`metrics.reference`): the answer a metric scores higher against the reference, for token
+  F1, ROUGE-L, exact match, chrF, BLEU and the final value of a math answer (the shares of the reference's words and
+  of its names and numbers order as the two counts above do), and, with an embedder, the embedding's similarity.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from llm_engineering.evaluation import preference
 from llm_engineering.evaluation.preference import compare
+from llm_engineering.evaluation.metrics.names import MetricName
+from llm_engineering.evaluation.metrics.reference import reference_metric
 from llm_engineering.evaluation.metrics.words import content_words, facts
 
 _ORDER = {"A": 1, "tie": 0, "B": -1}  # the right answer (shown as A) above, a tie, the wrong one above
@@ -62,18 +67,39 @@ def distinct_words(instruction: str, right: str, wrong: str, reference: Optional
     return _order(round(_distinct_share(right), 4), round(_distinct_share(wrong), 4))
 
 
+def _metric_rule(name: MetricName) -> Callable[..., int]:
+    def rule(instruction: str, right: str, wrong: str, reference: Optional[str] = None) -> int:
+        """The answer the metric scores higher against the reference is the better one (a tie where it does not
+        apply)."""
+        a, b = reference_metric(name, right, reference or ""), reference_metric(name, wrong, reference or "")
+        return 0 if a is None or b is None else _order(a, b)
+
+    return rule
+
+
 Rule = Callable[..., int]  # (instruction, right, wrong, reference=None) -> +1, 0, -1
+METRIC_RULES: tuple[MetricName, ...] = ("token_f1", "rouge_l", "exact_match", "chrf", "bleu", "math")
 RULES: dict[str, Rule] = {"longer": longer, "instruction_overlap": instruction_overlap,
                           "reference_overlap": reference_overlap, "reference_facts": reference_facts,
-                          "distinct_words": distinct_words}
-NEEDS_REFERENCE = frozenset({"reference_overlap", "reference_facts"})
+                          "distinct_words": distinct_words, **{name: _metric_rule(name) for name in METRIC_RULES}}
+SIMILARITY = "similarity"  # the embedding's rule: computed where the caller has an embedder
+NEEDS_REFERENCE = frozenset({"reference_overlap", "reference_facts", *METRIC_RULES, SIMILARITY})
 RULE_NAMES = {"longer": "the longer answer", "instruction_overlap": "more of the instruction's words",
               "reference_overlap": "more of the reference's words",
               "reference_facts": "more of the reference's names and numbers",
-              "distinct_words": "more distinct words (less repetition)"}
+              "distinct_words": "more distinct words (less repetition)",
+              "token_f1": "the higher token F1", "rouge_l": "the higher ROUGE-L", "exact_match": "an exact match",
+              "chrf": "the higher chrF", "bleu": "the higher BLEU", "math": "the reference's final value",
+              SIMILARITY: "the embedding nearer the reference"}
 
 
-def rule_orders(instruction: str, right: str, wrong: str, reference: Optional[str]) -> dict[str, int]:
-    """Each rule's order of the two answers; the rules that read the reference only where there is one."""
-    return {name: rule(instruction, right, wrong, reference) for name, rule in RULES.items()
-            if reference is not None or name not in NEEDS_REFERENCE}
+def rule_orders(instruction: str, right: str, wrong: str, reference: Optional[str],
+                embedder: Optional[Any] = None) -> dict[str, int]:
+    """Each rule's order of the two answers; the rules that read the reference only where there is one, the
+    embedding's only with an `embedder` (a sentence embedder's `encode`: unit vectors)."""
+    orders = {name: rule(instruction, right, wrong, reference) for name, rule in RULES.items()
+              if reference is not None or name not in NEEDS_REFERENCE}
+    if embedder is not None and reference is not None:
+        a, b, ref = embedder.encode([right, wrong, reference])
+        orders[SIMILARITY] = _order(round(float(a @ ref), 4), round(float(b @ ref), 4))
+    return orders
