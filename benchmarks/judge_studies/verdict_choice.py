@@ -80,11 +80,23 @@ def _agreement(rows: list[dict], pairs: list[Any], criterion: str) -> dict[str, 
 
 
 def _tier(t: Any) -> dict[str, Any]:
+    """A tier's figures as the run decides it, and as decided by the expected scores alone (the same pairs)."""
+    from llm_engineering.evaluation.trust.judge_check import judge_check_from_pairs
+
+    by_expected = judge_check_from_pairs(t.judge_model, t.details, threshold=t.threshold, criterion=t.criterion,
+                                         tier=t.tier, scale=t.scale, right_answers=t.right_answers,
+                                         decided_by="expected", candidates=t.candidates, dropped=t.dropped)
     return {"tier": t.tier, "outcome": t.outcome, "pairs": t.pairs, "candidates": t.candidates, "dropped": t.dropped,
-            "judge": t.deciding.describe(), "lowest_level": t.lowest_level.describe() if t.lowest_level else None,
+            "judge": t.deciding.describe(), "integer": t.reference_higher.describe(),
+            "tie_broken": t.reference_higher_tie_broken.describe() if t.reference_higher_tie_broken else None,
+            "by_expected": t.reference_higher_by_expected.describe() if t.reference_higher_by_expected else None,
+            "outcome_by_expected": by_expected.outcome,
+            "lowest_level": t.lowest_level.describe() if t.lowest_level else None,
             "right_mean": t.reference_accuracy_mean, "worse_mean": t.mismatched_accuracy_mean,
+            "right_expected": t.reference_expected_mean, "worse_expected": t.mismatched_expected_mean,
             "best_rule": t.best_rule, "best_rule_rate": t.baselines[t.best_rule].describe() if t.best_rule else None,
-            "paired": {name: test.model_dump() for name, test in t.paired.items()}}
+            "paired": {name: test.model_dump() for name, test in t.paired.items()},
+            "paired_by_expected": {name: test.model_dump() for name, test in by_expected.paired.items()}}
 
 
 @click.command()
@@ -172,11 +184,13 @@ def _print(result: dict[str, Any]) -> None:
     print(f"\n## {result['candidate']}: scoring {result['scoring_s']} s, card {result['card_s']} s; SmolLM2-135M's answers "
           f"{weak['mean']} {weak['ci']} (expected {weak['expected_mean']}, levels {weak['levels']}, failed "
           f"{weak['failed']})")
-    print("| tier | outcome | judge | lowest level | right / worse mean | best rule | kept of built |")
-    print("|---|---|---|---|---|---|---|")
+    print("| tier | outcome | judge | by expected (outcome) | lowest level | right / worse mean (expected) | best rule | "
+          "kept of built |")
+    print("|---|---|---|---|---|---|---|---|")
     for t in result["card"]:
-        print(f"| {t['tier']} | {t['outcome']} | {t['judge']} | {t['lowest_level']} | {t['right_mean']} / "
-              f"{t['worse_mean']} | {t['best_rule']} {t['best_rule_rate']} | {t['pairs']} of {t['candidates']} |")
+        print(f"| {t['tier']} | {t['outcome']} | {t['judge']} | {t['by_expected']} ({t['outcome_by_expected']}) | "
+              f"{t['lowest_level']} | {t['right_mean']} / {t['worse_mean']} ({t['right_expected']} / "
+              f"{t['worse_expected']}) | {t['best_rule']} {t['best_rule_rate']} | {t['pairs']} of {t['candidates']} |")
     for name, figures in result["labelled"].items():
         print(f"- {name}: expected {figures['expected']}, rating {figures['rating']} ({figures['pairs']} pairs, "
               f"{figures['s']} s)")

@@ -28,13 +28,25 @@ def runs_on_cpu() -> bool:
 _NATIVE_BF16 = ("avx512_bf16", "amx_bf16")
 
 
-def native_bf16_flags() -> list[str]:
-    """This CPU's flags that give native bfloat16 arithmetic (from /proc/cpuinfo; none where it cannot be read)."""
+# The CPU's flags as `LLM_EVAL_CPU_FLAGS` gives them, instead of /proc/cpuinfo's: to run as on another CPU of the same
+# kind (benchmarks/performance/avx2_path runs an AVX-512 machine as an AVX2-only one).
+CPU_FLAGS = "LLM_EVAL_CPU_FLAGS"
+
+
+def cpu_flags() -> set[str]:
+    """This CPU's flags (`LLM_EVAL_CPU_FLAGS` where set, else /proc/cpuinfo's; none where it cannot be read)."""
+    if os.environ.get(CPU_FLAGS):
+        return set(os.environ[CPU_FLAGS].split())
     try:
         line = next(ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("flags"))
     except (OSError, StopIteration):
-        return []
-    flags = set(line.split(":", 1)[1].split())
+        return set()
+    return set(line.split(":", 1)[1].split())
+
+
+def native_bf16_flags() -> list[str]:
+    """This CPU's flags that give native bfloat16 arithmetic (`cpu_flags`)."""
+    flags = cpu_flags()
     return [f for f in _NATIVE_BF16 if f in flags]
 
 
