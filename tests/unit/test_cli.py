@@ -312,29 +312,3 @@ def test_a_hang_up_stops_the_cli_as_sigterm_does_unless_it_was_started_under_noh
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=repo_root, timeout=60)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == ends_with
-
-
-def test_docs_command_line_lists_every_flag_of_every_command_in_its_section(repo_root):
-    """docs/command-line.md has a section per command (`### evaluate`...) naming each of its flags: a flag added to the
-    CLI and not to the page fails here."""
-    import re
-
-    import click
-
-    from tools.run import main
-
-    page = (repo_root / "docs" / "command-line.md").read_text()
-    sections = dict(re.findall(r"^### `?([a-z-]+)`?\n(.*?)(?=^### |^## |\Z)", page, flags=re.S | re.M))
-    missing = []
-    for name, command in main.commands.items():
-        flags = [flag for param in command.params if isinstance(param, click.Option) for flag in param.opts
-                 if flag.startswith("--")]
-        text = sections.get(name)
-        if text is None:
-            missing.append(f"### {name}: no section")
-            continue
-        missing += [f"{name} {flag}" for flag in flags if f"`{flag}" not in text]
-    legacy = sections.get("--run-evaluation", "") + page
-    missing += [f"alias {flag}" for flag in ("--run-evaluation", "--rescore", "--publish-only", "--export-settings",
-                                             "--create-snapshot") if f"`{flag}" not in legacy]
-    assert not missing, missing
