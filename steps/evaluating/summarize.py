@@ -9,7 +9,7 @@ from llm_engineering.evaluation.stored.generation import GenerationStats
 from llm_engineering.evaluation.stored.labels import LabelAgreement
 from llm_engineering.evaluation.trust.labels import Labels
 from llm_engineering.evaluation.stored.pairwise import PairwiseReport
-from llm_engineering.evaluation.prices import judge_prices
+from llm_engineering.evaluation.judging.prices import judge_prices
 from llm_engineering.evaluation.report.text import trust_lines
 from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
 from llm_engineering.evaluation.stored.summary import EvaluationSummary
