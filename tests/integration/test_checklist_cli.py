@@ -23,7 +23,7 @@ def test_a_checklist_rubric_writes_the_items_once_and_a_rescore_grades_on_the_st
         "judge": {"model": "smollm2-135m", "rubric": "reference-checklist", "cache": False},
         "judge_check": {"rows": 0}, "similarity": {"enabled": False}, "pairwise": {"enabled": False}}}))
     result = run_cli("evaluate", "--config", config)
-    assert result.exit_code == 0, result.output[-3000:]
+    assert result.exit_code in (0, 4), result.output[-3000:]  # 4: no row of the model has a verdict
     report = json_report(result.stdout)
     run = Client().get_pipeline_run(report["run"])
     (written,) = run.steps["write_checklists"].outputs[col.CHECKLISTS]
@@ -31,7 +31,7 @@ def test_a_checklist_rubric_writes_the_items_once_and_a_rescore_grades_on_the_st
     assert len(checklists) == ROWS and all(checklists[col.CHECKLIST])
     assert set(checklists["source"]) == {"reference sentences"}  # the embedded split's rows all have references
     evaluations = run.steps["evaluate_answers"].outputs[col.EVALUATIONS][0].load()
-    unread = 0
+    unread, scored = 0, 0
     for row, items in zip(evaluations, checklists[col.CHECKLIST]):
         graded = row[col.checklist_items("accuracy")]
         assert [i["item"] for i in graded] == items  # graded on its own row's items
@@ -44,7 +44,11 @@ def test_a_checklist_rubric_writes_the_items_once_and_a_rescore_grades_on_the_st
         if missed > MAX_UNREAD_SHARE * len(graded):
             assert row[col.score("accuracy")] is None and "checklist items unread" in row[col.JUDGE_ERROR]
         else:
+            scored += 1
             assert 1 <= row[col.expected("accuracy")] <= 3 and "checklist items stated" in row[col.analysis("accuracy")]
+    # The run fails (exit 4, answers kept) exactly when no row was scored, and says how to judge them again.
+    assert result.exit_code == (0 if scored else 4)
+    assert ("rescore --only-failed" in result.output) == (scored == 0)
     assert report["checklist"] == "accuracy" and "checklist " in result.stdout  # the table leads with its score
     figures = report["models"][0]["checklist"]
     assert figures["unread"] == unread and figures["items"] == sum(len(items) for items in checklists[col.CHECKLIST])
@@ -52,7 +56,7 @@ def test_a_checklist_rubric_writes_the_items_once_and_a_rescore_grades_on_the_st
     assert (f"{unread} of {figures['items']} items unread" in said) == (unread > 0)
 
     rescored = run_cli("rescore", "--config", config)
-    assert rescored.exit_code == 0, rescored.output[-3000:]
+    assert rescored.exit_code == result.exit_code, rescored.output[-3000:]
     assert f"Re-scoring 1 stored artifact(s) of run {run.name}" in rescored.stdout
     again = Client().get_pipeline_run(json_report(rescored.stdout)["run"])
     assert "write_checklists" not in again.steps  # not written again
