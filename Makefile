@@ -14,7 +14,7 @@ export TOKENIZERS_PARALLELISM ?= false
 
 DASHBOARD_PORT ?= 8237
 
-.PHONY: install judges evaluate conversations smoke rescore test test-fast bench bench-judge lint clean browser dashboard dashboard-stop bench-ray
+.PHONY: install judges evaluate conversations smoke rescore test test-fast bench bench-judge bench-judge-cost lint clean browser dashboard dashboard-stop bench-ray
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -88,6 +88,9 @@ bench: install
 
 bench-judge: install
 	$(PY) -m benchmarks.performance.judge_concurrency
+
+bench-judge-cost: install
+	$(PY) -m benchmarks.performance.judge_cost
 
 bench-ray: install
 	$(PY) -m benchmarks.performance.ray_engine

@@ -33,6 +33,11 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "auto": {},  # the default run as it is: judge.model auto chooses per CPU
     "1.5b": {"judge": {"model": "qwen2.5-coder-1.5b"}},  # in the CPU's dtype: bf16 where native and faster, else fp32
     "1.5b-int8": {"judge": {"model": "qwen2.5-coder-1.5b-int8"}},  # int8 weights and activations (W8A8)
+    # KV blocks of 32 tokens instead of vLLM's CPU default of 128: the prefix cache shares whole blocks, and a row's
+    # prompts (its answers, the probe beside each verdict, the card's pairs) differ only after the row's own text.
+    "blocks32": {"engine": {"block_size": 32}},
+    "1.5b-blocks32": {"judge": {"model": "qwen2.5-coder-1.5b"}, "engine": {"block_size": 32}},
+    "int8-blocks32": {"judge": {"model": "qwen2.5-coder-1.5b-int8"}, "engine": {"block_size": 32}},
 }
 CPU_KINDS = {"native": {}, "avx2": {"PYTHONPATH": str(ROOT / "benchmarks" / "performance" / "avx2_path")}}
 JUDGE_STEPS = ("evaluate_answers", "check_trust")
