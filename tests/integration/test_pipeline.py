@@ -14,7 +14,9 @@ from llm_engineering.infrastructure.vllm_engine import VLLMEngine
 from llm_engineering.run_config import EvaluationConfig
 from llm_engineering.infrastructure.zenml_runs import generations_of, step_output
 from steps.engine_pool import ENGINE_POOL
-from tests.support.cli_output import json_report
+from tests.support.cli_output import reported_run
+from tests.support.configs import stub_judged
+from tests.support.openai_stub import OpenAIStub
 from tests.support.small_run import FIRST_RUN_PUBLISHED, ROWS, SMALL, UNREAD_CHECKS_OFF, small_config, step_status
 
 pytestmark = pytest.mark.slow
@@ -227,22 +229,16 @@ def test_cli_runs_a_local_jsonl_with_output_column_and_limit(run_cli, tmp_path):
             for t in ["RAG", "LoRA", "QLoRA", "DPO", "vLLM", "PagedAttention"]]
     data = tmp_path / "rows.jsonl"
     data.write_text("\n".join(json.dumps(r) for r in rows))
-    config = tmp_path / "run.yaml"
-    config.write_text(
-        "parameters:\n  prompt: {template: chat}\n  sampling: {max_tokens: 24}\n"
-        "  judge: {model: smollm2-135m, max_tokens: 200, max_analysis_chars: 100}\n"
-        "  judge_check: {rows: 0}\n  similarity: {enabled: false}\n"
-    )
-    result = run_cli("--run-evaluation", "--config", config, "--dataset", data, "--limit", 4)
-    assert result.exit_code == 0, result.output[-3000:]
+    # The stand-in judges (the in-process judge through the CLI: test_labels_cli.py, test_lora_adapter.py).
+    with OpenAIStub() as judge:
+        config = stub_judged(tmp_path / "run.yaml", judge.base_url, rows=len(rows), max_tokens=24,
+                             prompt={"template": "chat"})
+        result = run_cli("--run-evaluation", "--config", config, "--dataset", data, "--limit", 4)
+        run, report = reported_run(result)
     assert "smollm2-135m" in result.stdout and "Evaluation summary" in result.stdout
-    report = json_report(result.stdout)
-    assert report["models"][0]["rows"] == 4
-    assert report["models"][0]["scored"] >= 3, report["models"][0]  # the judge works through the CLI too
+    assert (report["models"][0]["rows"], report["models"][0]["scored"]) == (4, 4), report["models"][0]
     # The chat template was rendered by the model's own tokenizer, not the Alpaca template.
-    from zenml.client import Client
-
-    generations = step_output(Client().get_pipeline_run(report["run"]), "generate_answers", col.GENERATIONS)
+    generations = step_output(run, "generate_answers", col.GENERATIONS)
     assert generations[col.ID] == ["0", "1", "2", "3"]  # ids given to rows without one, in file order
     assert generations[0][col.PROMPT].startswith("<|im_start|>")
     assert "In one sentence, what is RAG?" in generations[0][col.PROMPT]

@@ -2,24 +2,17 @@
 answers once, the OpenAI-compatible stub judges them, then judges four of them worse under another judge
 name (so ZenML re-runs the scoring). Each step reads the runs the test made, by name."""
 
-from pathlib import Path
-
 import pytest
 
 from llm_engineering.evaluation.report.gates import GATE_FAILED_EXIT_CODE
 from llm_engineering.evaluation.generation.dataset import read_test_split
 from llm_engineering.evaluation.config import DatasetConfig
 from tests.support.openai_stub import VERDICT, OpenAIStub
-from tests.support.cli_output import json_report
+from tests.support.cli_output import json_report, report_path
 from tests.support.configs import stub_judged
 
 ROWS = 6
 WORSE = 4  # rows whose accuracy drops from 3 to 1 in the second run
-
-
-def _html_report(stdout):
-    line = next(line for line in stdout.splitlines() if line.startswith("HTML report:"))
-    return Path(line.split(":", 1)[1].strip()).read_text()
 
 
 @pytest.mark.slow
@@ -57,7 +50,7 @@ def test_compare_to_an_earlier_run_finds_the_rows_that_got_worse_and_the_gates_e
         changed = report["comparison"]["changed_rows"]
         assert sorted(row["id"] for row in changed) == sorted(worse)
         assert all(row["current_scores"]["accuracy"] == 1 and not row["answer_changed"] for row in changed)
-        page = _html_report(result.stdout)
+        page = report_path(result.stdout, "HTML").read_text()
         assert f"Against run {first}" in page and all(f"<td>{row_id}</td>" in page for row_id in worse)
 
         # 3. The rescore of those answers against the previous run (the second): nothing regressed, but the
