@@ -128,6 +128,7 @@ def empty_store(tmp_path_factory):
     return tmp_path_factory.mktemp("empty-store")
 
 
+@pytest.mark.slow  # two CLI processes and a new ZenML store
 @pytest.mark.parametrize("command, flags", [("rescore", ["--only-failed"]), ("publish", [])])
 def test_with_nothing_stored_yet_rescore_and_publish_say_to_evaluate_first(repo_root, empty_store, command, flags):
     """The CLI used from outside the repository (so the repository's `.zen`, which names the session store's stack,
