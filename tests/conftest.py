@@ -7,6 +7,7 @@ import pytest
 
 from tests.support.hub_stub import HubStub
 from tests.support.costs import EngineCensus, pipeline_run_lines
+from tests.support.session_engine import auto_dtype
 
 # Set before anything imports ZenML or reads settings: no test reaches the internet, and every
 # session gets its own ZenML store, output folder and caches (the real local stack, on SQLite).
@@ -89,11 +90,22 @@ def _free_engines_at_session_end():
     _HUB.__exit__(None, None, None)
 
 
+def _builds_its_own_engine(item) -> bool:
+    """Marked `own_engine`; with `where_auto_is_bf16=True`, only on a CPU where `dtype: auto` runs bfloat16 (elsewhere
+    the engine it asks for is the session's own: float32 SmolLM2, the judge `auto` picks there)."""
+    marker = item.get_closest_marker("own_engine")
+    if marker is None:
+        return False
+    return not marker.kwargs.get("where_auto_is_bf16") or auto_dtype() == "bfloat16"
+
+
+@pytest.hookimpl(trylast=True)  # on the items selected (`-m`), after pytest-randomly's shuffle
 def pytest_collection_modifyitems(items):
-    """Tests marked `own_engine` run after the others, in the order pytest-randomly gave them: the process holds one
-    engine, and each of these builds another (the judge, float32, LoRA), which the next test on the session's default
-    engine would have to rebuild (a stable sort on top of the shuffle, as pytest-randomly provides for)."""
-    items.sort(key=lambda item: item.get_closest_marker("own_engine") is not None)
+    """Tests that build an engine of their own run after the others, in the order pytest-randomly gave them: the
+    process holds one engine, and each of these builds another (the judge, float32, LoRA), which the next test on the
+    session's default engine would have to rebuild (a stable sort on top of the shuffle, as pytest-randomly provides
+    for)."""
+    items.sort(key=_builds_its_own_engine)
 
 
 def pytest_terminal_summary(terminalreporter):

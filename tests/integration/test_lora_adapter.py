@@ -11,7 +11,7 @@ from llm_engineering.infrastructure.zenml_runs import generations_of
 from steps.engine_pool import ENGINE_POOL
 from tests.support.cli_output import reported_run
 
-ROWS = 3
+ROWS = 2
 
 
 def _tiny_adapter(base_path: str, folder: Path) -> Path:

@@ -82,27 +82,30 @@ def test_changing_only_the_judge_does_not_rerun_generation(first_run, monkeypatc
     from pipelines.evaluating import evaluating
     from steps.evaluating.generate_answers import FREE_ENGINE
 
-    # As for a judge of other weights, the generation step is told to stop its engine as it ends (the step's
-    # `extra`): that must not re-run it. (Which judges do so: the unit tests of `frees_engine_after`.)
-    monkeypatch.setattr("pipelines.evaluating.frees_engine_after", lambda config, index, cache_dir: True)
-    run = Client().get_pipeline_run(evaluating(config=small_config(max_analysis_chars=120)).id)
-    assert run.steps["generate_answers"].config.extra[FREE_ENGINE] is True
-    assert first_run.steps["generate_answers"].config.extra[FREE_ENGINE] is False
-    assert step_status(run, "generate_answers") == "cached"
-    assert step_status(run, "evaluate_answers") == "completed"
-    # Served from the cache only to the same version of the product: its code's digest is in every step's key.
-    policy = run.steps["generate_answers"].config.cache_policy
-    assert f"{policy.cache_func.module}.{policy.cache_func.attribute}" == CACHE_FUNC
-    # Cached answers are published again, by this run (a replayed receipt may name another checkout's folder).
-    assert step_status(run, "publish_results") == step_status(run, "publish_results_2") == "completed"
-    cached = step_output(run, "generate_answers", col.GENERATIONS)
-    assert cached[col.ANSWER] == step_output(first_run, "generate_answers", col.GENERATIONS)[col.ANSWER]
+    # Another judge: the OpenAI-compatible stand-in instead of the first run's in-process one (it judges in no time).
+    # As for a judge of other weights, the generation step is told to stop its engine as it ends (the step's `extra`):
+    # that must not re-run it. (Which judges do so: the unit tests of `frees_engine_after`.)
+    with OpenAIStub() as judge:
+        config = small_config(backend="openai", model="stub-judge", base_url=judge.base_url)
+        monkeypatch.setattr("pipelines.evaluating.frees_engine_after", lambda config, index, cache_dir: True)
+        run = Client().get_pipeline_run(evaluating(config=config).id)
+        assert run.steps["generate_answers"].config.extra[FREE_ENGINE] is True
+        assert first_run.steps["generate_answers"].config.extra[FREE_ENGINE] is False
+        assert step_status(run, "generate_answers") == "cached"
+        assert step_status(run, "evaluate_answers") == "completed"
+        # Served from the cache only to the same version of the product: its code's digest is in every step's key.
+        policy = run.steps["generate_answers"].config.cache_policy
+        assert f"{policy.cache_func.module}.{policy.cache_func.attribute}" == CACHE_FUNC
+        # Cached answers are published again, by this run (a replayed receipt may name another checkout's folder).
+        assert step_status(run, "publish_results") == step_status(run, "publish_results_2") == "completed"
+        cached = step_output(run, "generate_answers", col.GENERATIONS)
+        assert cached[col.ANSWER] == step_output(first_run, "generate_answers", col.GENERATIONS)[col.ANSWER]
 
-    # Another version of the product (another digest of its code) is served nothing from the cache: the steps run
-    # again, the answers resumed from the checkpoint, not generated.
-    monkeypatch.undo()
-    monkeypatch.setattr("llm_engineering.code_version.code_digest", lambda: "another version of the code")
-    rerun = Client().get_pipeline_run(evaluating(config=small_config(max_analysis_chars=120)).id)
+        # Another version of the product (another digest of its code) is served nothing from the cache: the steps run
+        # again, the answers resumed from the checkpoint, not generated.
+        monkeypatch.undo()
+        monkeypatch.setattr("llm_engineering.code_version.code_digest", lambda: "another version of the code")
+        rerun = Client().get_pipeline_run(evaluating(config=config).id)
     assert step_status(rerun, "generate_answers") == "completed"  # cached in the same version's run above
     stats = step_output(rerun, "generate_answers", col.GENERATION_STATS)
     assert (stats.generated, stats.resumed) == (0, len(cached))

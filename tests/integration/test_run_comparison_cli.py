@@ -64,13 +64,10 @@ def test_compare_to_an_earlier_run_finds_the_rows_that_got_worse_and_the_gates_e
         assert json_report(result.stdout)["comparison"]["previous_run"] == second
 
         # 4. Two rows' verdicts do not parse (2 of 6 rows failed, 33%): over a 20% ceiling the run exits 3 naming
-        # the model and the count; under a 50% one the gates pass.
+        # the model and the count. (Under a ceiling it clears, the gate passes: tests/unit/test_gates.py.)
         judge.state.verdict_when = [(instruction, {"verdict": "unreadable"}) for instruction in list(worse.values())[:2]]
         result = run_cli("rescore", "--config", second_config, "--no-cache", "--max-failed-rate", "0.2")
         assert f"Re-scoring 1 stored artifact(s) of run {second}" in result.stdout  # rescoring runs generate nothing
         assert result.exit_code == GATE_FAILED_EXIT_CODE, result.output[-3000:]
         (gate_line,) = [line for line in result.stderr.splitlines() if line.startswith("GATE FAILED")]
         assert gate_line.startswith("GATE FAILED max-failed-rate=0.2: smollm2-135m has 2 of 6 rows without a valid verdict")
-        result = run_cli("rescore", "--config", second_config, "--max-failed-rate", "0.5")
-        assert result.exit_code == 0 and "Gates passed: max-failed-rate=0.5" in result.stdout, result.output[-3000:]
-        assert f"Re-scoring 1 stored artifact(s) of run {second}" in result.stdout
