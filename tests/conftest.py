@@ -7,11 +7,13 @@ import pytest
 
 from tests.support.hub_stub import HubStub
 from tests.support.costs import EngineCensus, pipeline_run_lines
+from tests.support.session_dir import in_memory, session_root
 from tests.support.session_engine import auto_dtype
 
 # Set before anything imports ZenML or reads settings: no test reaches the internet, and every
-# session gets its own ZenML store, output folder and caches (the real local stack, on SQLite).
-_SESSION_DIR = Path(tempfile.mkdtemp(prefix="llm-eval-tests-"))
+# session gets its own ZenML store, output folder and caches (the real local stack, on SQLite), in memory where the
+# machine has room (tests/support/session_dir.py).
+_SESSION_DIR = Path(tempfile.mkdtemp(prefix="llm-eval-tests-", dir=session_root()))
 
 # Settings come from this file alone: no developer's `.env` (LLM_EVAL_ENV_FILE empty), no stray
 # environment (a CI's DATASET_HUGGINGFACE_WORKSPACE or OPIK_URL_OVERRIDE would change outcomes), no
@@ -116,6 +118,13 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(line)
     for line in pipeline_run_lines(_SESSION_DIR / "zenml"):
         terminalreporter.write_line(line)
+
+
+def pytest_unconfigure():
+    """The session's folder, where it lies in memory, is removed once the summary has read it (on a disk it stays,
+    for a look after a failure)."""
+    if in_memory(_SESSION_DIR):
+        shutil.rmtree(_SESSION_DIR, ignore_errors=True)
 
 
 @pytest.fixture
