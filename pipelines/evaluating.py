@@ -60,12 +60,13 @@ def _score_publish_summarize(
     if config.pairwise.enabled and len(evaluations) > 1:
         pairwise = compare_pairwise(evaluations, judge=config.panel[0], engine=config.engine,
                                     method=config.pairwise.method, human_labels=config.labels, after=evaluations)
+    # Each model's figures are computed once, in the summary: its cards read them there.
+    summary = summarize(evaluations, stats, judges=config.panel, checks=checks, pairwise=pairwise, jury=config.jury,
+                        labels=labels, human_labels=config.labels, pass_score=config.pass_score)
     samplings = samplings or [config.sampling] * len(evaluations)
     for rows, sampling in zip(evaluations, samplings):  # as the original: answers, then with verdicts and checks
         publish_results(rows, publish=config.publish, dataset=config.dataset, sampling=sampling, checks=checks,
-                        pairwise=pairwise, human_labels=config.labels)
-    summarize(evaluations, stats, judges=config.panel, checks=checks, pairwise=pairwise, jury=config.jury, labels=labels,
-              human_labels=config.labels, pass_score=config.pass_score)
+                        pairwise=pairwise, summary=summary)
 
 
 @pipeline(name="evaluating", cache_policy=CODE_VERSIONED)
@@ -120,14 +121,16 @@ def rescoring(
 @pipeline(name="publishing", cache_policy=CODE_VERSIONED)
 def publishing(
     config: EvaluationConfig, results_ids: list[str], checks_id: Optional[str] = None, pairwise_id: Optional[str] = None,
+    summary_id: Optional[str] = None,
 ) -> None:
     """Publish stored results again (after a failed push), without re-running anything.
 
-    `checks_id` and `pairwise_id` name the source run's scoring checks and pairwise comparisons,
-    whose facts go on the cards as in the original run.
+    `checks_id`, `pairwise_id` and `summary_id` name the source run's scoring checks, pairwise comparisons and
+    summary, whose facts and scores go on the cards as in the original run.
     """
     checks = Client().get_artifact_version(checks_id) if checks_id else None
     pairwise = Client().get_artifact_version(pairwise_id) if pairwise_id else None
+    summary = Client().get_artifact_version(summary_id) if summary_id else None
     for artifact_id in results_ids:
         publish_results(Client().get_artifact_version(artifact_id), publish=config.publish, dataset=config.dataset,
-                        checks=checks, pairwise=pairwise)
+                        checks=checks, pairwise=pairwise, summary=summary)

@@ -141,16 +141,18 @@ def main(candidates: tuple[str, ...], judge_model: str, rows: int, pairs_files: 
                               config.max_analysis_chars)
                 first = rubric.checklist.criterion if rubric.checklist else rubric.names[0]
                 started = time.perf_counter()
-                if rubric.checklist is not None:
+                card_split = split
+                if rubric.checklist is not None:  # each row's items, for its answers and the card's alike
                     from llm_engineering.evaluation.judging.checklist_writing import with_checklists, write_checklists
 
-                    answers_ = with_checklists(answers, write_checklists(judge, answers, rubric.checklist.max_items))
+                    items = write_checklists(judge, split, rubric.checklist.max_items)
+                    answers_, card_split = with_checklists(answers, items), with_checklists(split, items)
                 else:
                     answers_ = answers
                 scored = score_answers(answers_, judge)
                 scoring_s = time.perf_counter() - started
                 started = time.perf_counter()
-                check = run_judge_check(split, judge, JudgeCheckConfig(rows=rows), embedder=get_embedder())
+                check = run_judge_check(card_split, judge, JudgeCheckConfig(rows=rows), embedder=get_embedder())
                 card_s = time.perf_counter() - started
                 labelled = {}
                 for path in pairs_files:
@@ -169,6 +171,12 @@ def main(candidates: tuple[str, ...], judge_model: str, rows: int, pairs_files: 
                                                                                sorted(set(levels))},
                                      "failed": sum(e is not None for e in scored[col.JUDGE_ERROR])},
                       "card": [_tier(t) for t in [check, *check.tiers]], "labelled": labelled,
+                      "card_details": [{"tier": t.tier, **p.model_dump(exclude={"rules"}), "reference":
+                                        split[col.REFERENCE][split[col.ID].index(p.id)]}
+                                       for t in [check, *check.tiers] for p in t.details],
+                      "weak_rows": [{k: r.get(k) for k in (col.ID, col.REFERENCE, col.ANSWER, col.score(first),
+                                                           col.expected(first), col.analysis(first))}
+                                    for r in scored.to_list()],
                       "headline": check.verdict}
             results["candidates"].append(result)
             _print(result)

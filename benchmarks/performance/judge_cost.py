@@ -30,7 +30,9 @@ from benchmarks import RESULTS, ROOT
 
 # Each a change of the default run config's `parameters` (configs/evaluating.yaml): what the table compares.
 SETTINGS: dict[str, dict[str, Any]] = {
-    "default": {},
+    "auto": {},  # the default run as it is: judge.model auto chooses per CPU
+    "1.5b": {"judge": {"model": "qwen2.5-coder-1.5b"}},  # in the CPU's dtype: bf16 where native and faster, else fp32
+    "1.5b-int8": {"judge": {"model": "qwen2.5-coder-1.5b-int8"}},  # int8 weights and activations (W8A8)
 }
 CPU_KINDS = {"native": {}, "avx2": {"PYTHONPATH": str(ROOT / "benchmarks" / "performance" / "avx2_path")}}
 JUDGE_STEPS = ("evaluate_answers", "check_trust")
@@ -92,7 +94,7 @@ def run_one(setting: str, cpu: str) -> dict[str, Any]:
 
 
 @click.command()
-@click.option("--setting", "settings", multiple=True, default=tuple(SETTINGS), show_default=True,
+@click.option("--setting", "settings", multiple=True, default=("auto",), show_default=True,
               type=click.Choice(list(SETTINGS)))
 @click.option("--cpu", "cpus", multiple=True, default=("native", "avx2"), show_default=True,
               type=click.Choice(list(CPU_KINDS)))

@@ -2,7 +2,8 @@
 
 Always to a local folder laid out like a Hub dataset repo (parquet data files plus a README
 dataset card, loadable with `datasets.load_dataset(folder)`); to the Hub as well when asked.
-The original pushes answers after generation and again, with verdicts, after scoring.
+The original pushes answers after generation and again, with verdicts, after scoring. The card's facts come written
+(`report.results_card`): this module formats what it is given.
 """
 
 from __future__ import annotations
@@ -13,27 +14,13 @@ import shutil
 import tempfile
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any
 
 from datasets import Dataset
 from filelock import FileLock
 from huggingface_hub import DatasetCard, DatasetCardData
 
-from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.disk import naming_a_full_disk
-from llm_engineering.evaluation.stored.judge_id import model_names
-from llm_engineering.evaluation.report.ppi_text import corrected_text
-from llm_engineering.evaluation.report.trust_text import (
-    SIMILARITY_METRIC,
-    pairwise_finding,
-    pairwise_name,
-    similarity_check_finding,
-)
-
-if TYPE_CHECKING:  # read only: publishing needs no judge code loaded
-    from llm_engineering.evaluation.trust.labels import Labels
-    from llm_engineering.evaluation.stored.trust import TrustChecks
-    from llm_engineering.evaluation.stored.pairwise import PairwiseReport
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +39,8 @@ def data_file(split: str, unique: bool) -> str:
 
 
 def dataset_card(repo: str, split: str, data_path: str, info: dict[str, Any]) -> DatasetCard:
-    """A dataset card saying what produced the results (model, data, sampling, judge, scores, run)."""
+    """A dataset card saying what produced the results: the facts `info` gives (model, data, sampling, judge, scores,
+    run: `report.results_card`), as they are, one a line; a fact whose value is None is left out."""
     data = DatasetCardData(
         pretty_name=repo,
         tags=["llm-evaluation", "generated-answers"],
@@ -63,64 +51,6 @@ def dataset_card(repo: str, split: str, data_path: str, info: dict[str, Any]) ->
         f"---\n{data.to_yaml()}\n---\n\n# {repo}\n\n"
         f"Results of the LLM evaluation pipeline.\n\n{details}\n"
     )
-
-
-def card_info(results: Dataset, extra: dict[str, Any], *, labels: Optional[Labels] = None) -> dict[str, Any]:
-    """Card facts: the caller's, plus the judge and the mean scores when the rows are judged; with human `labels` of
-    some of the rows, the means corrected by them (PPI++)."""
-    info = dict(extra)
-    info["rows"] = len(results)
-    if col.JUDGE_MODEL in results.column_names and len(results):
-        from llm_engineering.evaluation.report.summary import model_scores
-
-        scores = model_scores(results)
-        info["judge"] = results[0][col.JUDGE_MODEL]
-        info["scores"] = ", ".join(
-            f"{c.name} {c.mean} (95% CI {c.ci})" + (f", expected {c.expected_mean} (95% CI {c.expected_ci})"
-                                                  if c.expected_mean is not None else "")
-            for c in scores.criteria
-        ) + f"; {scores.scored} scored, {scores.failed} failed"
-        if labels is not None:
-            from llm_engineering.evaluation.trust.ppi import ppi_by_criterion
-
-            corrected = ppi_by_criterion(results.to_list(), labels, [c.name for c in scores.criteria])
-            info["scores corrected by human labels (PPI++)"] = ", ".join(
-                f"{name} {corrected_text(p)} ({p.labelled} labelled rows, {p.unlabelled} other judged rows)"
-                for name, p in corrected.items()) or None
-        from llm_engineering.evaluation.report.summary import self_preference_warnings
-
-        info["warning"] = " ".join(self_preference_warnings(model_names(info["judge"]), [scores.model_id], None)) or None
-        measured = [m for m in scores.metrics if m.name != "similarity" and m.rows]
-        if measured:
-            info["metrics without a judge"] = "; ".join(f"{m.name} {m.mean} (95% CI {m.ci}; {m.rows} of {m.answers} rows)"
-                                                        for m in measured)
-        if scores.checks is not None:
-            info["checks"] = (f"answers passing every check {scores.checks.passed.describe()}; checks passed "
-                              f"{scores.checks.items.describe()}")
-        if scores.similarity_mean is not None:
-            info["reference similarity"] = (f"{scores.similarity_mean} (95% CI {scores.similarity_ci}; "
-                                            f"{SIMILARITY_METRIC}, {scores.similarity_rows} rows)")
-    return info
-
-
-def trust_info(model_id: str, checks: Optional[TrustChecks] = None,
-               pairwise: Optional[PairwiseReport] = None) -> dict[str, Any]:
-    """Card facts on how far the scores can be trusted: judge check, similarity metric
-    check, and the pairwise comparisons this model took part in."""
-    info: dict[str, Any] = {}
-    if checks is not None and checks.judge is not None:
-        info["judge check"] = checks.judge.verdict
-        for tier in checks.judge.tiers:
-            info[f"judge check, {tier.tier}"] = tier.verdict
-    if checks is not None and checks.similarity is not None:
-        info["similarity metric check"] = similarity_check_finding(checks.similarity)
-    for c in pairwise.comparisons if pairwise is not None else []:
-        if model_id in (c.model_a, c.model_b):
-            info[f"pairwise {pairwise_name(c)}"] = pairwise_finding(c)
-            if c.ppi is not None:
-                info[f"pairwise {pairwise_name(c)}, win rate corrected by human labels (PPI++)"] = (
-                    f"{corrected_text(c.ppi)} ({c.ppi.labelled} labelled pairs, {c.ppi.unlabelled} other judged pairs)")
-    return info
 
 
 def publish_local(

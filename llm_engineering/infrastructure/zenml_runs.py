@@ -92,8 +92,8 @@ def latest_answers_to_rescore(only_failed: bool = False) -> tuple[dict[str, Any]
 def latest_results_to_publish() -> tuple[dict[str, Any], str]:
     """What `--publish-only` publishes again, as `publishing` pipeline arguments; and the source run's name.
 
-    The newest finished evaluations (else generations), with that run's scoring checks and pairwise
-    comparisons where it has them, so the republished cards keep those facts.
+    The newest finished evaluations (else generations), with that run's scoring checks, pairwise comparisons and
+    summary where it has them, so the republished cards keep those facts and scores.
     """
     try:
         _, run = _newest(["evaluating", "rescoring"], "evaluate_answers", col.EVALUATIONS)
@@ -103,13 +103,14 @@ def latest_results_to_publish() -> tuple[dict[str, Any], str]:
 
 
 def results_to_publish(run: Any) -> dict[str, Any]:
-    """A finished run's evaluations (else generations), scoring checks and pairwise comparisons, as
-    `publishing` pipeline arguments."""
+    """A finished run's evaluations (else generations), scoring checks, pairwise comparisons and summary (the cards'
+    scores), as `publishing` pipeline arguments."""
     results = finished_outputs(run, "evaluate_answers", col.EVALUATIONS) or finished_outputs(
         run, "generate_answers", col.GENERATIONS)
     arguments: dict[str, Any] = {"results_ids": [str(artifact.id) for artifact in results or []]}
     for key, step, output in [("checks_id", "check_trust", col.TRUST_CHECKS),
-                              ("pairwise_id", "compare_pairwise", col.PAIRWISE_COMPARISONS)]:
+                              ("pairwise_id", "compare_pairwise", col.PAIRWISE_COMPARISONS),
+                              ("summary_id", "summarize", col.EVALUATION_SUMMARY)]:
         if found := finished_outputs(run, step, output):
             arguments[key] = str(found[0].id)
     return arguments

@@ -13,7 +13,6 @@ from llm_engineering.evaluation.judging.scoring import score_answers
 from llm_engineering.evaluation.metrics.config import MeasuresConfig
 from llm_engineering.evaluation.metrics.measure import measure_answers
 from llm_engineering.evaluation.trust.similarity import add_reference_similarity, get_embedder
-from llm_engineering.evaluation.report.summary import model_scores
 from llm_engineering.infrastructure.judge_backends import open_judge
 from llm_engineering.infrastructure.opik_tracking import log_scoring
 from llm_engineering.settings import get_settings
@@ -63,23 +62,15 @@ def evaluate_answers(
             evaluations = add_reference_similarity(evaluations, get_embedder(similarity.batch_size))
         else:
             logger.info("No reference answers in these rows: reference similarity skipped")
-    scores = model_scores(evaluations, rubric=rubric)
     run_name = get_step_context().pipeline_run.name
-    opik_traces = log_scoring(evaluations, rubric, settings, f"{run_name}-{scores.model_id}")
+    model_id = evaluations[0][col.MODEL_ID] if len(evaluations) else "?"
+    opik_traces = log_scoring(evaluations, rubric, settings, f"{run_name}-{model_id}")
+    # The scores are the summarize step's (its metadata per model, the report, the cards): computed once, from these rows.
     log_metadata(
         metadata={
             "judge": evaluations[0][col.JUDGE_MODEL] if len(evaluations) else judges[0].model,
             "rubric": rubric.name,
-            "rows": scores.rows,
-            "failed": scores.failed,
-            **{f"{c.name}_mean": c.mean for c in scores.criteria},
-            **{f"{c.name}_expected_mean": c.expected_mean for c in scores.criteria},
-            "similarity_mean": scores.similarity_mean,
-            **{f"{m.name}_mean": m.mean for m in scores.metrics if m.name != "similarity"},
-            **({"checks_passed": scores.checks.passed.rate} if scores.checks else {}),
-            "judge_calls": scores.judge_usage.calls,
-            "judge_cache_hits": scores.judge_usage.cached,
-            **({"escalated": scores.escalated, "escalation_failed": scores.escalation_failed} if second else {}),
+            "rows": len(evaluations),
             "opik_traces": opik_traces if opik_traces is not None else "opik not configured",
         }
     )

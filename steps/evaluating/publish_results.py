@@ -8,11 +8,12 @@ from zenml import get_step_context, log_metadata, step
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import DatasetConfig, PublishConfig, SamplingConfig
 from llm_engineering.evaluation.models import short_name
+from llm_engineering.evaluation.report.results_card import score_facts, scores_of, trust_facts
 from llm_engineering.evaluation.stored.pairwise import PairwiseReport
-from llm_engineering.infrastructure.publishing import card_info, publish_local, repo_name, trust_info
+from llm_engineering.evaluation.stored.summary import EvaluationSummary
+from llm_engineering.infrastructure.publishing import publish_local, repo_name
 from llm_engineering.evaluation.stored.publishing import PublishReceipt
 from llm_engineering.evaluation.stored.trust import TrustChecks
-from llm_engineering.evaluation.trust.labels import Labels
 from llm_engineering.infrastructure.hub import PublishError, hub_workspace, push_results
 from llm_engineering.settings import get_settings
 
@@ -30,26 +31,29 @@ def publish_results(
     sampling: Optional[SamplingConfig] = None,
     checks: Optional[TrustChecks] = None,
     pairwise: Optional[PairwiseReport] = None,
-    human_labels: Optional[Labels] = None,
+    summary: Optional[EvaluationSummary] = None,
 ) -> Annotated[PublishReceipt, col.PUBLISH_RECEIPT]:
     """Publish one model's answers (or answers with verdicts) to `<workspace>/<model>-results`.
 
     Always to the local dataset repo; to the Hub too with `target: hub`. A failed push is
     recorded on the receipt and logged, never raised: the results are stored already, and
-    `--publish-only` pushes them later. With `human_labels` of some judged rows, the card gives the means corrected
-    by them (PPI++).
+    `--publish-only` pushes them later. The card's scores are the run's `summary`'s for this model (corrected by human
+    labels where the run has them), the figures its report gives.
     """
     settings = get_settings()
     model_id = results[0][col.MODEL_ID]
     stage = "evaluations" if col.JUDGE_MODEL in results.column_names else "generations"
-    info = card_info(results, {
+    scores = scores_of(summary, model_id) if stage == "evaluations" else None
+    info = {
         "model": model_id,
         "dataset": f"{dataset.source} (split {dataset.split}, revision {dataset.revision or 'default'})",
         "sampling": sampling.model_dump() if sampling else None,
         "pipeline run": f"{get_step_context().pipeline_run.name} ({get_step_context().pipeline_run.id})",
         "date": datetime.now(timezone.utc).date().isoformat(),
-        **trust_info(model_id, checks, pairwise),
-    }, labels=human_labels)
+        **trust_facts(model_id, checks, pairwise),
+        "rows": len(results),
+        **(score_facts(scores, results[0][col.JUDGE_MODEL]) if scores else {}),
+    }
     local_repo = repo_name(publish.workspace or settings.DATASET_HUGGINGFACE_WORKSPACE, short_name(model_id))
     folder = publish_local(results, settings.local_hub_dir, local_repo, split=dataset.split, info=info)
     receipt = PublishReceipt(repo=local_repo, stage=stage, rows=len(results), local_path=str(folder.resolve()))

@@ -9,7 +9,7 @@ from llm_engineering.evaluation.stored.generation import GenerationStats
 from llm_engineering.evaluation.stored.labels import LabelAgreement
 from llm_engineering.evaluation.trust.labels import Labels
 from llm_engineering.evaluation.stored.pairwise import PairwiseReport
-from llm_engineering.evaluation.prices import judge_prices
+from llm_engineering.evaluation.judging.prices import judge_prices
 from llm_engineering.evaluation.report.text import trust_lines
 from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
 from llm_engineering.evaluation.stored.summary import EvaluationSummary
@@ -55,12 +55,15 @@ def summarize(
                 s.model_id: {**{f"{c.name}_mean": c.mean for c in s.criteria},
                              **{f"{c.name}_ci": c.ci for c in s.criteria},
                              **{f"{c.name}_expected_mean": c.expected_mean for c in s.criteria},
-                             "scored": s.scored, "failed": s.failed,
+                             "rows": s.rows, "scored": s.scored, "failed": s.failed,
                              "similarity_mean": s.similarity_mean, "similarity_ci": s.similarity_ci,
                              **{f"{m.name}_mean": m.mean for m in s.metrics if m.name != "similarity"},
                              **({"checks_passed": s.checks.passed.rate} if s.checks else {}),
                              "tokens_per_second": s.tokens_per_second,
                              "judge_calls": s.judge_usage.calls,
+                             "judge_cache_hits": s.judge_usage.cached,
+                             **({"escalated": s.escalated, "escalation_failed": s.escalation_failed}
+                                if judges[0].escalate_to else {}),
                              "judge_seconds_per_verdict": s.judge_usage.seconds_per_verdict,
                              "judge_cost_usd": s.judge_usage.estimated_cost_usd,
                              **({"turns": {str(t.turn): {f"{c.name}_mean": c.mean for c in t.criteria}

@@ -21,13 +21,14 @@ def test_a_checklist_rubric_writes_the_items_once_and_a_rescore_grades_on_the_st
         "judge": {"model": "smollm2-135m", "rubric": "reference-checklist", "cache": False},
         "judge_check": {"rows": 0}, "similarity": {"enabled": False}, "pairwise": {"enabled": False}}}))
     result = run_cli("evaluate", "--config", config)
-    run, report = reported_run(result)
+    # Exit 4 where no row of the model has a verdict (asserted below from the rows scored).
+    run, report = reported_run(result, exit_code=4 if result.exit_code == 4 else 0)
     (written,) = run.steps["write_checklists"].outputs[col.CHECKLISTS]
     checklists = written.load()
     assert len(checklists) == ROWS and all(checklists[col.CHECKLIST])
     assert set(checklists["source"]) == {"reference sentences"}  # the embedded split's rows all have references
     evaluations = run.steps["evaluate_answers"].outputs[col.EVALUATIONS][0].load()
-    unread = 0
+    unread, scored = 0, 0
     for row, items in zip(evaluations, checklists[col.CHECKLIST]):
         graded = row[col.checklist_items("accuracy")]
         assert [i["item"] for i in graded] == items  # graded on its own row's items
@@ -40,7 +41,11 @@ def test_a_checklist_rubric_writes_the_items_once_and_a_rescore_grades_on_the_st
         if missed > MAX_UNREAD_SHARE * len(graded):
             assert row[col.score("accuracy")] is None and "checklist items unread" in row[col.JUDGE_ERROR]
         else:
+            scored += 1
             assert 1 <= row[col.expected("accuracy")] <= 3 and "checklist items stated" in row[col.analysis("accuracy")]
+    # The run fails (exit 4, answers kept) exactly when no row was scored, and says how to judge them again.
+    assert result.exit_code == (0 if scored else 4)
+    assert ("rescore --only-failed" in result.output) == (scored == 0)
     assert report["checklist"] == "accuracy" and "checklist " in result.stdout  # the table leads with its score
     figures = report["models"][0]["checklist"]
     assert figures["unread"] == unread and figures["items"] == sum(len(items) for items in checklists[col.CHECKLIST])
@@ -48,7 +53,7 @@ def test_a_checklist_rubric_writes_the_items_once_and_a_rescore_grades_on_the_st
     assert (f"{unread} of {figures['items']} items unread" in said) == (unread > 0)
 
     rescored = run_cli("rescore", "--config", config)
-    again, _ = reported_run(rescored)
+    again, _ = reported_run(rescored, exit_code=result.exit_code)
     assert f"Re-scoring 1 stored artifact(s) of run {run.name}" in rescored.stdout
     assert "write_checklists" not in again.steps  # not written again
     (used,) = again.steps["evaluate_answers"].inputs["checklists"]

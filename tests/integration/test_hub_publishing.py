@@ -23,12 +23,14 @@ def judged_rows():
 
 
 def test_push_then_load_dataset_returns_identical_rows_and_the_card(hub):
-    from llm_engineering.infrastructure.publishing import card_info
+    from llm_engineering.evaluation.report.results_card import score_facts
+    from llm_engineering.evaluation.report.summary import model_scores
 
     rows = judged_rows()
     repo = f"{hub_workspace(TOKEN, None)}/m-results"
     assert repo == f"{USER}/m-results"
-    url = push_results(rows, repo, token=TOKEN, split="test", info=card_info(rows, {"model": "m", "pipeline run": "run-1"}))
+    info = {"model": "m", "pipeline run": "run-1", **score_facts(model_scores(rows), rows[0][col.JUDGE_MODEL])}
+    url = push_results(rows, repo, token=TOKEN, split="test", info=info)
     assert url.endswith(f"/datasets/{repo}")
     assert hub.state.repos[repo]["private"] is True
 

@@ -45,7 +45,7 @@ def test_rescore_reuses_generations_without_inference(first_run):
 def test_failed_hub_push_loses_nothing_and_publish_only_pushes_later(first_run, hub, monkeypatch):
     from zenml.client import Client
 
-    from llm_engineering.infrastructure.publishing import trust_info
+    from llm_engineering.evaluation.report.results_card import score_facts, scores_of, trust_facts
     from llm_engineering.infrastructure.zenml_runs import results_to_publish
     from llm_engineering.settings import get_settings
     from pipelines.evaluating import publishing
@@ -71,10 +71,13 @@ def test_failed_hub_push_loses_nothing_and_publish_only_pushes_later(first_run, 
         assert receipt.hub_error is None and receipt.repo == repo
         pushed = load_dataset(repo, split="test", token=TOKEN)
         assert pushed[col.ID] == stored[col.ID] and pushed[col.score("accuracy")] == stored[col.score("accuracy")]
-        # The republished card keeps the source run's trust facts (every run here checks the similarity metric).
+        # The republished card keeps the source run's trust facts (every run here checks the similarity metric) and
+        # its summary's scores.
         checks = Client().get_artifact_version(stored_ids["checks_id"]).load()
-        facts = trust_info(stored[0][col.MODEL_ID], checks)
+        summary = Client().get_artifact_version(stored_ids["summary_id"]).load()
+        facts = trust_facts(stored[0][col.MODEL_ID], checks)
+        facts |= score_facts(scores_of(summary, stored[0][col.MODEL_ID]), stored[0][col.JUDGE_MODEL])
         card = (Path(receipt.local_path) / "README.md").read_text()
-        assert facts and all(f"- **{key}**: {value}" in card for key, value in facts.items())
+        assert facts["scores"] and all(f"- **{key}**: {value}" in card for key, value in facts.items() if value is not None)
     finally:
         get_settings.cache_clear()

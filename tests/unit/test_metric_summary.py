@@ -143,9 +143,9 @@ def test_a_summary_stored_before_metrics_loads_with_none_of_them():
     assert old.metrics == [] and old.models[0].checks is None and measures_text.metrics_rows(old) == []
 
 
-def test_the_dataset_card_gives_each_metrics_mean_and_the_checks_pass_rates():
-    from llm_engineering.infrastructure.publishing import card_info
+def test_the_dataset_card_gives_each_metrics_mean_and_the_checks_pass_rates_of_the_summary():
+    from llm_engineering.evaluation.report.results_card import score_facts, scores_of
 
-    info = card_info(A, {"model": "a"})
+    info = score_facts(scores_of(summary(), "a"), "vllm:judge")
     assert info["metrics without a judge"] == "token_f1 0.6 (95% CI [0.5, 0.7]; 2 of 3 rows)"
     assert info["checks"].startswith("answers passing every check 2/3 (67%") and "checks passed 4/6 (67%" in info["checks"]

@@ -166,7 +166,7 @@ def test_outside_a_zenml_step_step_metadata_is_skipped():
 
 
 def test_the_shipped_batch_config_asks_for_the_batch_judge_at_batch_prices(repo_root):
-    from llm_engineering.evaluation.prices import KNOWN_PRICES, judge_prices
+    from llm_engineering.evaluation.judging.prices import KNOWN_PRICES, judge_prices
     from llm_engineering.run_config import load_run_config
 
     judge = load_run_config(repo_root / "configs" / "judge-openai-batch.yaml").evaluation.judge

@@ -7,7 +7,9 @@ from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judging.rubric import load_rubric
+from llm_engineering.evaluation.rates import with_ci
 from llm_engineering.evaluation.report.html import render_html
+from llm_engineering.evaluation.report.results_card import score_facts
 from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
 from llm_engineering.evaluation.report.text import trust_lines
 from llm_engineering.evaluation.stored.labels import LabelAgreement
@@ -98,6 +100,10 @@ def test_the_summary_corrects_a_labelled_criterion_and_says_so_in_words_html_and
     assert "judge's bias +1." in lines
     assert "Corrected by human labels" in render_html(summary.model_copy(update={"labels": _agreement()}))
     assert summary.model_dump()["models"][0]["criteria"][0]["ppi"]["labelled"] == 30
+    # The model's results card reads the summary's figures: the same corrected mean, and none where no label names
+    # one of the model's answers.
+    card = [score_facts(scores, "vllm:j")["scores corrected by human labels (PPI++)"] for scores in summary.models]
+    assert card[0] == f"accuracy {with_ci(p.mean, p.ci)} (30 labelled rows, 30 other judged rows)" and card[1] is None
 
 
 def test_too_few_labels_in_a_run_say_how_many_more():

@@ -112,7 +112,7 @@ def test_summary_compares_each_model_with_the_first_and_renders_a_plot():
 
 def test_judge_usage_counts_fresh_calls_and_prices_known_models():
     from llm_engineering.evaluation.config import JudgeConfig
-    from llm_engineering.evaluation.prices import judge_prices
+    from llm_engineering.evaluation.judging.prices import judge_prices
     from llm_engineering.evaluation.report.summary import judge_usage
 
     rows = [
@@ -132,7 +132,7 @@ def test_judge_usage_counts_fresh_calls_and_prices_known_models():
 
 def test_batch_judges_are_priced_at_half_the_list_price_unless_the_config_says_otherwise():
     from llm_engineering.evaluation.config import JudgeConfig
-    from llm_engineering.evaluation.prices import judge_prices
+    from llm_engineering.evaluation.judging.prices import judge_prices
     from llm_engineering.evaluation.report.summary import judge_usage
 
     rows = [{col.JUDGE_RAW: "{}", col.JUDGE_CACHED: False, col.JUDGE_PROMPT_TOKENS: 1_000_000,

@@ -12,7 +12,8 @@ from llm_engineering.run_config import EvaluationConfig, parse_evaluation
 from llm_engineering.evaluation.models import resolve_model, short_name, split_variant
 from llm_engineering.evaluation.judging.pairwise import tally
 from llm_engineering.evaluation.stored.pairwise import PairwiseReport, PairwiseRow
-from llm_engineering.infrastructure.publishing import repo_name, trust_info
+from llm_engineering.evaluation.report.results_card import trust_facts
+from llm_engineering.infrastructure.publishing import repo_name
 from llm_engineering.evaluation.trust.judge_check import judge_check_from_pairs
 from llm_engineering.evaluation.stored.trust import JudgeCheckPair, TrustChecks
 from llm_engineering.evaluation.trust.similarity import add_reference_similarity, cosine_similarities
@@ -122,11 +123,11 @@ def test_summary_report_and_table_carry_the_trust_checks(discrimination, flagged
 
 def test_dataset_card_facts_name_the_checks_and_this_models_comparisons():
     checks, report = trust_inputs(0.25)
-    info = trust_info("a", checks, report)
+    info = trust_facts("a", checks, report)
     assert info["judge check"].startswith("NO SIGNAL")
     assert "win rate 75%" in info["pairwise b vs a"]
-    assert "pairwise b vs a" not in trust_info("c", checks, report)
-    assert trust_info("a") == {}
+    assert "pairwise b vs a" not in trust_facts("c", checks, report)
+    assert trust_facts("a") == {}
 
 
 def test_shipped_pairwise_config_compares_two_temperatures_of_the_embedded_model(repo_root):

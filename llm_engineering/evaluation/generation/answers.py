@@ -26,7 +26,7 @@ from datasets import Dataset, List
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.generation.checkpoint import AnswerCheckpoint, AnswerRecord, CheckpointWriter, row_key
-from llm_engineering.evaluation.config import PromptConfig, SamplingConfig
+from llm_engineering.evaluation.generation.config import PromptConfig, SamplingConfig
 from llm_engineering.evaluation.generation.conversation_rows import MESSAGE
 from llm_engineering.evaluation.generation.engine import GenerationEngine, Tokenizer
 from llm_engineering.evaluation.generation.prompts import chat_prompt, conversation_prompt, effective_template

@@ -21,7 +21,7 @@ from filelock import FileLock, Timeout
 
 from pydantic import BaseModel
 
-from llm_engineering.evaluation.config import SamplingConfig
+from llm_engineering.evaluation.generation.config import SamplingConfig
 from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.evaluation.disk import naming_a_full_disk
 from llm_engineering.evaluation.models import file_label

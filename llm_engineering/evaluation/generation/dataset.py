@@ -9,7 +9,7 @@ from typing import Any, Mapping, Optional, Sequence
 from datasets import Dataset, Features, List, Value
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.config import ColumnsConfig, DatasetConfig, PromptConfig
+from llm_engineering.evaluation.generation.config import ColumnsConfig, DatasetConfig, PromptConfig
 from llm_engineering.evaluation.generation.conversation_rows import (
     ID_ALIASES,
     as_split,

@@ -11,7 +11,7 @@ from collections.abc import Generator, Mapping
 from typing import Any, Optional, Protocol
 
 from llm_engineering.evaluation.generation.checkpoint import AnswerRecord
-from llm_engineering.evaluation.config import SamplingConfig
+from llm_engineering.evaluation.generation.config import SamplingConfig
 from llm_engineering.evaluation.generation.prompts import ChatTokenizer
 
 

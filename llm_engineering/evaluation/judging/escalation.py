@@ -22,7 +22,8 @@ from datasets import Dataset, Value
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.rubric import Rubric
-from llm_engineering.evaluation.judging.scoring import judge_columns, score_answers
+from llm_engineering.evaluation.judging.scoring import score_answers
+from llm_engineering.evaluation.judging.verdict_record import judge_columns
 
 
 def verdict_confidence(row: dict[str, Any], rubric: Rubric) -> Optional[float]:

@@ -1,5 +1,8 @@
 """Scoring a dataset of answers: the judge's verdict columns, per criterion of the rubric, on every row.
 
+Each judge's reply is read (`Reading`: parsed, with its score distributions) and becomes the row's verdict record
+(`verdict_record.VerdictRecord`, which lays out the columns it is stored in).
+
 Errors stay on their rows (a failed verdict is counted, never dropped or scored), and with
 `only_failed` a previous scoring is completed instead of redone. With a jury, every judge is
 asked on its own (its own cache entries) and the row holds the aggregate and each judge's score.
@@ -11,9 +14,9 @@ import json
 import logging
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Optional, Sequence
+from typing import Literal, Optional, Sequence
 
-from datasets import Dataset, List, Value
+from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judging.agreement import jury_aggregate
@@ -24,29 +27,11 @@ from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.transport import JudgeBackend, JudgeReply, ReplySchema, ask_judge
 from llm_engineering.evaluation.judging.rubric import Rubric, judge_messages
 from llm_engineering.evaluation.judging.verdict import ParsedVerdict, first_score_schema, parse_verdict, verdict_checker
+from llm_engineering.evaluation.judging.verdict_record import CriterionRecord, VerdictRecord, with_verdicts
 from llm_engineering.evaluation.stored.judge_id import jury_id
 from llm_engineering.evaluation.judging.score_probs import ScoreDistribution, score_distribution
 
 logger = logging.getLogger(__name__)
-
-
-def judge_columns(rubric: Rubric, jury: bool = False) -> dict[str, Any]:
-    """The verdict columns and their types (explicit, so a column that is all None keeps its type)."""
-    columns: dict[str, Any] = {col.JUDGE_MODEL: Value("string")}
-    for name in rubric.names:
-        columns |= {col.score(name): Value("int32"), col.analysis(name): Value("string"),
-                    col.expected(name): Value("float64"), col.probabilities(name): List(Value("float64"))}
-        if jury:
-            columns |= {col.jury_scores(name): List(Value("int32")), col.jury_expected(name): List(Value("float64"))}
-    if rubric.checklist is not None:
-        columns[col.checklist_items(rubric.checklist.criterion)] = List(
-            {"item": Value("string"), "yes": Value("float64"), "mass": Value("float64"), "problem": Value("string")})
-        columns |= {col.score_error(name): Value("string") for name in rubric.names if name != rubric.checklist.criterion}
-    return columns | {
-        col.JUDGE_ERROR: Value("string"), col.EXPECTED_PROBLEM: Value("string"), col.JUDGE_RAW: Value("string"),
-        col.JUDGE_PROMPT_TOKENS: Value("int32"), col.JUDGE_COMPLETION_TOKENS: Value("int32"), col.JUDGE_CACHED: Value("bool"),
-        col.JUDGE_SECONDS: Value("float64"), col.JUDGE_CALLS: Value("int32"),
-    }
 
 
 @dataclass(frozen=True)
@@ -126,27 +111,21 @@ def judge_readings(judge: Judge, backend: JudgeBackend, asked: Sequence[Asked], 
     return with_scores_before_analysis(judge, backend, own, asked, 1 if first_score_only else None)
 
 
-def _single_row(rubric: Rubric, judge_id: str, reading: Reading) -> dict[str, Any]:
+def _single_record(rubric: Rubric, judge_id: str, reading: Reading) -> VerdictRecord:
     criteria, reply = reading.verdict.criteria, reading.reply
-    row: dict[str, Any] = {col.JUDGE_MODEL: judge_id}
+    records = {}
     for name in rubric.names:
         distribution = reading.distributions.get(name)
         verdict = criteria.get(name) if criteria else None  # a first-score reply holds the first criterion only
-        row[col.score(name)] = verdict.score if verdict else None
-        row[col.analysis(name)] = verdict.analysis if verdict else None
-        row[col.expected(name)] = distribution.expected if distribution else None
-        row[col.probabilities(name)] = distribution.probabilities if distribution else None
-    if rubric.checklist is not None:
-        row[col.checklist_items(rubric.checklist.criterion)] = (
-            [{"item": i.item, "yes": i.yes, "mass": i.mass, "problem": i.problem} for i in reading.checklist.items]
-            if reading.checklist else None)
-        row |= {col.score_error(name): reading.criterion_errors.get(name) for name in rubric.names
-                if name != rubric.checklist.criterion}
-    return row | {
-        col.JUDGE_ERROR: reading.verdict.error, col.EXPECTED_PROBLEM: reading.expected_problem, col.JUDGE_RAW: reply.text,
-        col.JUDGE_PROMPT_TOKENS: reply.prompt_tokens, col.JUDGE_COMPLETION_TOKENS: reply.completion_tokens,
-        col.JUDGE_CACHED: reply.cached, col.JUDGE_SECONDS: round(reply.seconds, 4), col.JUDGE_CALLS: reply.calls,
-    }
+        records[name] = CriterionRecord(
+            score=verdict.score if verdict else None, analysis=verdict.analysis if verdict else None,
+            expected=distribution.expected if distribution else None,
+            probabilities=distribution.probabilities if distribution else None, error=reading.criterion_errors.get(name))
+    return VerdictRecord(
+        judge_model=judge_id, criteria=records, items=reading.checklist.items if reading.checklist else None,
+        error=reading.verdict.error, expected_problem=reading.expected_problem, raw=reply.text,
+        prompt_tokens=reply.prompt_tokens, completion_tokens=reply.completion_tokens, cached=reply.cached,
+        seconds=round(reply.seconds, 4), calls=reply.calls)
 
 
 def _mean(values: list[Optional[float]]) -> Optional[float]:
@@ -154,48 +133,41 @@ def _mean(values: list[Optional[float]]) -> Optional[float]:
     return round(sum(known) / len(known), 6) if known and len(known) == len(values) else None
 
 
-def _jury_row(
+def _jury_record(
     rubric: Rubric, judge_ids: list[str], readings: list[Reading], aggregate: Literal["mean", "majority"]
-) -> dict[str, Any]:
-    """One row from several judges: the aggregate score, each judge's, and the mean expected score
+) -> VerdictRecord:
+    """One verdict from several judges: the aggregate score, each judge's, and the mean expected score
     (only where every judge that answered has one)."""
     answered = [(judge, r) for judge, r in zip(judge_ids, readings) if r.verdict.criteria]
-    row: dict[str, Any] = {col.JUDGE_MODEL: jury_id(judge_ids)}
+    records = {}
     for name in rubric.names:
         scores = [r.verdict.criteria[name].score if r.verdict.criteria and name in r.verdict.criteria else None
                   for r in readings]
         expected = [r.distributions[name].expected if name in r.distributions else None for r in readings]
         voted = jury_aggregate([[s] for s in scores], aggregate)[0]
-        row[col.score(name)] = None if voted is None else math.floor(voted + 0.5)
-        row[col.analysis(name)] = "\n\n".join(f"[{j}] {criteria[name].analysis}" for j, r in answered
-                                              if (criteria := r.verdict.criteria) and name in criteria) or None
-        row[col.expected(name)] = _mean([e for e, s in zip(expected, scores) if s is not None])
+        mean_expected = _mean([e for e, s in zip(expected, scores) if s is not None])
         probabilities = [r.distributions[name].probabilities for _, r in answered if name in r.distributions]
-        row[col.probabilities(name)] = (
-            [round(sum(p) / len(p), 6) for p in zip(*probabilities)]
-            if row[col.expected(name)] is not None and len(probabilities) == len(answered) else None
-        )
-        row[col.jury_scores(name)], row[col.jury_expected(name)] = scores, expected
+        records[name] = CriterionRecord(
+            score=None if voted is None else math.floor(voted + 0.5),
+            analysis="\n\n".join(f"[{j}] {criteria[name].analysis}" for j, r in answered
+                                  if (criteria := r.verdict.criteria) and name in criteria) or None,
+            expected=mean_expected,
+            probabilities=([round(sum(p) / len(p), 6) for p in zip(*probabilities)]
+                           if mean_expected is not None and len(probabilities) == len(answered) else None),
+            jury_scores=scores, jury_expected=expected)
     errors = [f"{j}: {r.verdict.error}" for j, r in zip(judge_ids, readings) if r.verdict.error]
     problems = [f"{j}: {r.expected_problem}" for j, r in answered if r.expected_problem]
-    return row | {
-        col.JUDGE_ERROR: "; ".join(errors) if not answered else None,
-        col.EXPECTED_PROBLEM: "; ".join(problems) or None,
-        col.JUDGE_RAW: json.dumps({j: r.reply.text for j, r in zip(judge_ids, readings)}, ensure_ascii=False),
-        col.JUDGE_PROMPT_TOKENS: sum(r.reply.prompt_tokens for r in readings),
-        col.JUDGE_COMPLETION_TOKENS: sum(r.reply.completion_tokens for r in readings),
-        col.JUDGE_CACHED: all(r.reply.cached for r in readings),
-        col.JUDGE_SECONDS: round(sum(r.reply.seconds for r in readings), 4),
-        col.JUDGE_CALLS: sum(r.reply.calls for r in readings),
-    }
-
-
-def _valid_rows(dataset: Dataset, rubric: Rubric) -> set[int]:
-    needed = [col.JUDGE_ERROR] + [col.score(name) for name in rubric.names]
-    if any(name not in dataset.column_names for name in needed):
-        return set()
-    values = zip(*(dataset[name] for name in needed))
-    return {i for i, (error, *scores) in enumerate(values) if error is None and None not in scores}
+    return VerdictRecord(
+        judge_model=jury_id(judge_ids), criteria=records,
+        error="; ".join(errors) if not answered else None,
+        expected_problem="; ".join(problems) or None,
+        raw=json.dumps({j: r.reply.text for j, r in zip(judge_ids, readings)}, ensure_ascii=False),
+        prompt_tokens=sum(r.reply.prompt_tokens for r in readings),
+        completion_tokens=sum(r.reply.completion_tokens for r in readings),
+        cached=all(r.reply.cached for r in readings),
+        seconds=round(sum(r.reply.seconds for r in readings), 4),
+        calls=sum(r.reply.calls for r in readings),
+    )
 
 
 def score_answers(dataset: Dataset, judge: Judge, only_failed: bool = False, first_score_only: bool = False) -> Dataset:
@@ -210,9 +182,8 @@ def score_answers(dataset: Dataset, judge: Judge, only_failed: bool = False, fir
     once, so an interrupted run resumes where it stopped.
     """
     judges, rubric = judge.backends, judge.rubric
-    columns = judge_columns(rubric, jury=judge.is_jury)
-    keep = _valid_rows(dataset, rubric) if only_failed else set()
-    previous = dataset.to_list() if keep else []
+    previous = [VerdictRecord.from_row(r, rubric, judge.is_jury) for r in dataset.to_list()] if only_failed else []
+    keep = {i for i, record in enumerate(previous) if record.scored}
     # A row that was never generated has nothing to judge: it stays a row error, not a score of 1.
     reasons = dataset[col.FINISH_REASON] if col.FINISH_REASON in dataset.column_names else [None] * len(dataset)
     not_generated = {i for i, reason in enumerate(reasons) if reason == col.PROMPT_TOO_LONG}
@@ -231,19 +202,16 @@ def score_answers(dataset: Dataset, judge: Judge, only_failed: bool = False, fir
     if len(set(judge_ids)) < len(judge_ids):  # one model twice (other sampling): number them
         judge_ids = [f"{judge_id}#{k}" for k, judge_id in enumerate(judge_ids, 1)]
 
-    def row(i: int) -> dict[str, Any]:
+    def record(i: int) -> VerdictRecord:
         if i in keep:
-            return {name: previous[i].get(name) for name in columns}
+            return previous[i]
         per_judge = [read_reply(rubric, unanswered) if i in not_generated else r[i] for r in readings]
         if len(judges) == 1:
-            return _single_row(rubric, judge_ids[0], per_judge[0])
-        return _jury_row(rubric, judge_ids, per_judge, judge.aggregate)
+            return _single_record(rubric, judge_ids[0], per_judge[0])
+        return _jury_record(rubric, judge_ids, per_judge, judge.aggregate)
 
-    rows = [row(i) for i in range(len(dataset))]
-    failures = sum(r[col.JUDGE_ERROR] is not None for r in rows)
+    records = [record(i) for i in range(len(dataset))]
+    failures = sum(r.error is not None for r in records)
     if failures:
-        logger.warning("%d of %d answers have no valid verdict; kept as row errors", failures, len(rows))
-    evaluations = dataset.remove_columns([c for c in columns if c in dataset.column_names])
-    for name, feature in columns.items():
-        evaluations = evaluations.add_column(name, [r[name] for r in rows], feature=feature)
-    return evaluations
+        logger.warning("%d of %d answers have no valid verdict; kept as row errors", failures, len(records))
+    return with_verdicts(dataset, records, rubric, jury=judge.is_jury)

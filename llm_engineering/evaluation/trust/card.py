@@ -16,7 +16,7 @@ from typing import Any, Callable, Optional
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.config import JudgeCheckConfig
+from llm_engineering.evaluation.trust.config import JudgeCheckConfig
 from llm_engineering.evaluation.judging.before_analysis import Asked
 from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.checklist_scoring import row_checklists

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from llm_engineering.evaluation.config import ENDPOINT_BACKENDS, JudgeConfig
+from llm_engineering.evaluation.judging.config import ENDPOINT_BACKENDS, JudgeConfig
 
 # USD per million tokens (input, output), list prices when written; override in the judge config.
 KNOWN_PRICES = {"gpt-4o-mini": (0.15, 0.60), "gpt-4o": (2.50, 10.00), "gpt-4.1-mini": (0.40, 1.60)}
