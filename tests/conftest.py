@@ -7,10 +7,13 @@ import pytest
 
 from tests.support.hub_stub import HubStub
 from tests.support.costs import EngineCensus, pipeline_run_lines
+from tests.support.session_dir import in_memory, session_root
+from tests.support.session_engine import auto_dtype
 
 # Set before anything imports ZenML or reads settings: no test reaches the internet, and every
-# session gets its own ZenML store, output folder and caches (the real local stack, on SQLite).
-_SESSION_DIR = Path(tempfile.mkdtemp(prefix="llm-eval-tests-"))
+# session gets its own ZenML store, output folder and caches (the real local stack, on SQLite), in memory where the
+# machine has room (tests/support/session_dir.py).
+_SESSION_DIR = Path(tempfile.mkdtemp(prefix="llm-eval-tests-", dir=session_root()))
 
 # Settings come from this file alone: no developer's `.env` (LLM_EVAL_ENV_FILE empty), no stray
 # environment (a CI's DATASET_HUGGINGFACE_WORKSPACE or OPIK_URL_OVERRIDE would change outcomes), no
@@ -89,11 +92,22 @@ def _free_engines_at_session_end():
     _HUB.__exit__(None, None, None)
 
 
+def _builds_its_own_engine(item) -> bool:
+    """Marked `own_engine`; with `where_auto_is_bf16=True`, only on a CPU where `dtype: auto` runs bfloat16 (elsewhere
+    the engine it asks for is the session's own: float32 SmolLM2, the judge `auto` picks there)."""
+    marker = item.get_closest_marker("own_engine")
+    if marker is None:
+        return False
+    return not marker.kwargs.get("where_auto_is_bf16") or auto_dtype() == "bfloat16"
+
+
+@pytest.hookimpl(trylast=True)  # on the items selected (`-m`), after pytest-randomly's shuffle
 def pytest_collection_modifyitems(items):
-    """Tests marked `own_engine` run after the others, in the order pytest-randomly gave them: the process holds one
-    engine, and each of these builds another (the judge, float32, LoRA), which the next test on the session's default
-    engine would have to rebuild (a stable sort on top of the shuffle, as pytest-randomly provides for)."""
-    items.sort(key=lambda item: item.get_closest_marker("own_engine") is not None)
+    """Tests that build an engine of their own run after the others, in the order pytest-randomly gave them: the
+    process holds one engine, and each of these builds another (the judge, float32, LoRA), which the next test on the
+    session's default engine would have to rebuild (a stable sort on top of the shuffle, as pytest-randomly provides
+    for)."""
+    items.sort(key=_builds_its_own_engine)
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -104,6 +118,13 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(line)
     for line in pipeline_run_lines(_SESSION_DIR / "zenml"):
         terminalreporter.write_line(line)
+
+
+def pytest_unconfigure():
+    """The session's folder, where it lies in memory, is removed once the summary has read it (on a disk it stays,
+    for a look after a failure)."""
+    if in_memory(_SESSION_DIR):
+        shutil.rmtree(_SESSION_DIR, ignore_errors=True)
 
 
 @pytest.fixture

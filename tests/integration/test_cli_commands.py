@@ -15,19 +15,11 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.infrastructure.zenml_runs import step_output
 from tests.support.hub_stub import TOKEN
 from tests.support.openai_stub import OpenAIStub
-from tests.support.cli_output import json_report
+from tests.support.cli_output import reported_run
 
 ROWS = 2
 WORKSPACE = "cli-commands"
 MODELS = ["smollm2-135m", "smollm2-135m@temperature=0.9"]
-
-
-def _run(result):
-    """The pipeline run a CLI call reported (its JSON report names it)."""
-    from zenml.client import Client
-
-    report = json_report(result.stdout)
-    return Client().get_pipeline_run(report["run"]), report
 
 
 def _status(run, prefix):
@@ -56,8 +48,8 @@ def test_evaluate_two_models_publish_after_a_failed_push_rescore_only_failed_fro
         judge.state.script, judge.state.default = ["ok"] * (2 * ROWS - 1), "500"
         hub.state.fail_status = 500
         result = run_cli("evaluate", "--config", config, *models)
-        assert result.exit_code == 1 and "HTTP 500" in result.stderr, result.output[-3000:]
-        evaluated, report = _run(result)
+        evaluated, report = reported_run(result, exit_code=1)
+        assert "HTTP 500" in result.stderr, result.output[-3000:]
         assert sorted(m["model_id"] for m in report["models"]) == sorted(MODELS)
         assert sorted(m["scored"] for m in report["models"]) == [ROWS - 1, ROWS]
         # pairwise.enabled and similarity.enabled false: no comparison step, no similarity anywhere.
@@ -79,9 +71,8 @@ def test_evaluate_two_models_publish_after_a_failed_push_rescore_only_failed_fro
         # 3. `rescore --only-failed`: the one failed row asked again, merged into full evaluations.
         judge.state.requests, judge.state.default = [], "ok"
         result = run_cli("rescore", "--config", config, "--only-failed")
-        assert result.exit_code == 0, result.output[-3000:]
+        rescored, report = reported_run(result)
         assert f"of run {evaluated.name}" in result.stdout and len(judge.state.requests) == 1
-        rescored, report = _run(result)
         assert [m["scored"] for m in report["models"]] == [ROWS, ROWS]
         assert not _status(rescored, "generate_answers")  # no generation in a rescore
         merged = [step_output(rescored, name, col.EVALUATIONS) for name in sorted(rescored.steps)
@@ -92,9 +83,8 @@ def test_evaluate_two_models_publish_after_a_failed_push_rescore_only_failed_fro
         # 4. `rescore --from-hub REPO`: the answers published in one repo, judged without any stored artifact.
         judge.state.requests = []
         result = run_cli("rescore", "--config", config, "--from-hub", repos[0])
-        assert result.exit_code == 0 and f"Scoring answers published in {repos[0]}" in result.stdout, result.output[-3000:]
-        assert len(judge.state.requests) == ROWS
-        _, report = _run(result)
+        _, report = reported_run(result)
+        assert f"Scoring answers published in {repos[0]}" in result.stdout and len(judge.state.requests) == ROWS
         assert [(m["rows"], m["scored"]) for m in report["models"]] == [(ROWS, ROWS)]
 
         # 5. The same evaluation again: generation cached, publishing to the Hub not (it pushes these
@@ -107,8 +97,7 @@ def test_evaluate_two_models_publish_after_a_failed_push_rescore_only_failed_fro
         labels.write_text("".join(json.dumps({"id": i, "answer": a, "criterion": "accuracy", "score": 1}) + "\n"
                                   for i, a in zip(labelled[col.ID], labelled[col.ANSWER])))
         result = run_cli("evaluate", "--config", config, *models, "--labels", labels)
-        assert result.exit_code == 0, result.output[-3000:]
-        cached, report = _run(result)
+        cached, report = reported_run(result)
         (ppi,) = [m["criteria"][0]["ppi"] for m in report["models"] if m["model_id"] == labelled[0][col.MODEL_ID]]
         assert (ppi["labelled"], ppi["unlabelled"], ppi["mean"], ppi["labels_only"]["mean"]) == (ROWS, 0, None, 1.0)
         assert ppi["problem"].startswith(f"{ROWS} labelled rows with a judge score: label ")
@@ -125,7 +114,7 @@ def test_evaluate_two_models_publish_after_a_failed_push_rescore_only_failed_fro
             f"rows, {p['unlabelled']} other judged rows)" for p in said)
         assert _status(cached, "generate_answers") == {"cached"} and _status(cached, "publish_results") == {"completed"}
         assert len(hub.state.commits) == pushes + 2 * len(MODELS)  # answers, then answers with verdicts
-        fresh, _ = _run(run_cli("evaluate", "--config", config, *models, "--no-cache"))
+        fresh, _ = reported_run(run_cli("evaluate", "--config", config, *models, "--no-cache"))
         assert _status(fresh, "generate_answers") == {"completed"}
         stats = [step.outputs[col.GENERATION_STATS][0].load() for name, step in fresh.steps.items()
                  if name.startswith("generate_answers")]
@@ -139,6 +128,7 @@ def empty_store(tmp_path_factory):
     return tmp_path_factory.mktemp("empty-store")
 
 
+@pytest.mark.slow  # two CLI processes and a new ZenML store
 @pytest.mark.parametrize("command, flags", [("rescore", ["--only-failed"]), ("publish", [])])
 def test_with_nothing_stored_yet_rescore_and_publish_say_to_evaluate_first(repo_root, empty_store, command, flags):
     """The CLI used from outside the repository (so the repository's `.zen`, which names the session store's stack,

@@ -10,7 +10,7 @@ import pytest
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judging.conversation import CONVERSATION_INTRO
 from llm_engineering.infrastructure.zenml_runs import step_output
-from tests.support.cli_output import json_report
+from tests.support.cli_output import reported_run
 from tests.support.configs import stub_judged
 from tests.support.conversations import assert_second_turns_follow_their_first
 from tests.support.openai_stub import VERDICT, OpenAIStub
@@ -28,13 +28,6 @@ CONVERSATIONS = [
 SECOND_TURN_VERDICT = {**VERDICT, "accuracy": {"analysis": "It did not repeat it.", "score": 1}}
 
 
-def _run(result):
-    from zenml.client import Client
-
-    assert result.exit_code == 0, result.output[-3000:]
-    report = json_report(result.stdout)
-    return Client().get_pipeline_run(report["run"]), report
-
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
@@ -48,7 +41,7 @@ def test_two_turn_rows_are_answered_turn_by_turn_judged_and_summarized_per_turn(
 
         # 1. Every turn answered, the second after the model's own first answer; each turn judged with its conversation.
         result = run_cli("evaluate", "--config", config, "--dataset", data, "--no-cache")
-        run, report = _run(result)
+        run, report = reported_run(result)
         generations = step_output(run, "generate_answers", col.GENERATIONS)
         assert generations[col.ID] == ["number/turn-1", "number/turn-2", "colour/turn-1", "colour/turn-2"]
         assert_second_turns_follow_their_first(generations)
@@ -70,13 +63,13 @@ def test_two_turn_rows_are_answered_turn_by_turn_judged_and_summarized_per_turn(
         requests = len(judge.state.requests)
         result = run_cli("rescore", "--config", config, "--no-cache")
         assert f"Re-scoring 1 stored artifact(s) of run {run.name}" in result.stdout, result.output[-3000:]
-        rescored, report = _run(result)
+        rescored, report = reported_run(result)
         assert "generate_answers" not in rescored.steps
         assert len(judge.state.requests) == requests + 4
         assert [t["turn"] for t in report["models"][0]["turns"]] == [1, 2]
 
         # 3. Two answers per prompt: the first samples resumed, each second sample's turn 2 after its own turn 1.
-        sampled, report = _run(run_cli("evaluate", "--config", config, "--dataset", data, "--samples", "2"))
+        sampled, report = reported_run(run_cli("evaluate", "--config", config, "--dataset", data, "--samples", "2"))
         stats = step_output(sampled, "generate_answers", col.GENERATION_STATS)
         assert (stats.resumed, stats.generated, stats.samples) == (4, 4, 2)
         more = step_output(sampled, "generate_answers", col.GENERATIONS)

@@ -1,8 +1,9 @@
-"""The local ZenML dashboard: `zenml login --local` (what `make dashboard` runs), a tiny evaluation,
-its run page in Debian's Chromium driven headless by Playwright, and its HTML summary served.
+"""The local ZenML dashboard: `zenml login --local` (what `make dashboard` runs), the session's first small evaluation
+(`first_run`, which the pipeline tests read too), its run page in Debian's Chromium driven headless by Playwright, and
+its HTML summary served.
 
-The server serves the session's private SQLite store; this process keeps writing to that store
-directly, so the run below lands in the database the dashboard reads.
+The server serves the session's private SQLite store, where that run lies (made before the server starts, or while it
+runs: this process keeps writing to that store directly).
 """
 
 import json
@@ -16,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.run_config import EvaluationConfig
 from llm_engineering.infrastructure.zenml_runs import step_output
 from tests.support.browser import CHROMIUM, chromium
 from tools.dashboard import skip_onboarding
@@ -69,19 +69,10 @@ def dashboard():
         config_file.write_text(saved)  # the client of later tests talks to the SQL store again
 
 
-def test_dashboard_shows_a_tiny_evaluation_run_and_serves_its_summary_report(dashboard, repo_root):
+def test_dashboard_shows_a_tiny_evaluation_run_and_serves_its_summary_report(first_run, dashboard, repo_root):
     from playwright.sync_api import sync_playwright
-    from zenml.client import Client
 
-    from pipelines.evaluating import evaluating
-
-    config = EvaluationConfig.model_validate({
-        "dataset": {"limit": 2}, "sampling": {"max_tokens": 24},
-        "judge": {"model": "smollm2-135m", "max_tokens": 256, "max_analysis_chars": 120},
-        # The dashboard is under test, not the trust checks (the pipeline tests cover those).
-        "judge_check": {"rows": 0}, "similarity": {"enabled": False},
-    })
-    run = Client().get_pipeline_run(evaluating.with_options(enable_cache=False)(config=config).id)
+    run = first_run
     summary = step_output(run, "summarize", col.EVALUATION_SUMMARY)
 
     served = _get_json(f"{dashboard}/api/v1/runs/{run.id}")

@@ -1,5 +1,9 @@
 """The embedded in-process judge on the real engine: a score-first check's scores alone are those of whole
-verdicts, and nearly every verdict on the embedded split is valid."""
+verdicts, and nearly every verdict on the embedded split is valid.
+
+Where `dtype: auto` runs float32 (a CPU without fast bf16), both run on the session's engine: the float32 SmolLM2 the
+first asks for, and the judge `auto` picks there (SmolLM2); elsewhere each builds an engine of its own (SmolLM2 in
+float32, the 1.5B judge in bf16) and runs after the tests on the session's engine."""
 
 
 import pytest
@@ -9,9 +13,10 @@ from steps.engine_pool import ENGINE_POOL
 from llm_engineering.evaluation.judging.rubric import load_rubric
 from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.config import JudgeCheckConfig
+from tests.support.session_engine import auto_dtype
 from tests.support.small_run import SMALL
 
-pytestmark = [pytest.mark.slow, pytest.mark.own_engine]  # the 1.5B judge, and SmolLM2 in float32
+pytestmark = [pytest.mark.slow, pytest.mark.own_engine(where_auto_is_bf16=True)]
 
 
 def test_a_score_first_judge_check_asking_for_scores_alone_gets_the_scores_of_whole_verdicts():
@@ -30,8 +35,9 @@ def test_a_score_first_judge_check_asking_for_scores_alone_gets_the_scores_of_wh
     judge_config = JudgeConfig.model_validate({**SMALL["judge"], "rubric": "handbook-score-first", "cache": False})
     split = read_test_split(DatasetConfig())
     # float32: in bf16 the logits move with the batch's shape (12 prompts in the check, 6 whole verdicts here) by more
-    # than the claim allows (seen with AMX kernels: expected 1.140 against 1.162); the claim is about the prompt.
-    engine = EngineConfig(dtype="float32")
+    # than the claim allows (seen with AMX kernels: expected 1.140 against 1.162); the claim is about the prompt. The
+    # session's engine config where `auto` is float32 here, so that the session's engine serves it.
+    engine = EngineConfig() if auto_dtype() == "float32" else EngineConfig(dtype="float32")
     judge = build_judge(judge_config, engine, get_settings(), ENGINE_POOL)
     llm = ENGINE_POOL.get(resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR).path, engine)
     # Both asked on a cold prefix cache: KV blocks cached by earlier tests' prompts, computed in other batches,

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support.cli_output import json_report, report_path
 from tests.support.openai_stub import OpenAIStub
 
 LABELS = Path(__file__).resolve().parents[3] / "shared" / "judge-labels"
@@ -52,7 +53,7 @@ def test_calibration_pairs_give_a_threshold_that_keeps_the_sure_verdicts(run_cli
             "max_concurrency": 8}}}))
         result = run_cli("judge-bench", "--pairs", benched, "--calibration", calibration, "--config", config)
     assert result.exit_code == 0, result.output[-3000:]
-    report = json.loads(Path(result.stdout.split("JSON report: ")[1].split("\n")[0]).read_text())
+    report = json_report(result.stdout)
     assert (report["calibration_file"], report["target_agreement"], report["risk"]) == (str(calibration), 0.8, 0.1)
     averaged = report["selective"]["preference_averaged"]
     assert averaged["threshold"] == 1.0 and averaged["calibration_agreement"]["count"] == 12
@@ -77,7 +78,7 @@ def test_the_real_judge_measures_agreement_on_human_pairs_and_a_rerun_asks_nothi
     args = ("judge-bench", "--pairs", LABELS / "llmbar-natural.jsonl", "--limit", 3, "--judge", "smollm2-135m")
     result = run_cli(*args)
     assert result.exit_code == 0, result.output[-3000:]
-    report = json.loads(Path(result.stdout.split("JSON report: ")[1].split("\n")[0]).read_text())
+    report = json_report(result.stdout)
     assert report["pairs"] == 3 and report["judge"] == "vllm:smollm2-135m"
     for way in ("pairwise", "preference", "preference_averaged", "pointwise_expected", "pointwise_integer", "longer",
                 "first_shown"):
@@ -96,7 +97,7 @@ def test_the_real_judge_measures_agreement_on_human_pairs_and_a_rerun_asks_nothi
     calibration.write_text("".join((LABELS / "llmbar-natural.jsonl").read_text().splitlines(keepends=True)[:3]))
     again = run_cli(*args, "--calibration", calibration)
     assert again.exit_code == 0, again.output[-3000:]
-    rerun = json.loads(Path(again.stdout.split("JSON report: ")[1].split("\n")[0]).read_text())
+    rerun = json_report(again.stdout)
     failed = sum(report["failed"][way]["count"] for way in ("pairwise", "preference", "pointwise_integer"))
     assert rerun["cached"] >= rerun["judge_calls"] - 2 * failed  # every valid verdict came from the cache
     assert rerun["agreement"] == report["agreement"]
@@ -119,7 +120,7 @@ def test_a_judge_refusing_every_request_fails_the_bench_quoting_the_servers_stat
     assert f"Every judge call failed: no verdict on any of the 2 pairs: 12 HTTP 400 (e.g. 'request failed after 1 " \
            f"attempt(s): HTTP 400: {refusal}')" in result.stderr
     assert "Judge failures: 12 verdicts failed: 12 HTTP 400" in result.stdout  # the console, beside the table
-    path = Path(result.stdout.split("JSON report: ")[1].split("\n")[0])
+    path = report_path(result.stdout)
     assert json.loads(path.read_text())["failures"] == [
         {"cause": "HTTP 400", "count": 12, "example": f"request failed after 1 attempt(s): HTTP 400: {refusal}"}]
     page = path.with_suffix(".html").read_text()

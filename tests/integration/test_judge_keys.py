@@ -4,11 +4,11 @@ header of every request they get, the model list asked while `--judge URL` is pa
 synthetic pairs drives them (no engine, no labels outside the repository)."""
 
 import json
-from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.support.cli_output import report_path
 from tests.support.openai_stub import OpenAIStub
 
 OPENAI_KEY, SERVED_KEY, NAMED_KEY = "sk-openai-canary-7d1f", "served-canary-52ab", "named-canary-9c3e"
@@ -82,6 +82,6 @@ def test_openais_key_never_reaches_a_served_judge_and_a_served_key_reaches_it_al
     assert _keys(served) == ({f"Bearer {NAMED_KEY}"}, True) and _keys(openai_api) == (set(), False)
 
     # No key in what the last run printed or wrote (its JSON and HTML reports).
-    report = Path(result.stdout.split("JSON report: ")[1].split("\n")[0])
+    report = report_path(result.stdout)
     written = result.output + report.read_text() + report.with_suffix(".html").read_text()
     assert not [key for key in (OPENAI_KEY, SERVED_KEY, NAMED_KEY) if key in written]

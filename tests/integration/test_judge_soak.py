@@ -5,6 +5,8 @@ problem, or (after every retry) the request's failure; none lost."""
 
 from collections import Counter
 
+import pytest
+
 from tests.support.fault_stub import FaultLog, FaultServer
 from tests.support.judge_soak import error_cause, judge_rows, kill_and_resume
 
@@ -47,6 +49,7 @@ def test_error_causes_name_the_reply_problem_or_the_last_failure():
         "APITimeoutError after every retry"
 
 
+@pytest.mark.slow  # a process of its own, killed, then the run again
 def test_a_run_killed_half_way_resumes_asking_only_what_it_had_not_stored():
     result = kill_and_resume(200, concurrency=16, seed=5)
 

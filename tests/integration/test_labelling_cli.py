@@ -2,8 +2,6 @@
 reloaded, downloaded, and given to `rescore --labels`. The session's engine generates six answers; the
 OpenAI-compatible stub judges them with verdicts known per row, so the agreement the labels make is certain."""
 
-from pathlib import Path
-
 import pytest
 
 from llm_engineering.evaluation.config import DatasetConfig
@@ -11,7 +9,7 @@ from llm_engineering.evaluation.generation.dataset import read_test_split
 from llm_engineering.evaluation.trust.labels import load_labels
 from tests.support.openai_stub import VERDICT, OpenAIStub
 from tests.support.browser import download_all, report_page
-from tests.support.cli_output import json_report
+from tests.support.cli_output import json_report, report_path, reported_run
 from tests.support.configs import stub_judged
 
 ROWS = 6
@@ -32,8 +30,7 @@ def test_rows_labelled_in_the_report_give_rescore_the_agreement_they_make_certai
         result = run_cli("evaluate", "--config", config)
         assert result.exit_code == 0, result.output[-3000:]
         run = json_report(result.stdout)["run"]
-        html_path = Path(next(line for line in result.stdout.splitlines()
-                              if line.startswith("HTML report:")).split(":", 1)[1].strip())
+        html_path = report_path(result.stdout, "HTML")
 
         given = {1: iter(PERSON[1]), 3: iter(PERSON[3])}
         with report_page(html_path) as page:
@@ -65,9 +62,9 @@ def test_rows_labelled_in_the_report_give_rescore_the_agreement_they_make_certai
         assert "--rubric task-accuracy" in result.output
 
         result = run_cli("rescore", "--config", config, "--labels", labels_file)
-        assert result.exit_code == 0, result.output[-3000:]
+        _, report = reported_run(result)
         assert f"Re-scoring 1 stored artifact(s) of run {run}" in result.stdout
-    agreement = json_report(result.stdout)["labels"]
+    agreement = report["labels"]
     accuracy, style = agreement["criteria"]
     assert (accuracy["criterion"], accuracy["rows"], accuracy["judge"]["exact"], accuracy["judge"]["within_one"]) == (
         "accuracy", 6, 0.6667, 0.8333)

@@ -12,7 +12,7 @@ from llm_engineering.evaluation.trust import tiers
 from llm_engineering.evaluation.config import DatasetConfig
 from llm_engineering.evaluation.generation.dataset import read_test_split
 from llm_engineering.infrastructure.zenml_runs import step_output
-from tests.support.cli_output import json_report
+from tests.support.cli_output import reported_run
 from tests.support.openai_stub import VERDICT, OpenAIStub
 
 pytestmark = pytest.mark.slow
@@ -27,8 +27,6 @@ def constructed_labels() -> list[dict]:
 
 
 def test_labels_given_to_evaluate_are_judged_and_their_agreement_reported_and_unsure_rows_escalated(run_cli, tmp_path):
-    from zenml.client import Client
-
     labels = tmp_path / "labels.jsonl"
     labels.write_text("".join(json.dumps(label) + "\n" for label in constructed_labels()))
     config = tmp_path / "run.yaml"
@@ -43,9 +41,8 @@ def test_labels_given_to_evaluate_are_judged_and_their_agreement_reported_and_un
         }}))
         result = run_cli("evaluate", "--config", config, "--limit", ROWS, "--labels", labels)
         asked = len(second.state.requests)
-    assert result.exit_code == 0, result.output[-3000:]
-    report = json_report(result.stdout)
-    _assert_escalated(report, asked, result.stdout)
+    run, report = reported_run(result)
+    _assert_escalated(run, report, asked, result.stdout)
 
     agreement = report["labels"]
     labelled = 3 * ROWS  # a right, a half-right and a wrong answer per row
@@ -68,17 +65,14 @@ def test_labels_given_to_evaluate_are_judged_and_their_agreement_reported_and_un
 
     # The CLI says it in words; the run's own artifact and metadata hold the same report.
     assert f"  accuracy ({labelled} labels): {accuracy['verdict']}" in result.stdout
-    run = Client().get_pipeline_run(report["run"])
     assert step_output(run, "check_labels", col.LABEL_AGREEMENT).model_dump() == agreement
     assert run.steps["check_labels"].run_metadata["label_agreement"]["criteria"]["accuracy"]["verdict"] == accuracy["verdict"]
 
 
-def _assert_escalated(report, asked, stdout):
+def _assert_escalated(run, report, asked, stdout):
     """Only the rows under the threshold reached the second judge; its verdicts replaced the first's; the one it
     failed kept the first judge's verdict and says why; the summary counts them."""
-    from zenml.client import Client
-
-    rows = step_output(Client().get_pipeline_run(report["run"]), "evaluate_answers", col.EVALUATIONS).to_list()
+    rows = step_output(run, "evaluate_answers", col.EVALUATIONS).to_list()
     unsure = [r for r in rows if r[col.CONFIDENCE] is None or r[col.CONFIDENCE] < THRESHOLD]
     assert unsure and asked == len(unsure)  # only those reached the second judge, each once
     assert all(r[col.JUDGE_MODEL] == "vllm:smollm2-135m" and not r[col.ESCALATED] for r in rows if r not in unsure)

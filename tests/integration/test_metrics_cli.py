@@ -1,16 +1,17 @@
 """Scores without a judge, end to end through the CLI as a user runs them: a JSONL of references, categories and
-checks, evaluated with the bundled model as generator and judge; a checks gate that fails (exit 3); then `rescore`
-adding a metric the first run did not measure, computed from the stored answers with no generation and no judge
-call."""
+checks, answered by the session's engine (the OpenAI-compatible stand-in judges: no judge is measured here); a checks
+gate that fails (exit 3); then `rescore` adding a metric the first run did not measure, computed from the stored
+answers with no generation and no judge call."""
 
 import json
 
 import pytest
-import yaml
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.infrastructure.zenml_runs import step_output
-from tests.support.cli_output import json_report
+from tests.support.cli_output import reported_run
+from tests.support.configs import stub_judged
+from tests.support.openai_stub import OpenAIStub
 
 pytestmark = pytest.mark.slow
 
@@ -25,24 +26,21 @@ ROWS = [
 
 def test_metrics_checks_and_categories_through_evaluate_a_checks_gate_and_a_rescore_that_adds_a_metric(run_cli,
                                                                                                        tmp_path):
-    from zenml.client import Client
-
     data = tmp_path / "rows.jsonl"
     data.write_text("".join(json.dumps(row) + "\n" for row in ROWS))
     config = tmp_path / "run.yaml"
-    config.write_text(yaml.safe_dump({"parameters": {
-        "sampling": {"max_tokens": 24},
-        "judge": {"model": "smollm2-135m", "max_tokens": 200, "max_analysis_chars": 80},
-        "judge_check": {"rows": 0}, "similarity": {"enabled": False},
-        "metrics": ["token_f1", "exact_match"],  # chrf is added by the rescore below
-    }}))
-    result = run_cli("evaluate", "--config", config, "--dataset", data, "--column", "reference=answer",
-                     "--group-by", "topic", "--fail-under", "checks=0.99")
-    assert result.exit_code == 3, result.output[-3000:]  # stored; the checks gate failed (max_chars 1 cannot pass)
+    with OpenAIStub() as judge:
+        # Its verdicts cached: the rescore below asks it nothing. chrf is added by the rescore.
+        stub_judged(config, judge.base_url, rows=len(ROWS), max_tokens=24, cache=True, metrics=["token_f1", "exact_match"])
+        result = run_cli("evaluate", "--config", config, "--dataset", data, "--column", "reference=answer",
+                         "--group-by", "topic", "--fail-under", "checks=0.99")
+        run, report = reported_run(result, exit_code=3)  # stored; the checks gate failed (max_chars 1 cannot pass)
+        rescored = run_cli("rescore", "--config", config, "--metric", "token_f1", "--metric", "chrf")
+        asked = len(judge.state.requests)
+    assert asked == len(ROWS)  # each answer judged once, by the first run
     (gate,) = [line for line in result.stderr.splitlines() if line.startswith("GATE FAILED")]
     assert gate.startswith("GATE FAILED checks=0.99: smollm2-135m has checks ")
     assert "Scores without a judge" in result.stdout and "Per category" in result.stdout
-    report = json_report(result.stdout)
     (model,) = report["models"]
     assert [m["name"] for m in model["metrics"]] == ["token_f1", "exact_match"]
     assert all(m["rows"] == 2 and m["answers"] == 3 for m in model["metrics"])  # r3 has no reference
@@ -51,7 +49,6 @@ def test_metrics_checks_and_categories_through_evaluate_a_checks_gate_and_a_resc
     rag = model["categories"][1]
     assert rag["rows"] == 2 and rag["metrics"][0]["rows"] == 1 and rag["checks"]["rows"] == 1
 
-    run = Client().get_pipeline_run(report["run"])
     evaluations = step_output(run, "evaluate_answers", col.EVALUATIONS)
     assert col.metric("chrf") not in evaluations.column_names
     by_id = {row[col.ID]: row for row in evaluations}
@@ -60,14 +57,12 @@ def test_metrics_checks_and_categories_through_evaluate_a_checks_gate_and_a_resc
     assert not too_long["passed"] and too_long["reason"].endswith("characters, more than 1"), too_long
     assert absent["passed"] and by_id["r1"][col.CHECKS_PASSED] is False and by_id["r1"][col.CATEGORY] == "fine-tuning"
 
-    rescored = run_cli("rescore", "--config", config, "--metric", "token_f1", "--metric", "chrf")
-    assert rescored.exit_code == 0, rescored.output[-3000:]
+    again_run, again = reported_run(rescored)
     assert f"Re-scoring 1 stored artifact(s) of run {run.name}" in rescored.stdout
-    again = json_report(rescored.stdout)
     (model,) = again["models"]
     assert model["judge_usage"]["calls"] == 0 and model["judge_usage"]["cached"] == 3  # every verdict from the cache
     chrf = next(m for m in model["metrics"] if m["name"] == "chrf")
     assert chrf["rows"] == 2 and 0 < chrf["mean"] <= 1
-    rescored_rows = step_output(Client().get_pipeline_run(again["run"]), "evaluate_answers", col.EVALUATIONS)
+    rescored_rows = step_output(again_run, "evaluate_answers", col.EVALUATIONS)
     assert col.metric("exact_match") not in rescored_rows.column_names  # measured as asked, not kept from before
-    assert "generate_answers" not in Client().get_pipeline_run(again["run"]).steps  # no generation
+    assert "generate_answers" not in again_run.steps  # no generation

@@ -119,6 +119,7 @@ score(sys.argv[1], sys.argv[2], answers(int(sys.argv[3])))
 """
 
 
+@pytest.mark.slow  # a process of its own, killed
 @pytest.mark.timeout(300)
 def test_a_run_killed_while_its_batch_runs_resumes_that_batch_when_run_again(stub, tmp_path, repo_root):
     stub.state.default = BatchPlan(hold=True)
@@ -261,6 +262,7 @@ def test_identical_prompts_are_one_request_answered_on_each_row(stub, tmp_path):
     assert evaluations[col.JUDGE_ERROR] == [None] * 3 and evaluations[col.score("accuracy")] == [3] * 3
 
 
+@pytest.mark.slow  # a pipeline run
 @pytest.mark.timeout(300)
 def test_in_a_rescoring_run_each_batch_is_recorded_as_step_metadata(stub):
     from zenml import save_artifact

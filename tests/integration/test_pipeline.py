@@ -14,7 +14,9 @@ from llm_engineering.infrastructure.vllm_engine import VLLMEngine
 from llm_engineering.run_config import EvaluationConfig
 from llm_engineering.infrastructure.zenml_runs import generations_of, step_output
 from steps.engine_pool import ENGINE_POOL
-from tests.support.cli_output import json_report
+from tests.support.cli_output import reported_run
+from tests.support.configs import stub_judged
+from tests.support.openai_stub import OpenAIStub
 from tests.support.small_run import FIRST_RUN_PUBLISHED, ROWS, SMALL, UNREAD_CHECKS_OFF, small_config, step_status
 
 pytestmark = pytest.mark.slow
@@ -80,27 +82,30 @@ def test_changing_only_the_judge_does_not_rerun_generation(first_run, monkeypatc
     from pipelines.evaluating import evaluating
     from steps.evaluating.generate_answers import FREE_ENGINE
 
-    # As for a judge of other weights, the generation step is told to stop its engine as it ends (the step's
-    # `extra`): that must not re-run it. (Which judges do so: the unit tests of `frees_engine_after`.)
-    monkeypatch.setattr("pipelines.evaluating.frees_engine_after", lambda config, index, cache_dir: True)
-    run = Client().get_pipeline_run(evaluating(config=small_config(max_analysis_chars=120)).id)
-    assert run.steps["generate_answers"].config.extra[FREE_ENGINE] is True
-    assert first_run.steps["generate_answers"].config.extra[FREE_ENGINE] is False
-    assert step_status(run, "generate_answers") == "cached"
-    assert step_status(run, "evaluate_answers") == "completed"
-    # Served from the cache only to the same version of the product: its code's digest is in every step's key.
-    policy = run.steps["generate_answers"].config.cache_policy
-    assert f"{policy.cache_func.module}.{policy.cache_func.attribute}" == CACHE_FUNC
-    # Cached answers are published again, by this run (a replayed receipt may name another checkout's folder).
-    assert step_status(run, "publish_results") == step_status(run, "publish_results_2") == "completed"
-    cached = step_output(run, "generate_answers", col.GENERATIONS)
-    assert cached[col.ANSWER] == step_output(first_run, "generate_answers", col.GENERATIONS)[col.ANSWER]
+    # Another judge: the OpenAI-compatible stand-in instead of the first run's in-process one (it judges in no time).
+    # As for a judge of other weights, the generation step is told to stop its engine as it ends (the step's `extra`):
+    # that must not re-run it. (Which judges do so: the unit tests of `frees_engine_after`.)
+    with OpenAIStub() as judge:
+        config = small_config(backend="openai", model="stub-judge", base_url=judge.base_url)
+        monkeypatch.setattr("pipelines.evaluating.frees_engine_after", lambda config, index, cache_dir: True)
+        run = Client().get_pipeline_run(evaluating(config=config).id)
+        assert run.steps["generate_answers"].config.extra[FREE_ENGINE] is True
+        assert first_run.steps["generate_answers"].config.extra[FREE_ENGINE] is False
+        assert step_status(run, "generate_answers") == "cached"
+        assert step_status(run, "evaluate_answers") == "completed"
+        # Served from the cache only to the same version of the product: its code's digest is in every step's key.
+        policy = run.steps["generate_answers"].config.cache_policy
+        assert f"{policy.cache_func.module}.{policy.cache_func.attribute}" == CACHE_FUNC
+        # Cached answers are published again, by this run (a replayed receipt may name another checkout's folder).
+        assert step_status(run, "publish_results") == step_status(run, "publish_results_2") == "completed"
+        cached = step_output(run, "generate_answers", col.GENERATIONS)
+        assert cached[col.ANSWER] == step_output(first_run, "generate_answers", col.GENERATIONS)[col.ANSWER]
 
-    # Another version of the product (another digest of its code) is served nothing from the cache: the steps run
-    # again, the answers resumed from the checkpoint, not generated.
-    monkeypatch.undo()
-    monkeypatch.setattr("llm_engineering.code_version.code_digest", lambda: "another version of the code")
-    rerun = Client().get_pipeline_run(evaluating(config=small_config(max_analysis_chars=120)).id)
+        # Another version of the product (another digest of its code) is served nothing from the cache: the steps run
+        # again, the answers resumed from the checkpoint, not generated.
+        monkeypatch.undo()
+        monkeypatch.setattr("llm_engineering.code_version.code_digest", lambda: "another version of the code")
+        rerun = Client().get_pipeline_run(evaluating(config=config).id)
     assert step_status(rerun, "generate_answers") == "completed"  # cached in the same version's run above
     stats = step_output(rerun, "generate_answers", col.GENERATION_STATS)
     assert (stats.generated, stats.resumed) == (0, len(cached))
@@ -227,22 +232,16 @@ def test_cli_runs_a_local_jsonl_with_output_column_and_limit(run_cli, tmp_path):
             for t in ["RAG", "LoRA", "QLoRA", "DPO", "vLLM", "PagedAttention"]]
     data = tmp_path / "rows.jsonl"
     data.write_text("\n".join(json.dumps(r) for r in rows))
-    config = tmp_path / "run.yaml"
-    config.write_text(
-        "parameters:\n  prompt: {template: chat}\n  sampling: {max_tokens: 24}\n"
-        "  judge: {model: smollm2-135m, max_tokens: 200, max_analysis_chars: 100}\n"
-        "  judge_check: {rows: 0}\n  similarity: {enabled: false}\n"
-    )
-    result = run_cli("--run-evaluation", "--config", config, "--dataset", data, "--limit", 4)
-    assert result.exit_code == 0, result.output[-3000:]
+    # The stand-in judges (the in-process judge through the CLI: test_labels_cli.py, test_lora_adapter.py).
+    with OpenAIStub() as judge:
+        config = stub_judged(tmp_path / "run.yaml", judge.base_url, rows=len(rows), max_tokens=24,
+                             prompt={"template": "chat"})
+        result = run_cli("--run-evaluation", "--config", config, "--dataset", data, "--limit", 4)
+        run, report = reported_run(result)
     assert "smollm2-135m" in result.stdout and "Evaluation summary" in result.stdout
-    report = json_report(result.stdout)
-    assert report["models"][0]["rows"] == 4
-    assert report["models"][0]["scored"] >= 3, report["models"][0]  # the judge works through the CLI too
+    assert (report["models"][0]["rows"], report["models"][0]["scored"]) == (4, 4), report["models"][0]
     # The chat template was rendered by the model's own tokenizer, not the Alpaca template.
-    from zenml.client import Client
-
-    generations = step_output(Client().get_pipeline_run(report["run"]), "generate_answers", col.GENERATIONS)
+    generations = step_output(run, "generate_answers", col.GENERATIONS)
     assert generations[col.ID] == ["0", "1", "2", "3"]  # ids given to rows without one, in file order
     assert generations[0][col.PROMPT].startswith("<|im_start|>")
     assert "In one sentence, what is RAG?" in generations[0][col.PROMPT]

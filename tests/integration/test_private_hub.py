@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from llm_engineering.evaluation import columns as col
-from tests.support.cli_output import json_report
+from tests.support.cli_output import reported_run
 from tests.support.hub_stub import TOKEN, USER
 
 pytestmark = [pytest.mark.slow, pytest.mark.own_engine]  # an engine of the gated model (a Hub id, not the folder)
@@ -72,9 +72,8 @@ def test_a_private_dataset_and_a_gated_model_are_read_with_the_token_and_the_tok
     # With the token: the whole run.
     monkeypatch.setenv("HUGGINGFACE_ACCESS_TOKEN", TOKEN)
     result = run_cli(*args)
-    assert result.exit_code == 0, result.output[-4000:]
+    run, report = reported_run(result)
     assert f"/{MODEL}/resolve/main/model.safetensors" in {path for _, path in private_hub.state.calls}  # vLLM's download
-    report = json_report(result.stdout)
     (model,) = report["models"]
     assert model["model_id"] == MODEL and model["scored"] == len(PROMPTS) and model["reference_rows"] == 0
     assert model["similarity_mean"] is None
@@ -87,7 +86,6 @@ def test_a_private_dataset_and_a_gated_model_are_read_with_the_token_and_the_tok
     assert "References: 0 of 3" in result.stdout  # the console says it too
 
     # The token appears nowhere the run wrote: its output, the ZenML store and artifacts, reports, logs, results.
-    run = Client().get_pipeline_run(report["run"])
     split = run.steps["load_test_split"].outputs[col.TEST_SPLIT][0].load()
     assert split[col.REFERENCE] == [None] * len(PROMPTS) and split[col.ID] == [row["qid"] for row in PROMPTS]
     settings = get_settings()

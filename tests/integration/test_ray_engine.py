@@ -36,7 +36,7 @@ from llm_engineering.infrastructure.zenml_runs import step_output
 from llm_engineering.run_config import load_run_config
 from llm_engineering.settings import get_settings
 from tests.support.openai_stub import OpenAIStub
-from tests.support.cli_output import json_report
+from tests.support.cli_output import reported_run
 from tests.support.cli_process import saved_answers, start_cli
 from tests.support.conversations import assert_second_turns_follow_their_first
 
@@ -178,8 +178,7 @@ def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(r
         clusters, cluster_of = [], ray_engine.ray_cluster
         monkeypatch.setattr(ray_engine, "ray_cluster", lambda *args: clusters.append(args) or cluster_of(*args))
         result = run_cli(*command)
-    assert result.exit_code == 0, result.output[-3000:]
-    run = Client().get_pipeline_run(json_report(result.stdout)["run"])
+    run, _ = reported_run(result)
     generations = step_output(run, "generate_answers", col.GENERATIONS)
     (stats,) = [a.load() for a in run.steps["generate_answers"].outputs[col.GENERATION_STATS]]
 

@@ -12,6 +12,8 @@ from llm_engineering.evaluation.trust.labels import load_labels
 from llm_engineering.run_report import write_reports
 from tests.support.browser import download_all, report_page
 
+pytestmark = pytest.mark.slow  # a real browser for each test
+
 FAILED = None
 # id -> (base's accuracy, style), (tuned's accuracy, style); FAILED: no valid verdict.
 SCORES = {

@@ -10,6 +10,7 @@ from datasets import load_dataset
 from llm_engineering.evaluation import columns as col
 from llm_engineering.run_config import EvaluationConfig
 from llm_engineering.infrastructure.zenml_runs import generations_of, step_output
+from tests.support.openai_stub import OpenAIStub
 from tests.support.small_run import SMALL, small_config
 
 pytestmark = pytest.mark.slow
@@ -21,22 +22,24 @@ def test_rescore_reuses_generations_without_inference(first_run):
     from pipelines.evaluating import rescoring
 
     generations, stats = generations_of(first_run)
-    # Judge cache off: the rows are judged again, not read back.
-    run = rescoring.with_options(enable_cache=False)(
-        config=small_config(cache=False), answers_ids=[str(a.id) for a in generations], generation_stats=stats
-    )
+    # The stand-in judges, cache off: the rows are judged again, not read back. (The in-process judge's two calls per
+    # answer under the default rubric, its verdict and the probe before the analysis: test_labels_cli.py.)
+    with OpenAIStub() as judge:
+        run = rescoring.with_options(enable_cache=False)(
+            config=small_config(cache=False, backend="openai", model="stub-judge", base_url=judge.base_url),
+            answers_ids=[str(a.id) for a in generations], generation_stats=stats)
+        asked = len(judge.state.requests)
     run = Client().get_pipeline_run(run.id)
     assert not [name for name in run.steps if name.startswith(("generate_answers", "load_test_split"))]
     stored = generations[0].load()
     rescored = step_output(run, "evaluate_answers", col.EVALUATIONS)
     assert rescored[col.ID] == stored[col.ID]
     assert rescored[col.ANSWER] == stored[col.ANSWER]
-    assert rescored[col.JUDGE_CACHED] == [False] * len(stored)
+    assert rescored[col.JUDGE_CACHED] == [False] * len(stored) and asked == len(stored)
     (scores,) = step_output(run, "summarize", col.EVALUATION_SUMMARY).models
-    assert scores.rows == len(stored)
-    # Each answer judged anew: its verdict and, under the default rubric, its probe before the analysis (two calls).
+    assert scores.rows == scores.scored == len(stored)
     usage = scores.judge_usage
-    assert (usage.answers, usage.calls) == (len(stored), 2 * len(stored)) and usage.seconds_per_verdict > 0
+    assert (usage.answers, usage.calls) == (len(stored), len(stored)) and usage.seconds_per_verdict > 0
 
 
 def test_failed_hub_push_loses_nothing_and_publish_only_pushes_later(first_run, hub, monkeypatch):

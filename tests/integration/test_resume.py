@@ -25,7 +25,7 @@ from llm_engineering.evaluation.models import resolve_model
 from llm_engineering.infrastructure.cpu_sampler import INSTALLED
 from llm_engineering.infrastructure.cpu_tuning import resolved_dtype
 from llm_engineering.settings import get_settings
-from tests.support.cli_output import json_report
+from tests.support.cli_output import reported_run
 from tests.support.cli_process import group_gone, saved_answers, start_cli
 from tests.support.conversations import assert_second_turns_follow_their_first
 
@@ -233,10 +233,8 @@ def test_interrupted_then_killed_generation_resumes_and_loses_no_row(repo_root, 
         # are generated, and the run completes.
         config.write_text(_session_engine(CONFIG.format(source=source, rows=ONE_TURN + len(CONVERSATIONS),
                                                         base_url=judge.base_url)))
-        result = run_cli("--run-evaluation", "--config", config)
-        assert result.exit_code == 0, result.output[-3000:]
+        run, _ = reported_run(run_cli("--run-evaluation", "--config", config))
 
-    run = Client().get_pipeline_run(json_report(result.stdout)["run"])
     answers = step_output(run, "generate_answers", col.GENERATIONS)
     run_stats = step_output(run, "generate_answers", col.GENERATION_STATS)
     assert (run_stats.resumed, run_stats.generated) == (len(kept), ROWS - len(kept))

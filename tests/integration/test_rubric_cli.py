@@ -6,7 +6,7 @@ import yaml
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.infrastructure.zenml_runs import step_output
-from tests.support.cli_output import json_report
+from tests.support.cli_output import report_path, reported_run
 from tests.support.judges import assert_read_at_the_score
 
 pytestmark = pytest.mark.slow
@@ -25,27 +25,24 @@ RUBRIC = {
 
 
 def test_a_custom_rubric_file_scores_through_the_cli_with_expected_scores_from_real_logprobs(run_cli, tmp_path):
-    from zenml.client import Client
-
     rubric = tmp_path / "tutor.yaml"
     rubric.write_text(yaml.safe_dump(RUBRIC, sort_keys=False))
     config = tmp_path / "run.yaml"
     config.write_text(yaml.safe_dump({"parameters": {
         "sampling": {"max_tokens": 32},
         "judge": {"model": "smollm2-135m", "rubric": str(rubric), "max_tokens": 200, "max_analysis_chars": 80},
-        "judge_check": {"rows": 3},
+        # The card's criterion and its ties broken by expected scores are read here: its mismatch tier is enough.
+        "judge_check": {"rows": 3, "tiers": ["mismatch"]},
     }}))
     command = ["evaluate", "--config", config, "--limit", "3"]
     # CI gates: clarity tops out at 4, so 4.5 cannot be met; focus starts at 0, so 0 always is.
     result = run_cli(*command, "--fail-under", "clarity=4.5", "--fail-under", "focus=0")
-    assert result.exit_code == 3, result.output[-3000:]  # the run passed and is stored; a gate failed
+    run, report = reported_run(result, exit_code=3)  # the run passed and is stored; a gate failed
     gate_lines = [line for line in result.stderr.splitlines() if line.startswith("GATE FAILED")]
     assert len(gate_lines) == 1 and gate_lines[0].startswith("GATE FAILED clarity=4.5: smollm2-135m has clarity ")
     assert "rubric tutor" in result.stdout and "clarity (95% CI)" in result.stdout
-    report = json_report(result.stdout)
     assert report["rubric"] == "tutor" and report["criteria"] == ["clarity", "focus"]
-    page_path = next(line for line in result.stdout.splitlines() if line.startswith("HTML report:")).split(":", 1)[1]
-    page = open(page_path.strip(), encoding="utf-8").read()
+    page = report_path(result.stdout, "HTML").read_text(encoding="utf-8")
     # The standalone page: this run's rubric and criteria, its plots embedded, nothing fetched from a network.
     assert "tutor" in page and "clarity" in page and "data:image/png;base64," in page
     assert not any(f"{attr}={quote}http" in page for attr in ("src", "href") for quote in "'\"")
@@ -54,7 +51,7 @@ def test_a_custom_rubric_file_scores_through_the_cli_with_expected_scores_from_r
     again = run_cli(*command, "--fail-under", "focus=0")
     assert again.exit_code == 0 and "Gates passed: focus=0" in again.stdout, again.output[-3000:]
 
-    evaluations = step_output(Client().get_pipeline_run(report["run"]), "evaluate_answers", col.EVALUATIONS)
+    evaluations = step_output(run, "evaluate_answers", col.EVALUATIONS)
     assert {col.score("clarity"), col.analysis("focus"), col.expected("focus"), col.probabilities("clarity")} <= set(
         evaluations.column_names)
     assert col.score("accuracy") not in evaluations.column_names

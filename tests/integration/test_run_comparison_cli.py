@@ -2,24 +2,17 @@
 answers once, the OpenAI-compatible stub judges them, then judges four of them worse under another judge
 name (so ZenML re-runs the scoring). Each step reads the runs the test made, by name."""
 
-from pathlib import Path
-
 import pytest
 
 from llm_engineering.evaluation.report.gates import GATE_FAILED_EXIT_CODE
 from llm_engineering.evaluation.generation.dataset import read_test_split
 from llm_engineering.evaluation.config import DatasetConfig
 from tests.support.openai_stub import VERDICT, OpenAIStub
-from tests.support.cli_output import json_report
+from tests.support.cli_output import json_report, report_path
 from tests.support.configs import stub_judged
 
 ROWS = 6
 WORSE = 4  # rows whose accuracy drops from 3 to 1 in the second run
-
-
-def _html_report(stdout):
-    line = next(line for line in stdout.splitlines() if line.startswith("HTML report:"))
-    return Path(line.split(":", 1)[1].strip()).read_text()
 
 
 @pytest.mark.slow
@@ -57,7 +50,7 @@ def test_compare_to_an_earlier_run_finds_the_rows_that_got_worse_and_the_gates_e
         changed = report["comparison"]["changed_rows"]
         assert sorted(row["id"] for row in changed) == sorted(worse)
         assert all(row["current_scores"]["accuracy"] == 1 and not row["answer_changed"] for row in changed)
-        page = _html_report(result.stdout)
+        page = report_path(result.stdout, "HTML").read_text()
         assert f"Against run {first}" in page and all(f"<td>{row_id}</td>" in page for row_id in worse)
 
         # 3. The rescore of those answers against the previous run (the second): nothing regressed, but the
@@ -71,13 +64,10 @@ def test_compare_to_an_earlier_run_finds_the_rows_that_got_worse_and_the_gates_e
         assert json_report(result.stdout)["comparison"]["previous_run"] == second
 
         # 4. Two rows' verdicts do not parse (2 of 6 rows failed, 33%): over a 20% ceiling the run exits 3 naming
-        # the model and the count; under a 50% one the gates pass.
+        # the model and the count. (Under a ceiling it clears, the gate passes: tests/unit/test_gates.py.)
         judge.state.verdict_when = [(instruction, {"verdict": "unreadable"}) for instruction in list(worse.values())[:2]]
         result = run_cli("rescore", "--config", second_config, "--no-cache", "--max-failed-rate", "0.2")
         assert f"Re-scoring 1 stored artifact(s) of run {second}" in result.stdout  # rescoring runs generate nothing
         assert result.exit_code == GATE_FAILED_EXIT_CODE, result.output[-3000:]
         (gate_line,) = [line for line in result.stderr.splitlines() if line.startswith("GATE FAILED")]
         assert gate_line.startswith("GATE FAILED max-failed-rate=0.2: smollm2-135m has 2 of 6 rows without a valid verdict")
-        result = run_cli("rescore", "--config", second_config, "--max-failed-rate", "0.5")
-        assert result.exit_code == 0 and "Gates passed: max-failed-rate=0.5" in result.stdout, result.output[-3000:]
-        assert f"Re-scoring 1 stored artifact(s) of run {second}" in result.stdout

@@ -8,17 +8,10 @@ import yaml
 from llm_engineering.evaluation import columns as col
 from llm_engineering.infrastructure.zenml_runs import step_output
 from tests.support.openai_stub import OpenAIStub
-from tests.support.cli_output import json_report
+from tests.support.cli_output import reported_run
 
 PROMPTS = 3
 
-
-def _run(result):
-    from zenml.client import Client
-
-    assert result.exit_code == 0, result.output[-3000:]
-    report = json_report(result.stdout)
-    return Client().get_pipeline_run(report["run"]), report
 
 
 @pytest.mark.slow
@@ -35,7 +28,7 @@ def test_samples_are_generated_judged_summarized_rescored_and_raised(run_cli, tm
 
         # 1. Two answers per prompt: six rows, a prompt's answers side by side, each judged.
         result = run_cli("evaluate", "--config", config, "--samples", "2", "--no-cache")
-        run, report = _run(result)
+        run, report = reported_run(result)
         assert "Samples of smollm2-135m on accuracy (2 answers per prompt)" in result.stdout
         answers = step_output(run, "generate_answers", col.GENERATIONS)
         assert answers[col.SAMPLE] == [0, 1] * PROMPTS and answers[col.ID][0] == answers[col.ID][1]
@@ -50,12 +43,12 @@ def test_samples_are_generated_judged_summarized_rescored_and_raised(run_cli, tm
         # 2. Rescoring the stored answers keeps them per sample.
         result = run_cli("rescore", "--config", config)
         assert f"Re-scoring 1 stored artifact(s) of run {run.name}" in result.stdout, result.output[-3000:]
-        rescored, report = _run(result)
+        rescored, report = reported_run(result)
         assert step_output(rescored, "evaluate_answers", col.EVALUATIONS)[col.SAMPLE] == [0, 1] * PROMPTS
         assert report["models"][0]["samples"] == 2
 
         # 3. A third answer per prompt: the first two are taken from the checkpoint, only the third generated.
-        raised, report = _run(run_cli("evaluate", "--config", config, "--samples", "3"))
+        raised, report = reported_run(run_cli("evaluate", "--config", config, "--samples", "3"))
         stats = step_output(raised, "generate_answers", col.GENERATION_STATS)
         assert (stats.resumed, stats.generated, stats.samples) == (2 * PROMPTS, PROMPTS, 3)
         more = step_output(raised, "generate_answers", col.GENERATIONS)

@@ -9,10 +9,13 @@ import os
 import subprocess
 import sys
 
+import pytest
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.run_config import EvaluationConfig
+
+pytestmark = pytest.mark.slow  # two CLI processes and a pipeline run
 
 JUDGE_KEY = "sk-judge-key-that-must-never-be-logged"
 

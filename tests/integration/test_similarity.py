@@ -7,6 +7,8 @@ from llm_engineering.evaluation.config import DatasetConfig
 from llm_engineering.evaluation.generation.dataset import read_test_split
 from llm_engineering.evaluation.trust.similarity import check_similarity, cosine_similarities, get_embedder
 
+pytestmark = pytest.mark.slow  # the real embedding model, over the embedded split
+
 
 @pytest.fixture(scope="module")
 def embedder():

@@ -8,7 +8,8 @@ import textwrap
 import pytest
 
 from tests.support.openai_stub import OpenAIStub
-from tests.support.cli_output import json_report
+from tests.support.cli_output import reported_run
+from tests.support.configs import stub_judged
 
 HELD_S = 8  # longer than SQLite's default wait (5 s), after which a write fails with `database is locked`
 
@@ -32,18 +33,16 @@ def test_a_run_started_while_another_process_holds_the_store_waits_and_completes
     assert url.startswith("sqlite:///"), url
     config = tmp_path / "run.yaml"
     with OpenAIStub() as judge:
-        config.write_text(f"parameters:\n  judge: {{backend: openai, model: stub-judge, base_url: \"{judge.base_url}\"}}\n"
-                          "  judge_check: {rows: 0}\n  similarity: {enabled: false}\n  pairwise: {enabled: false}\n")
+        stub_judged(config, judge.base_url, rows=2, max_tokens=8)
         holder = subprocess.Popen([sys.executable, "-c", _HOLD_THE_LOCK, url.removeprefix("sqlite:///"), str(HELD_S)],
                                   stdout=subprocess.PIPE, text=True)
         try:
             assert holder.stdout.readline().strip() == "locked"
-            result = run_cli("evaluate", "--config", config, "--limit", "2")
+            result = run_cli("evaluate", "--config", config)
             assert holder.stdout.readline().strip() == "released"  # the lock was held until its end, not broken
         finally:
             holder.kill()
             holder.wait()
-    assert result.exit_code == 0, result.output[-3000:]
+    _, report = reported_run(result)
     assert "database is locked" not in result.output
-    report = json_report(result.stdout)
     assert (report["models"][0]["rows"], report["models"][0]["scored"]) == (2, 2), report["models"]

@@ -21,7 +21,7 @@ from llm_engineering.evaluation.config import DatasetConfig
 from llm_engineering.evaluation.stored.generation import GenerationStats
 from llm_engineering.evaluation.stored.summary import EvaluationSummary
 from tests.support.openai_stub import VERDICT, OpenAIStub
-from tests.support.cli_output import json_report
+from tests.support.cli_output import json_report, reported_run
 from tests.support.configs import stub_judged
 
 pytestmark = pytest.mark.slow
@@ -72,14 +72,12 @@ def test_a_run_stored_by_an_earlier_version_is_rescored_and_compared_with(earlie
         config = stub_judged(tmp_path / "now.yaml", judge.base_url, rows=ROWS, max_tokens=8,
                              judge_model="stub-judge-strict")
         result = run_cli("rescore", "--config", config, "--compare-to", earlier_run.name)
-    assert result.exit_code == 0, result.output[-3000:]
+    rescored, report = reported_run(result)
     assert f"of run {earlier_run.name}" in result.stdout
-    report = json_report(result.stdout)
     assert [(m["rows"], m["scored"]) for m in report["models"]] == [(ROWS, ROWS)]
     comparison = report["comparison"]
     assert comparison["previous_run"] == earlier_run.name
     accuracy = next(m for m in comparison["metrics"] if m["metric"] == "accuracy")
     assert (accuracy["paired_rows"], accuracy["previous_mean"], accuracy["difference"]) == (ROWS, 3.0, -1.0)
     assert [row["id"] for row in comparison["changed_rows"]] == [low_row["id"]]
-    rescored = Client().get_pipeline_run(report["run"])
     assert not [name for name in rescored.steps if name.startswith("generate_answers")]  # no inference

@@ -151,15 +151,14 @@ def test_the_served_judge_config_runs_as_shown_with_the_judge_named_by_its_url(v
     (The run's card is cut to its mismatch tier on 2 rows, and similarity is off, on top of the file: time.)"""
     import yaml
 
-    from tests.support.cli_output import json_report
+    from tests.support.cli_output import reported_run
 
     config = tmp_path / "served.yaml"
     config.write_text(yaml.safe_dump({"base": str(repo_root / "configs" / "judge-served.yaml"), "parameters": {
         "sampling": {"max_tokens": 16}, "judge": {"max_tokens": 256, "max_analysis_chars": 160},
         "judge_check": {"rows": 2, "tiers": ["mismatch"]}, "similarity": {"enabled": False}}}))
     result = run_cli("evaluate", "--config", config, "--judge", vllm_server, "--limit", "2")
-    assert result.exit_code == 0, result.output[-3000:]
-    report = json_report(result.stdout)
+    _, report = reported_run(result)
     assert report["judge_model"] == f"openai:smollm2-135m@{vllm_server}"  # the name the server listed
     (model,) = report["models"]
     assert model["scored"] == 2 and model["judge_usage"]["calls"] >= 2

@@ -10,6 +10,9 @@ from pathlib import Path
 from typing import Optional
 
 ENGINE_CORE = "VLLM::EngineCor"  # the name vLLM gives each engine core's process, as /proc keeps it (15 characters)
+# In the environment of a process that a test names as an engine core without being one (test_engine_lifetime.py's
+# stand-ins): the census leaves it out, so a session without engines counts none.
+STAND_IN = "LLM_EVAL_ENGINE_STAND_IN"
 
 
 def _read(path: str) -> str:
@@ -63,7 +66,7 @@ class EngineCensus:
                 pid = int(entry.name)
                 if pid in self.engines:
                     self.engines[pid][2] = now
-                else:
+                elif f"{STAND_IN}=1" not in _read(f"/proc/{pid}/environ").split():
                     stat = _read(f"/proc/{pid}/stat").rsplit(")", 1)[-1].split()
                     parent = int(stat[1]) if len(stat) > 1 else 0
                     self.engines[pid] = [_starter(parent) if parent else "another process", now, now, parent]

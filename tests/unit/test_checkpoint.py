@@ -136,6 +136,7 @@ def _generate_in_another_process(directory, rows, release, waiting, results):
     results.put((stats.resumed, stats.generated, engine.asked, messages))
 
 
+@pytest.mark.slow  # two processes
 def test_two_runs_with_one_checkpoint_take_turns_and_the_second_reuses_every_answer(tmp_path):
     import multiprocessing
 

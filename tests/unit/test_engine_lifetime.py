@@ -10,6 +10,7 @@ import psutil
 import pytest
 
 from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT, ENGINE_CORE_CHILDREN
+from tests.support.costs import STAND_IN
 
 # A parent that starts a child the way vLLM starts its engine core (multiprocessing, spawn), and whose
 # child runs the plugin as vLLM runs it at start-up, then works on forever.
@@ -35,7 +36,7 @@ if __name__ == "__main__":
 
 
 def _start_parent(repo_root, tmp_path, tied: bool, value: str = "1", name: str = ""):
-    env = {k: v for k, v in os.environ.items() if k != DIE_WITH_PARENT}
+    env = {**{k: v for k, v in os.environ.items() if k != DIE_WITH_PARENT}, STAND_IN: "1"}  # not counted as an engine
     if tied:
         env[DIE_WITH_PARENT] = value
     script = tmp_path / "parent.py"  # a file: spawn re-imports the parent's main module in the child

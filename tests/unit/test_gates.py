@@ -43,3 +43,14 @@ def test_the_failed_rate_gate_names_each_model_over_it_with_its_count_and_the_fi
     assert line.startswith("max-failed-rate=0.25: half has 1 of 2 rows without a valid verdict (50.0%")
     assert "rescore --only-failed" in line
     assert failed_rate_failures(summary, 0.5) == []  # at the threshold passes
+
+
+def test_the_line_of_passed_gates_names_every_gate_checked_and_there_is_none_without_gates():
+    from llm_engineering.run_report import gate_failures
+
+    half = build_summary(SummaryInputs([evaluations("half", [[3, 3, None], [None, None, "no JSON in the reply"]])]))
+    assert gate_failures(half, ("accuracy=2.5",), max_failed_rate=0.5) == (
+        [], "Gates passed: accuracy=2.5, max-failed-rate=0.5")  # 1 of 2 rows failed: at the ceiling passes
+    failures, passed = gate_failures(half, ("accuracy=2.5",), max_failed_rate=0.4)
+    assert passed is None and [line.split(":")[0] for line in failures] == ["max-failed-rate=0.4"]
+    assert gate_failures(half, ()) == ([], None)

@@ -64,6 +64,7 @@ def repository_env_file(repo_root):
             aside.rename(env)
 
 
+@pytest.mark.slow  # a CLI process
 def test_the_cli_started_from_another_folder_reads_the_repositorys_env_and_writes_under_its_outputs(
         repo_root, tmp_path, repository_env_file):
     # The token only the repository's .env holds: without it, a hub target stops at "HUGGINGFACE_ACCESS_TOKEN is not
