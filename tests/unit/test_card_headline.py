@@ -9,6 +9,7 @@ from llm_engineering.evaluation.trust.judge_check import judge_check_from_pairs
 from llm_engineering.evaluation.trust.rules import (
     NEEDS_REFERENCE,
     RULES,
+    SIMILARITY,
     distinct_words,
     facts,
     reference_facts,
@@ -146,4 +147,24 @@ def test_the_rules_that_read_the_reference_are_left_out_where_a_row_has_none():
     assert set(rule_orders("q?", "a b c", "a a a", None)) == set(RULES) - NEEDS_REFERENCE
     assert {"reference_overlap", "reference_facts", "token_f1", "rouge_l", "bleu"} <= NEEDS_REFERENCE
     assert set(rule_orders("q?", "a b c", "a a a", "a b")) == set(RULES)
+
+
+def test_the_embedding_is_computed_only_where_no_cheaper_rule_orders_the_pair_when_asked_so():
+    import numpy as np
+
+    encoded = []
+
+    class Embedder:
+        def encode(self, texts):
+            encoded.append(texts)
+            return [np.array([1.0, 0.0]), np.array([0.0, 1.0]), np.array([1.0, 0.0])]
+
+    reference = "vLLM batches requests continuously"
+    # The reference's own words are above another topic's by the reference's words: the embedding is not needed.
+    ordered = rule_orders("q?", reference, "Paris hosts museums", reference, Embedder(), until_one_orders=True)
+    assert ordered["reference_overlap"] == 1 and SIMILARITY not in ordered and not encoded
+    # Without the flag, or where no other rule orders the pair (the same text twice), the embedding's order is there.
+    assert rule_orders("q?", reference, "Paris hosts museums", reference, Embedder())[SIMILARITY] == 1
+    tied = rule_orders("q?", reference, reference, reference, Embedder(), until_one_orders=True)
+    assert set(tied.values()) == {0, 1} and tied[SIMILARITY] == 1 and len(encoded) == 2
     assert facts("vLLM serves GPT-4 on 2 H100 GPUs at 70% load") == ["vLLM", "GPT-4", "2", "H100", "GPUs", "70%"]

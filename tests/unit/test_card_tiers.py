@@ -118,7 +118,8 @@ def test_a_candidate_a_rule_orders_is_dropped_and_the_next_one_kept():
 
     candidates = {0: [("first", "negation"), ("second", "negation")], 1: [("only", "negation")], 2: []}
 
-    def orders(row, text):  # the rule "longer" orders "first" and "only" below the right answer; "second" it does not
+    # The rule "longer" orders "first" and "only" below the right answer; "second" it does not.
+    def orders(row, text, until_one_orders=False):
         return {"longer": 1 if text in ("first", "only") else -1, "distinct_words": 0}
 
     built = _build("negation", candidates, orders)

@@ -10,26 +10,32 @@ from llm_engineering.run_config import EvaluationConfig, parse_evaluation, with_
 
 BF16 = lambda: ("bfloat16", "this CPU has native bf16 (avx512_bf16) and its bf16 matmuls ran at 2.80x fp32")  # noqa: E731
 FP32 = lambda: ("float32", "this CPU has no native bf16 (no avx512_bf16 or amx_bf16)")  # noqa: E731
+VNNI = lambda: ["avx512_vnni"]  # noqa: E731
+NO_VNNI = lambda: []  # noqa: E731
 
 
-@pytest.mark.parametrize("on_cpu, cpu_dtype, model", [
-    (False, FP32, "qwen2.5-coder-1.5b"),  # a GPU: whatever the CPU
-    (True, BF16, "qwen2.5-coder-1.5b"),
-    (True, FP32, "smollm2-135m"),
+@pytest.mark.parametrize("on_cpu, cpu_dtype, int8_flags, model", [
+    (False, FP32, VNNI, "qwen2.5-coder-1.5b"),  # a GPU: whatever the CPU
+    (True, BF16, NO_VNNI, "qwen2.5-coder-1.5b"),
+    (True, BF16, VNNI, "qwen2.5-coder-1.5b-int8"),  # fast bf16 and fast int8: the int8 weights
+    (True, FP32, VNNI, "qwen2.5-coder-1.5b"),  # no fast bf16: the 1.5B judge in float32, slow but with signal
+    (True, FP32, NO_VNNI, "qwen2.5-coder-1.5b"),
 ])
-def test_auto_takes_the_judge_with_signal_where_the_machine_runs_it_fast(on_cpu, cpu_dtype, model):
-    judge, line = resolve_auto_judge(JudgeConfig(), on_cpu=on_cpu, cpu_dtype=cpu_dtype)
+def test_auto_takes_the_judge_with_signal_where_the_machine_runs_it_fast(on_cpu, cpu_dtype, int8_flags, model):
+    judge, line = resolve_auto_judge(JudgeConfig(), on_cpu=on_cpu, cpu_dtype=cpu_dtype, int8_flags=int8_flags)
     assert judge.model == model and judge.rubric == JudgeConfig().rubric
     assert line.startswith(f"Judge {model} (judge.model: auto): ")
-    if model == "smollm2-135m":  # the reason, and the way to the other judge
-        assert "no native bf16" in line and "judge.model: qwen2.5-coder-1.5b" in line
+    if cpu_dtype is FP32 and on_cpu:  # the reason, and the way to a smoke test
+        assert "no native bf16" in line and "float32" in line and "judge.model: smollm2-135m" in line
+    if model.endswith("int8"):  # the flags that decided it, and the way to the bf16 weights
+        assert "int8 dot products (avx512_vnni)" in line and "judge.model: qwen2.5-coder-1.5b takes" in line
 
 
 def test_a_named_judge_is_kept_and_auto_is_resolved_for_each_juror():
     named = EvaluationConfig.model_validate({"judge": {"model": "smollm2-135m"}})
-    assert with_judges_chosen(named, on_cpu=True, cpu_dtype=BF16) == (named, [])
+    assert with_judges_chosen(named, on_cpu=True, cpu_dtype=BF16, int8_flags=NO_VNNI) == (named, [])
     jury = EvaluationConfig.model_validate({"judges": [{"model": "auto"}, {"model": "smollm2-135m", "temperature": 1.0}]})
-    chosen, lines = with_judges_chosen(jury, on_cpu=True, cpu_dtype=BF16)
+    chosen, lines = with_judges_chosen(jury, on_cpu=True, cpu_dtype=BF16, int8_flags=NO_VNNI)
     assert [j.model for j in chosen.judges] == ["qwen2.5-coder-1.5b", "smollm2-135m"] and len(lines) == 1
 
 

@@ -70,6 +70,7 @@ def test_cpu_replicas_get_cpu_bundles_and_their_own_threads(monkeypatch):
     assert config["runtime_env"]["env_vars"]["LLM_EVAL_CPU_FAST_TOP_P"] == "1"  # the sampler the in-process engine runs
     assert config["concurrency"] == (2, 2)  # a fixed pool, not an autoscaling 1..2
     assert config["engine_kwargs"]["dtype"] == "float32" and config["engine_kwargs"]["enforce_eager"] is True
+    assert config["engine_kwargs"]["block_size"] == 32  # on CPU, small KV blocks: the prefix cache shares more
     assert "model" not in config["engine_kwargs"] and config["model_source"] == "/models/m"
     # Prompts arrive formatted: Ray must not template or tokenize them again.
     assert not (config["chat_template_stage"] or config["tokenize_stage"] or config["detokenize_stage"])
@@ -83,6 +84,9 @@ def test_gpu_replicas_ask_for_gpus_of_a_type_and_keep_the_model_dtype():
     assert config["accelerator_type"] == "H100" and config["concurrency"] == (1, 16)
     assert config["engine_kwargs"]["tensor_parallel_size"] == 4
     assert config["engine_kwargs"]["dtype"] == "auto" and "gpu_memory_utilization" in config["engine_kwargs"]
+    assert "block_size" not in config["engine_kwargs"]  # vLLM's own default on GPU
+    pinned = processor_config("org/model", engine.model_copy(update={"block_size": 64}), engine.ray)
+    assert pinned["engine_kwargs"]["block_size"] == 64
 
 
 @pytest.mark.parametrize("ray", [RayConfig(replicas=1, cpus_per_replica=1), RayConfig(replicas=1)], ids=["cpu", "gpu"])

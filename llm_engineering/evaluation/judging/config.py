@@ -85,8 +85,8 @@ class JudgeConfig(Strict):
     )
     model: str = Field(
         "auto", description="An alias, folder or Hub id (in-process), or the endpoint's model name. auto: "
-        "qwen2.5-coder-1.5b on a GPU or a CPU with fast bf16, else smollm2-135m, a judge without signal (said first "
-        "in the summary).",
+        "qwen2.5-coder-1.5b on every machine: its int8 copy on a CPU with fast bf16 and VNNI or AMX int8, in float32 on "
+        "a CPU without fast bf16 (slow); the choice and why, first in the summary.",
     )
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     max_tokens: PositiveInt = JUDGE_MAX_TOKENS

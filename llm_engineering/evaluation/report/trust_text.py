@@ -74,8 +74,8 @@ WIN_RATE_DEFINITION = ("Win rate: model A's mean points over judged pairs (win 1
                        "averaged), with a 95% bootstrap interval.")
 
 
-GET_A_JUDGE = ("for a judge with signal, set judge.model: qwen2.5-coder-1.5b (what judge.model: auto runs on a GPU or a CPU "
-               "with fast bf16), or use a served or OpenAI judge (docs/judges.md)")
+GET_A_JUDGE = ("for a judge with signal, set judge.model: qwen2.5-coder-1.5b (what judge.model: auto runs on every "
+               "machine), or use a served or OpenAI judge (docs/judges.md)")
 
 
 def _judge_name(judge_model: str) -> str:

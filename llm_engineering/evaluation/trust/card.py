@@ -77,9 +77,10 @@ class Built:
     dropped: dict[str, int] = field(default_factory=dict)
 
 
-def _build(tier: str, candidates: dict[int, list[Candidate]], orders: Callable[[int, str], dict[str, int]]) -> Built:
+def _build(tier: str, candidates: dict[int, list[Candidate]], orders: Callable[..., dict[str, int]]) -> Built:
     """Each row's first candidate; for a tier no rule may pass (`FILTERED_TIERS`), its first candidate that no rule
-    orders below the right answer (`orders(row, text)`: each rule's order, +1 the right answer above)."""
+    orders below the right answer (`orders(row, text, until_one_orders)`: each rule's order, +1 the right answer above;
+    with `until_one_orders`, the costly embedding's left out where another rule already orders the pair)."""
     if tier not in check_tiers.FILTERED_TIERS:
         return Built({i: (found[0], orders(i, found[0][0])) for i, found in candidates.items() if found})
     kept: dict[int, tuple[Candidate, dict[str, int]]] = {}
@@ -87,7 +88,7 @@ def _build(tier: str, candidates: dict[int, list[Candidate]], orders: Callable[[
     for i, found in candidates.items():
         ordered_by: set[str] = set()
         for candidate in found[:MAX_CANDIDATES]:
-            order = orders(i, candidate[0])
+            order = orders(i, candidate[0], True)
             above = {name for name, value in order.items() if value == 1}
             if not above:
                 kept[i] = (candidate, order)
@@ -138,8 +139,8 @@ def run_judge_check(
         i: " ".join(items[i]) if rubric.checklist is not None and items[i] else
         shown[i] if rubric.reference_guided else None for i in sample}
 
-    def orders(i: int, worse: str) -> dict[str, int]:
-        return rule_orders(instructions[i], right[i], worse, ruled[i], embedder)
+    def orders(i: int, worse: str, until_one_orders: bool = False) -> dict[str, int]:
+        return rule_orders(instructions[i], right[i], worse, ruled[i], embedder, until_one_orders=until_one_orders)
 
     built = {tier: _build(tier, _candidates(tier, sample, instructions=instructions, references=references, right=right,
                                             seed=seed), orders) for tier in tiers}

@@ -94,11 +94,15 @@ RULE_NAMES = {"longer": "the longer answer", "instruction_overlap": "more of the
 
 
 def rule_orders(instruction: str, right: str, wrong: str, reference: Optional[str],
-                embedder: Optional[Any] = None) -> dict[str, int]:
+                embedder: Optional[Any] = None, *, until_one_orders: bool = False) -> dict[str, int]:
     """Each rule's order of the two answers; the rules that read the reference only where there is one, the
-    embedding's only with an `embedder` (a sentence embedder's `encode`: unit vectors)."""
+    embedding's only with an `embedder` (a sentence embedder's `encode`: unit vectors). `until_one_orders`: leave the
+    embedding's out where another rule already puts the right answer above (the costly one, for a caller that only
+    asks whether any rule does)."""
     orders = {name: rule(instruction, right, wrong, reference) for name, rule in RULES.items()
               if reference is not None or name not in NEEDS_REFERENCE}
+    if until_one_orders and 1 in orders.values():
+        return orders
     if embedder is not None and reference is not None:
         a, b, ref = embedder.encode([right, wrong, reference])
         orders[SIMILARITY] = _order(round(float(a @ ref), 4), round(float(b @ ref), 4))
