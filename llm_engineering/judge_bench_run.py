@@ -14,9 +14,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
+from llm_engineering.evaluation.report.judge_bench import render_bench_html
 from llm_engineering.evaluation.trust.human_pairs import load_pairs
 from llm_engineering.evaluation.trust.judge_bench import JudgeBenchReport, bench_judge
-from llm_engineering.evaluation.report.judge_bench import render_bench_html
 from llm_engineering.evaluation.trust.selective import RISK, with_selective
 from llm_engineering.run_config import EvaluationConfig, load_run_config, with_judges_chosen
 from llm_engineering.run_overrides import Overrides, apply_overrides

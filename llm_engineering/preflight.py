@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import math
 import os
-from pathlib import Path
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from llm_engineering.evaluation.config import ENDPOINT_BACKENDS, JudgeConfig, PublishConfig

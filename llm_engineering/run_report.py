@@ -17,12 +17,11 @@ from rich.console import Console
 from rich.table import Table
 
 from llm_engineering.evaluation.report import comparison_text as compared
+from llm_engineering.evaluation.report import measures_text as measured
 from llm_engineering.evaluation.report.comparison import RunComparison, compare_runs
 from llm_engineering.evaluation.report.failures import failure_lines
 from llm_engineering.evaluation.report.gates import failed_gates, failed_rate_failures, parse_gate
 from llm_engineering.evaluation.report.html import render_html
-from llm_engineering.evaluation.stored.summary import EvaluationSummary
-from llm_engineering.evaluation.report import measures_text as measured
 from llm_engineering.evaluation.report.score_tables import (
     OPERATIONS_HEADER,
     OPERATIONS_TITLE,
@@ -39,6 +38,7 @@ from llm_engineering.evaluation.report.turns_text import (
     turn_header,
     turn_rows,
 )
+from llm_engineering.evaluation.stored.summary import EvaluationSummary
 from llm_engineering.infrastructure.zenml_runs import evaluations_of, run_results
 
 

@@ -8,8 +8,8 @@ from zenml.config import CachePolicy
 
 from llm_engineering.code_version import CACHE_FUNC
 from llm_engineering.engine_policy import frees_engine_after
-from llm_engineering.run_config import EvaluationConfig
 from llm_engineering.evaluation.stored.generation import GenerationStats
+from llm_engineering.run_config import EvaluationConfig
 from llm_engineering.settings import get_settings
 from steps.evaluating import (
     check_labels,
@@ -24,7 +24,6 @@ from steps.evaluating import (
     write_checklists,
 )
 from steps.evaluating.generate_answers import FREE_ENGINE
-
 
 # Every pipeline keys its cached steps by the product's code too (`llm_engineering.code_version`).
 CODE_VERSIONED = CachePolicy(cache_func=CACHE_FUNC)

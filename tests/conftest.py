@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.hub_stub import HubStub
 from tests.support.costs import EngineCensus, pipeline_run_lines
+from tests.support.hub_stub import HubStub
 from tests.support.session_dir import in_memory, session_root
 from tests.support.session_engine import auto_dtype
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import click
 
-
 NOTHING_TO_DO = ("Nothing to do: name a command (evaluate, rescore, publish, export-settings, snapshot, judge-bench; "
                  "see --help), or pass --run-evaluation.")
 COMMANDS = ("evaluate", "rescore", "publish", "export-settings", "snapshot", "judge-bench")

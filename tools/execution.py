@@ -133,6 +133,8 @@ def execute(request: Request) -> None:
 
 def _execute(request: Request, run_log: Any = None) -> None:
     """Load and check the config, run the pipeline the request names, report; errors become CLI messages."""
+    from sqlalchemy.exc import OperationalError
+
     from llm_engineering.evaluation.config_base import ConfigError
     from llm_engineering.evaluation.generation.dataset import DatasetError
     from llm_engineering.evaluation.models import ModelError
@@ -146,7 +148,6 @@ def _execute(request: Request, run_log: Any = None) -> None:
     from llm_engineering.preflight import check_run
     from llm_engineering.run_config import load_run_config, with_judges_chosen
     from llm_engineering.run_overrides import apply_overrides
-    from sqlalchemy.exc import OperationalError
 
     try:
         run_config = load_run_config(request.config_path)

@@ -35,12 +35,18 @@ def judge_bench(*, pairs_path: Path, config_path: Path, limit: Optional[int], ha
     """Run the judge benchmark (in a CLI process with library output in the log, as `evaluate`); the click command's
     options, by name."""
     from llm_engineering.evaluation.config_base import ConfigError
-    from llm_engineering.evaluation.trust.human_pairs import PairsError
-    from llm_engineering.evaluation.report.failures import (NO_VERDICT_EXIT_CODE, bench_failure_line,
-                                                            bench_no_verdict_message)
-    from llm_engineering.evaluation.report.judge_bench import (BENCH_HEADER, SELECTIVE_HEADER, bench_cost_line,
-                                                               bench_rows, bench_title, selective_rows, selective_title)
     from llm_engineering.evaluation.models import ModelError
+    from llm_engineering.evaluation.report.failures import NO_VERDICT_EXIT_CODE, bench_failure_line, bench_no_verdict_message
+    from llm_engineering.evaluation.report.judge_bench import (
+        BENCH_HEADER,
+        SELECTIVE_HEADER,
+        bench_cost_line,
+        bench_rows,
+        bench_title,
+        selective_rows,
+        selective_title,
+    )
+    from llm_engineering.evaluation.trust.human_pairs import PairsError
     from llm_engineering.judge_bench_run import bench_config, run_judge_bench
     from llm_engineering.run_report import print_blocks, table
     from llm_engineering.settings import get_settings

@@ -55,15 +55,15 @@ def _alike(alone, whole) -> dict:
 
 def _measure(model: str, rubric: str, dtype: str, rows: int, label_rows: int, max_analysis_chars: int,
              compare_whole: bool, answers_limit: int = 0) -> dict:
-    from llm_engineering.evaluation.trust import tiers as check_tiers
     from llm_engineering.evaluation import columns as col
     from llm_engineering.evaluation.config import DatasetConfig, JudgeConfig
     from llm_engineering.evaluation.engine_config import EngineConfig
     from llm_engineering.evaluation.generation.dataset import read_test_split
+    from llm_engineering.evaluation.judging.scoring import score_answers
+    from llm_engineering.evaluation.trust import tiers as check_tiers
     from llm_engineering.evaluation.trust.card import run_judge_check
     from llm_engineering.evaluation.trust.label_check import judge_labels
     from llm_engineering.evaluation.trust.labels import Labels
-    from llm_engineering.evaluation.judging.scoring import score_answers
     from llm_engineering.infrastructure.judge_backends import build_judge
     from llm_engineering.infrastructure.vllm_engine import EnginePool
     from llm_engineering.settings import get_settings

@@ -17,12 +17,12 @@ import click
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import DatasetConfig, JudgeConfig
 from llm_engineering.evaluation.generation.dataset import read_test_split
+from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.scoring import score_answers
 from llm_engineering.evaluation.models import resolve_model
 from llm_engineering.infrastructure.openai_judge import OpenAIJudge
 from llm_engineering.infrastructure.vllm_server import vllm_server
 from llm_engineering.settings import get_settings
-from llm_engineering.evaluation.judging.judge import Judge
 
 
 @click.command()

@@ -60,8 +60,8 @@ def main(judge_model: str, rows: int, backends: tuple[str, ...], only_as_asked: 
 
     from llm_engineering.evaluation.config import JudgeConfig
     from llm_engineering.evaluation.engine_config import EngineConfig
-    from llm_engineering.evaluation.judging.verdict import verdict_schema
     from llm_engineering.evaluation.judging.score_probs import TOP_LOGPROBS
+    from llm_engineering.evaluation.judging.verdict import verdict_schema
     from llm_engineering.evaluation.models import resolve_model
     from llm_engineering.infrastructure import vllm_engine, vllm_setup
     from llm_engineering.infrastructure.judge_choice import resolve_auto_judge

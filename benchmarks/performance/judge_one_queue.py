@@ -29,8 +29,8 @@ def main(answers_path: Path, judge_model: str) -> None:
     from benchmarks.performance.judge_prefill import check_like_conversations
     from llm_engineering.evaluation.config import JudgeConfig
     from llm_engineering.evaluation.engine_config import EngineConfig
-    from llm_engineering.evaluation.judging.verdict import first_score_schema, verdict_schema
     from llm_engineering.evaluation.judging.score_probs import TOP_LOGPROBS
+    from llm_engineering.evaluation.judging.verdict import first_score_schema, verdict_schema
     from llm_engineering.evaluation.models import resolve_model
     from llm_engineering.infrastructure.judge_choice import resolve_auto_judge
     from llm_engineering.infrastructure.vllm_engine import EnginePool

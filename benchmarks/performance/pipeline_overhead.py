@@ -24,7 +24,6 @@ from benchmarks import ROOT
 def library_run(rows: int) -> None:
     """Load, generate, judge and build_summary with the library only: no ZenML."""
     from llm_engineering.evaluation.generation import dataset as data
-    from llm_engineering.run_config import EvaluationConfig
     from llm_engineering.evaluation.generation.answers import answer_test_split
     from llm_engineering.evaluation.judging.scoring import score_answers
     from llm_engineering.evaluation.models import resolve_model
@@ -32,6 +31,7 @@ def library_run(rows: int) -> None:
     from llm_engineering.infrastructure.engines import open_engine
     from llm_engineering.infrastructure.judge_backends import open_judge
     from llm_engineering.infrastructure.vllm_engine import EnginePool
+    from llm_engineering.run_config import EvaluationConfig
     from llm_engineering.settings import get_settings
 
     config = EvaluationConfig.model_validate({"dataset": {"limit": rows}, "judge": {"cache": False}})

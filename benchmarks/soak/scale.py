@@ -30,9 +30,9 @@ def one_size(rows: int, row_bytes: int) -> dict:
     from llm_engineering.evaluation.config import PromptConfig
     from llm_engineering.evaluation.generation.dataset import validate_split, with_prompts
     from llm_engineering.evaluation.generation.source import read_split
-    from llm_engineering.infrastructure.publishing import publish_local
     from llm_engineering.evaluation.report.html import render_html
     from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
+    from llm_engineering.infrastructure.publishing import publish_local
 
     rng = random.Random(0)
     filler = "word " * (row_bytes // 10)

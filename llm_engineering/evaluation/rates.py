@@ -7,6 +7,7 @@ import random
 from typing import Callable, Optional, Sequence
 
 import numpy as np
+
 from llm_engineering.evaluation.stored.figures import Rate
 
 Z_95 = 1.959964

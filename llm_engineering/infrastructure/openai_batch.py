@@ -30,8 +30,8 @@ from tqdm.auto import tqdm
 
 from llm_engineering.evaluation.config import JudgeConfig
 from llm_engineering.evaluation.judging.cache import cache_key
-from llm_engineering.evaluation.urls import shown_url
 from llm_engineering.evaluation.judging.transport import JudgeReply, OnReply, ReplySchema
+from llm_engineering.evaluation.urls import shown_url
 from llm_engineering.infrastructure.openai_chat import ChatRequests, chat_client, describe
 from llm_engineering.infrastructure.zenml_runs import log_on_running_step
 from llm_engineering.settings import Settings, get_settings

@@ -18,11 +18,11 @@ from openai.types.chat import ChatCompletion
 from llm_engineering.evaluation.config import JudgeConfig
 from llm_engineering.evaluation.config_base import ConfigError
 from llm_engineering.evaluation.judging.failures import CONNECTION, TIMEOUT
-from llm_engineering.evaluation.urls import shown_url
-from llm_engineering.evaluation.stored.judge_id import JudgeId
+from llm_engineering.evaluation.judging.score_probs import TOP_LOGPROBS, compact
 from llm_engineering.evaluation.judging.transport import JudgeReply, ReplySchema
 from llm_engineering.evaluation.judging.verdict import verdict_schema
-from llm_engineering.evaluation.judging.score_probs import TOP_LOGPROBS, compact
+from llm_engineering.evaluation.stored.judge_id import JudgeId
+from llm_engineering.evaluation.urls import shown_url
 from llm_engineering.infrastructure.judge_endpoint import judge_endpoint, openai_client
 from llm_engineering.settings import Settings
 

@@ -12,8 +12,8 @@ from typing import Any, Optional
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.samples import sample_of
 from llm_engineering.evaluation.judging.rubric import Rubric, judge_messages
+from llm_engineering.evaluation.samples import sample_of
 from llm_engineering.settings import Settings
 
 logger = logging.getLogger(__name__)

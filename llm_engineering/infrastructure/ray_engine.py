@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.generation.checkpoint import AnswerRecord
 from llm_engineering.evaluation.config import SamplingConfig
 from llm_engineering.evaluation.config_base import ConfigError
 from llm_engineering.evaluation.engine_config import EngineConfig, RayConfig
+from llm_engineering.evaluation.generation.checkpoint import AnswerRecord
 from llm_engineering.evaluation.generation.engine import Answers, Tokenizer
 from llm_engineering.infrastructure import cluster_reaper
 from llm_engineering.infrastructure.cluster_reaper import CLUSTER_MARK

@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Optional, cast
 
 from tqdm.auto import tqdm
 
-from llm_engineering.evaluation.generation.checkpoint import AnswerRecord
 from llm_engineering.evaluation.config import SamplingConfig
 from llm_engineering.evaluation.engine_config import EngineConfig
+from llm_engineering.evaluation.generation.checkpoint import AnswerRecord
 from llm_engineering.evaluation.generation.engine import Answers, Tokenizer
 from llm_engineering.infrastructure.cpu_tuning import engine_dtype, native_bf16_flags, runs_on_cpu
-from llm_engineering.infrastructure.vllm_setup import engine_process_environment, engine_in_process, engine_kwargs
+from llm_engineering.infrastructure.vllm_setup import engine_in_process, engine_kwargs, engine_process_environment
 
 if TYPE_CHECKING:
     from vllm import LLM, RequestOutput, SamplingParams

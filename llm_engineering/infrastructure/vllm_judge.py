@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any, Optional, cast
 
 from llm_engineering.evaluation.config import JudgeConfig
 from llm_engineering.evaluation.engine_config import EngineConfig
-from llm_engineering.evaluation.stored.judge_id import JudgeId
+from llm_engineering.evaluation.judging.score_probs import TOP_LOGPROBS, TokenChoices, compact
 from llm_engineering.evaluation.judging.transport import JudgeReply, OnReply, ReplySchema, choice_token_ids
 from llm_engineering.evaluation.judging.verdict import verdict_schema
-from llm_engineering.evaluation.judging.score_probs import TOP_LOGPROBS, TokenChoices, compact
+from llm_engineering.evaluation.stored.judge_id import JudgeId
 from llm_engineering.infrastructure.vllm_engine import EnginePool
 
 if TYPE_CHECKING:

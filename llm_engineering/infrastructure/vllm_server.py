@@ -19,8 +19,8 @@ from typing import Optional
 import httpx
 
 from llm_engineering.evaluation.engine_config import EngineConfig
-from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT
 from llm_engineering.infrastructure.cpu_tuning import cpu_environment
+from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT
 from llm_engineering.infrastructure.vllm_setup import STRUCTURED_OUTPUTS
 from llm_engineering.settings import get_settings
 

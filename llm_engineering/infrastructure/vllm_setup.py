@@ -16,7 +16,6 @@ from llm_engineering.infrastructure.cpu_tuning import cpu_environment, engine_dt
 from llm_engineering.infrastructure.engine_lifetime import DIE_WITH_PARENT, ENGINE_CORE_CHILDREN
 from llm_engineering.settings import get_settings
 
-
 # Judge verdicts as compact JSON: with whitespace allowed between JSON tokens, a judge can write spaces after a closed
 # string until max_tokens (a lost verdict, and the slowest one of its batch). vLLM 0.32's grammar backends read this
 # flag from the engine's config only (and only xgrammar and guidance have it). llguidance rather than xgrammar: the

@@ -6,12 +6,12 @@ from zenml import log_metadata, step
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeCheckConfig, JudgeConfig, SimilarityConfig
 from llm_engineering.evaluation.engine_config import EngineConfig
-from llm_engineering.evaluation.trust.card import run_judge_check
-from llm_engineering.evaluation.stored.trust import TrustChecks
 from llm_engineering.evaluation.samples import first_samples
-from llm_engineering.evaluation.turns import answered, first_turns, with_references
+from llm_engineering.evaluation.stored.trust import TrustChecks
+from llm_engineering.evaluation.trust.card import run_judge_check
 from llm_engineering.evaluation.trust.notes import trust_notes
 from llm_engineering.evaluation.trust.similarity import check_similarity, get_embedder
+from llm_engineering.evaluation.turns import answered, first_turns, with_references
 from llm_engineering.infrastructure.judge_backends import open_judge
 from llm_engineering.settings import get_settings
 from steps.engine_pool import ENGINE_POOL

@@ -5,14 +5,14 @@ from datasets import Dataset
 from zenml import get_step_context, log_metadata, step
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.generation.answers import answer_test_split
-from llm_engineering.evaluation.stored.generation import GenerationStats
-from llm_engineering.evaluation.generation.checkpoint import AnswerCheckpoint
 from llm_engineering.evaluation.config import PromptConfig, SamplingConfig
 from llm_engineering.evaluation.engine_config import EngineConfig
+from llm_engineering.evaluation.generation.answers import answer_test_split
+from llm_engineering.evaluation.generation.checkpoint import AnswerCheckpoint
 from llm_engineering.evaluation.models import resolve_model
-from llm_engineering.infrastructure.engines import open_engine
+from llm_engineering.evaluation.stored.generation import GenerationStats
 from llm_engineering.infrastructure.cpu_tuning import resolved_dtype
+from llm_engineering.infrastructure.engines import open_engine
 from llm_engineering.settings import get_settings
 from steps.engine_pool import ENGINE_POOL
 from steps.materializers import DatasetMaterializer

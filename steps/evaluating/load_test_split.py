@@ -4,8 +4,8 @@ from datasets import Dataset
 from zenml import log_metadata, step
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.generation.dataset import read_test_split, with_prompts
 from llm_engineering.evaluation.config import DatasetConfig, PromptConfig
+from llm_engineering.evaluation.generation.dataset import read_test_split, with_prompts
 from llm_engineering.settings import get_settings
 from steps.materializers import DatasetMaterializer
 

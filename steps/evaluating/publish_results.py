@@ -10,11 +10,11 @@ from llm_engineering.evaluation.config import DatasetConfig, PublishConfig, Samp
 from llm_engineering.evaluation.models import short_name
 from llm_engineering.evaluation.report.results_card import score_facts, scores_of, trust_facts
 from llm_engineering.evaluation.stored.pairwise import PairwiseReport
-from llm_engineering.evaluation.stored.summary import EvaluationSummary
-from llm_engineering.infrastructure.publishing import publish_local, repo_name
 from llm_engineering.evaluation.stored.publishing import PublishReceipt
+from llm_engineering.evaluation.stored.summary import EvaluationSummary
 from llm_engineering.evaluation.stored.trust import TrustChecks
 from llm_engineering.infrastructure.hub import PublishError, hub_workspace, push_results
+from llm_engineering.infrastructure.publishing import publish_local, repo_name
 from llm_engineering.settings import get_settings
 
 logger = logging.getLogger(__name__)

@@ -5,15 +5,15 @@ from zenml import get_step_context, log_metadata, step
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeConfig, JuryConfig
+from llm_engineering.evaluation.judging.prices import judge_prices
+from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
+from llm_engineering.evaluation.report.text import trust_lines
 from llm_engineering.evaluation.stored.generation import GenerationStats
 from llm_engineering.evaluation.stored.labels import LabelAgreement
-from llm_engineering.evaluation.trust.labels import Labels
 from llm_engineering.evaluation.stored.pairwise import PairwiseReport
-from llm_engineering.evaluation.judging.prices import judge_prices
-from llm_engineering.evaluation.report.text import trust_lines
-from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
 from llm_engineering.evaluation.stored.summary import EvaluationSummary
 from llm_engineering.evaluation.stored.trust import TrustChecks
+from llm_engineering.evaluation.trust.labels import Labels
 from steps.materializers import EvaluationSummaryMaterializer
 
 

@@ -6,7 +6,8 @@ from zenml import log_metadata, step
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeConfig
 from llm_engineering.evaluation.engine_config import EngineConfig
-from llm_engineering.evaluation.judging.checklist_writing import checklist_problems, items_sources, write_checklists as write
+from llm_engineering.evaluation.judging.checklist_writing import checklist_problems, items_sources
+from llm_engineering.evaluation.judging.checklist_writing import write_checklists as write
 from llm_engineering.infrastructure.judge_backends import open_judge
 from llm_engineering.settings import get_settings
 from steps.engine_pool import ENGINE_POOL

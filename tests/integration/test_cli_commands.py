@@ -3,19 +3,19 @@
 failures, the Hub stub takes the pushes. Each step reads the runs the step itself made."""
 
 import json
-from pathlib import Path
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.infrastructure.zenml_runs import step_output
+from tests.support.cli_output import reported_run
 from tests.support.hub_stub import TOKEN
 from tests.support.openai_stub import OpenAIStub
-from tests.support.cli_output import reported_run
 
 ROWS = 2
 WORKSPACE = "cli-commands"

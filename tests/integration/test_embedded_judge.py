@@ -9,10 +9,10 @@ float32, the 1.5B judge in bf16) and runs after the tests on the session's engin
 import pytest
 
 from llm_engineering.evaluation import columns as col
-from steps.engine_pool import ENGINE_POOL
-from llm_engineering.evaluation.judging.rubric import load_rubric
-from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.config import JudgeCheckConfig
+from llm_engineering.evaluation.judging.judge import Judge
+from llm_engineering.evaluation.judging.rubric import load_rubric
+from steps.engine_pool import ENGINE_POOL
 from tests.support.session_engine import auto_dtype
 from tests.support.small_run import SMALL
 
@@ -25,9 +25,9 @@ def test_a_score_first_judge_check_asking_for_scores_alone_gets_the_scores_of_wh
     from llm_engineering.evaluation.config import DatasetConfig, JudgeConfig
     from llm_engineering.evaluation.engine_config import EngineConfig
     from llm_engineering.evaluation.generation.dataset import read_test_split
-    from llm_engineering.evaluation.trust.card import run_judge_check
-    from llm_engineering.evaluation.models import resolve_model
     from llm_engineering.evaluation.judging.scoring import score_answers
+    from llm_engineering.evaluation.models import resolve_model
+    from llm_engineering.evaluation.trust.card import run_judge_check
     from llm_engineering.infrastructure.judge_backends import build_judge
     from llm_engineering.settings import get_settings
 

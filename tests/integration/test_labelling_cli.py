@@ -7,10 +7,10 @@ import pytest
 from llm_engineering.evaluation.config import DatasetConfig
 from llm_engineering.evaluation.generation.dataset import read_test_split
 from llm_engineering.evaluation.trust.labels import load_labels
-from tests.support.openai_stub import VERDICT, OpenAIStub
 from tests.support.browser import download_all, report_page
 from tests.support.cli_output import json_report, report_path, reported_run
 from tests.support.configs import stub_judged
+from tests.support.openai_stub import VERDICT, OpenAIStub
 
 ROWS = 6
 LOW = {"accuracy": {"analysis": "Wrong.", "score": 1}, "style": VERDICT["style"]}  # the judge's verdict on two rows

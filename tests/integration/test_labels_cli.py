@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.trust import tiers
 from llm_engineering.evaluation.config import DatasetConfig
 from llm_engineering.evaluation.generation.dataset import read_test_split
+from llm_engineering.evaluation.trust import tiers
 from llm_engineering.infrastructure.zenml_runs import step_output
 from tests.support.cli_output import reported_run
 from tests.support.openai_stub import VERDICT, OpenAIStub

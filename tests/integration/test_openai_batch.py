@@ -19,11 +19,11 @@ from datasets import Dataset
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeConfig
 from llm_engineering.evaluation.judging.cache import JudgeCache, cache_key
+from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.rubric import judge_messages, load_rubric
 from llm_engineering.evaluation.judging.scoring import score_answers
 from llm_engineering.infrastructure.openai_batch import BatchStillRunning, OpenAIBatchJudge
 from tests.support.batch_stub import BatchPlan, BatchStub
-from llm_engineering.evaluation.judging.judge import Judge
 
 HANDBOOK = load_rubric("handbook")
 FAST_POLLS = {"batch_poll_initial_s": 0.005, "batch_poll_max_s": 0.02}

@@ -7,15 +7,14 @@ import tenacity
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.judging.failures import failure_cause
-from llm_engineering.evaluation.config import JudgeConfig
-from llm_engineering.evaluation.judging.scoring import score_answers
+from llm_engineering.evaluation.config import JudgeCheckConfig, JudgeConfig
 from llm_engineering.evaluation.judging.cache import JudgeCache
+from llm_engineering.evaluation.judging.failures import failure_cause
+from llm_engineering.evaluation.judging.judge import Judge
+from llm_engineering.evaluation.judging.rubric import load_rubric
+from llm_engineering.evaluation.judging.scoring import score_answers
 from llm_engineering.infrastructure.openai_judge import OpenAIJudge
 from tests.support.openai_stub import OpenAIStub
-from llm_engineering.evaluation.judging.rubric import load_rubric
-from llm_engineering.evaluation.judging.judge import Judge
-from llm_engineering.evaluation.config import JudgeCheckConfig
 
 HANDBOOK = load_rubric("handbook")
 

@@ -9,13 +9,13 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.rubric import load_rubric
 from llm_engineering.evaluation.judging.scoring import score_answers
 from llm_engineering.infrastructure import opik_tracking
 from llm_engineering.settings import Settings
-from tests.support.loopback import LoopbackServer
 from tests.support.judges import GOOD, ScriptedJudge, answers
-from llm_engineering.evaluation.judging.judge import Judge
+from tests.support.loopback import LoopbackServer
 
 HANDBOOK = load_rubric("handbook")
 

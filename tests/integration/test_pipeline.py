@@ -11,8 +11,8 @@ import pytest
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.infrastructure.vllm_engine import VLLMEngine
-from llm_engineering.run_config import EvaluationConfig
 from llm_engineering.infrastructure.zenml_runs import generations_of, step_output
+from llm_engineering.run_config import EvaluationConfig
 from steps.engine_pool import ENGINE_POOL
 from tests.support.cli_output import reported_run
 from tests.support.configs import stub_judged
@@ -115,8 +115,8 @@ def test_a_prompt_longer_than_max_model_len_is_skipped_and_the_rest_answered(fir
     from datasets import Dataset
 
     from llm_engineering.evaluation.generation import dataset as data
-    from llm_engineering.evaluation.generation.checkpoint import AnswerCheckpoint
     from llm_engineering.evaluation.generation.answers import answer_test_split
+    from llm_engineering.evaluation.generation.checkpoint import AnswerCheckpoint
     from llm_engineering.evaluation.models import resolve_model
     from llm_engineering.settings import get_settings
 
@@ -144,9 +144,9 @@ def test_several_models_get_one_generations_artifact_each_a_comparison_and_a_pai
 
     from llm_engineering.evaluation.models import resolve_model
     from llm_engineering.evaluation.report.text import trust_lines
-    from llm_engineering.settings import get_settings
     from llm_engineering.evaluation.trust.labels import load_labels
     from llm_engineering.evaluation.trust.ppi import MIN_LABELLED
+    from llm_engineering.settings import get_settings
     from pipelines.evaluating import evaluating, rescoring
 
     # The same weights under two names (alias and folder), each with its own generation setting:

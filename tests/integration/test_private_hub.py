@@ -27,9 +27,10 @@ PROMPTS = [{"qid": f"p{k}", "question": question} for k, question in enumerate(
 
 @pytest.fixture
 def private_hub(hub, repo_root):
+    from pathlib import Path
+
     from llm_engineering.evaluation.models import resolve_model
     from llm_engineering.settings import get_settings
-    from pathlib import Path
 
     folder = Path(resolve_model("smollm2-135m", get_settings().MODEL_CACHE_DIR).path)
     hub.state.add_repo(MODEL, {f.name: f.read_bytes() for f in folder.iterdir() if f.is_file()}, gated=True)

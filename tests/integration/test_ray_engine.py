@@ -35,10 +35,10 @@ from llm_engineering.infrastructure.cpu_tuning import resolved_dtype
 from llm_engineering.infrastructure.zenml_runs import step_output
 from llm_engineering.run_config import load_run_config
 from llm_engineering.settings import get_settings
-from tests.support.openai_stub import OpenAIStub
 from tests.support.cli_output import reported_run
 from tests.support.cli_process import saved_answers, start_cli
 from tests.support.conversations import assert_second_turns_follow_their_first
+from tests.support.openai_stub import OpenAIStub
 
 pytestmark = [pytest.mark.slow, pytest.mark.own_engine]
 
@@ -118,10 +118,9 @@ def _ray_daemons():
 def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(repo_root, tmp_path, run_cli,
                                                                                 monkeypatch):
     from zenml.client import Client
+    from zenml.config.global_config import GlobalConfiguration
 
     from llm_engineering.infrastructure import ray_engine
-
-    from zenml.config.global_config import GlobalConfiguration
 
     # The runs' Ray session folders (logs included) in a folder of this test's own, short enough for Ray's sockets.
     ray_temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))

@@ -13,8 +13,7 @@ import json
 import pytest
 
 from tests.support.clean_env_step_operator import register_clean_env_stack
-from tests.support.image_envs import (ImageEnvs, app_folder, container_environment, extract_code, images,
-                                      import_check)
+from tests.support.image_envs import ImageEnvs, app_folder, container_environment, extract_code, images, import_check
 from tests.support.remote_stacks import CASES, compile_remote_config, ensure_settings_secret
 
 KINDS = ["orchestrator", "generation"]

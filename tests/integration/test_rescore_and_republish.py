@@ -8,8 +8,8 @@ import pytest
 from datasets import load_dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.run_config import EvaluationConfig
 from llm_engineering.infrastructure.zenml_runs import generations_of, step_output
+from llm_engineering.run_config import EvaluationConfig
 from tests.support.openai_stub import OpenAIStub
 from tests.support.small_run import SMALL, small_config
 

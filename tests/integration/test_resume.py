@@ -20,10 +20,10 @@ import pytest
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.generation.checkpoint import AnswerCheckpoint
-from llm_engineering.run_config import load_run_config
 from llm_engineering.evaluation.models import resolve_model
 from llm_engineering.infrastructure.cpu_sampler import INSTALLED
 from llm_engineering.infrastructure.cpu_tuning import resolved_dtype
+from llm_engineering.run_config import load_run_config
 from llm_engineering.settings import get_settings
 from tests.support.cli_output import reported_run
 from tests.support.cli_process import group_gone, saved_answers, start_cli

@@ -4,12 +4,12 @@ name (so ZenML re-runs the scoring). Each step reads the runs the test made, by 
 
 import pytest
 
-from llm_engineering.evaluation.report.gates import GATE_FAILED_EXIT_CODE
-from llm_engineering.evaluation.generation.dataset import read_test_split
 from llm_engineering.evaluation.config import DatasetConfig
-from tests.support.openai_stub import VERDICT, OpenAIStub
+from llm_engineering.evaluation.generation.dataset import read_test_split
+from llm_engineering.evaluation.report.gates import GATE_FAILED_EXIT_CODE
 from tests.support.cli_output import json_report, report_path
 from tests.support.configs import stub_judged
+from tests.support.openai_stub import VERDICT, OpenAIStub
 
 ROWS = 6
 WORSE = 4  # rows whose accuracy drops from 3 to 1 in the second run

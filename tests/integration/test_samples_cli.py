@@ -7,8 +7,8 @@ import yaml
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.infrastructure.zenml_runs import step_output
-from tests.support.openai_stub import OpenAIStub
 from tests.support.cli_output import reported_run
+from tests.support.openai_stub import OpenAIStub
 
 PROMPTS = 3
 

@@ -7,9 +7,9 @@ import textwrap
 
 import pytest
 
-from tests.support.openai_stub import OpenAIStub
 from tests.support.cli_output import reported_run
 from tests.support.configs import stub_judged
+from tests.support.openai_stub import OpenAIStub
 
 HELD_S = 8  # longer than SQLite's default wait (5 s), after which a write fails with `database is locked`
 

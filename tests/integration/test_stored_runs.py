@@ -16,13 +16,13 @@ import tarfile
 import pytest
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.generation.dataset import read_test_split
 from llm_engineering.evaluation.config import DatasetConfig
+from llm_engineering.evaluation.generation.dataset import read_test_split
 from llm_engineering.evaluation.stored.generation import GenerationStats
 from llm_engineering.evaluation.stored.summary import EvaluationSummary
-from tests.support.openai_stub import VERDICT, OpenAIStub
 from tests.support.cli_output import json_report, reported_run
 from tests.support.configs import stub_judged
+from tests.support.openai_stub import VERDICT, OpenAIStub
 
 pytestmark = pytest.mark.slow
 

@@ -9,17 +9,17 @@ from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeConfig
-from llm_engineering.evaluation.judging.scoring import score_answers
 from llm_engineering.evaluation.judging.cache import JudgeCache
+from llm_engineering.evaluation.judging.judge import Judge
+from llm_engineering.evaluation.judging.rubric import load_rubric
+from llm_engineering.evaluation.judging.scoring import score_answers
 from llm_engineering.evaluation.models import resolve_model
 from llm_engineering.infrastructure.openai_judge import OpenAIJudge
+from llm_engineering.infrastructure.vllm_server import ServerError
+from llm_engineering.infrastructure.vllm_server import vllm_server as serve
 from llm_engineering.settings import get_settings
 from tests.support.judges import assert_read_at_the_score
 from tests.support.tcp_proxy import TcpProxy
-from llm_engineering.infrastructure.vllm_server import ServerError
-from llm_engineering.infrastructure.vllm_server import vllm_server as serve
-from llm_engineering.evaluation.judging.rubric import load_rubric
-from llm_engineering.evaluation.judging.judge import Judge
 
 HANDBOOK = load_rubric("handbook")
 

@@ -22,9 +22,8 @@ from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Optional
 
-from tests.support.openai_stub import VERDICT, reply_for
-
 from tests.support.loopback import JSONHandler, OpenAIStandIn
+from tests.support.openai_stub import VERDICT, reply_for
 
 
 @dataclass

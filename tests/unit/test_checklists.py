@@ -13,11 +13,15 @@ from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import JudgeCheckConfig
 from llm_engineering.evaluation.generation.dataset import validate_split
 from llm_engineering.evaluation.judging.checklist import (
-    GRADER_SYSTEM, ItemReading, checklist_score, clean_items, yes_probability,
+    GRADER_SYSTEM,
+    ItemReading,
+    checklist_score,
+    clean_items,
+    yes_probability,
 )
-from llm_engineering.evaluation.judging.reference_points import reference_points
 from llm_engineering.evaluation.judging.checklist_writing import with_checklists, write_checklists
 from llm_engineering.evaluation.judging.judge import Judge
+from llm_engineering.evaluation.judging.reference_points import reference_points
 from llm_engineering.evaluation.judging.rubric import load_rubric
 from llm_engineering.evaluation.judging.scoring import score_answers
 from llm_engineering.evaluation.judging.transport import JudgeReply

@@ -5,9 +5,9 @@ import time
 
 import pytest
 
-from llm_engineering.evaluation.generation.checkpoint import AnswerCheckpoint, AnswerRecord, row_key
 from llm_engineering.evaluation.config import SamplingConfig
 from llm_engineering.evaluation.engine_config import EngineConfig
+from llm_engineering.evaluation.generation.checkpoint import AnswerCheckpoint, AnswerRecord, row_key
 
 
 def _checkpoint(directory, model_path="org/model", **sampling):

@@ -16,8 +16,8 @@ from llm_engineering.evaluation.generation.dataset import DatasetError, read_tes
 from llm_engineering.evaluation.generation.prompts import alpaca_conversation, alpaca_prompt
 from llm_engineering.evaluation.judging.conversation import CONVERSATION_INTRO, turn_pair
 from llm_engineering.evaluation.judging.rubric import judge_messages, load_rubric
-from llm_engineering.evaluation.report.summary import model_scores
 from llm_engineering.evaluation.report.html import render_html
+from llm_engineering.evaluation.report.summary import model_scores
 from llm_engineering.evaluation.report.turns_text import pairwise_turn_rows, turn_rows
 
 TWO_TURNS = [

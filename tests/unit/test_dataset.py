@@ -5,13 +5,13 @@ from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config import ColumnsConfig, DatasetConfig, PromptConfig
-from llm_engineering.evaluation.generation.source import embedded_split_path
 from llm_engineering.evaluation.generation.dataset import (
     DatasetError,
     read_test_split,
     validate_split,
     with_prompts,
 )
+from llm_engineering.evaluation.generation.source import embedded_split_path
 
 
 def write_jsonl(path, rows):

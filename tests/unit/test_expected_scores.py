@@ -9,19 +9,19 @@ import pytest
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.trust.judge_check import judge_check_from_pairs
-from llm_engineering.evaluation.stored.trust import JudgeCheckPair
-from llm_engineering.evaluation.judging.transport import JudgeReply
+from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.pairwise import tally
-from llm_engineering.evaluation.stored.pairwise import PairwiseRow
-from llm_engineering.evaluation.report.text import trust_lines
 from llm_engineering.evaluation.judging.rubric import RubricError, judge_messages, load_rubric
-from llm_engineering.evaluation.judging.verdict import first_score_schema
 from llm_engineering.evaluation.judging.score_probs import compact, score_distribution
 from llm_engineering.evaluation.judging.scoring import score_answers
+from llm_engineering.evaluation.judging.transport import JudgeReply
+from llm_engineering.evaluation.judging.verdict import first_score_schema
 from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
+from llm_engineering.evaluation.report.text import trust_lines
 from llm_engineering.evaluation.report.trust_text import pairwise_finding
-from llm_engineering.evaluation.judging.judge import Judge
+from llm_engineering.evaluation.stored.pairwise import PairwiseRow
+from llm_engineering.evaluation.stored.trust import JudgeCheckPair
+from llm_engineering.evaluation.trust.judge_check import judge_check_from_pairs
 
 ln = math.log
 HELPFULNESS = load_rubric("helpfulness")  # one criterion, 1-5, score first

@@ -2,9 +2,9 @@
 
 import subprocess
 import sys
-import tomllib
 
 import pytest
+import tomllib
 
 from tools.image_requirements import distribution, image_requirements
 

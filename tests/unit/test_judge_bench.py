@@ -6,12 +6,12 @@ import re
 
 import pytest
 
-from llm_engineering.evaluation.trust.human_pairs import HumanPair
 from llm_engineering.evaluation.judging.judge import Judge
-from llm_engineering.evaluation.trust.judge_bench import PairDecisions, rating_decisions, bench_judge
-from llm_engineering.evaluation.report.judge_bench import bench_cost_line, bench_rows, render_bench_html
-from llm_engineering.evaluation.judging.transport import JudgeReply
 from llm_engineering.evaluation.judging.rubric import load_rubric
+from llm_engineering.evaluation.judging.transport import JudgeReply
+from llm_engineering.evaluation.report.judge_bench import bench_cost_line, bench_rows, render_bench_html
+from llm_engineering.evaluation.trust.human_pairs import HumanPair
+from llm_engineering.evaluation.trust.judge_bench import PairDecisions, bench_judge, rating_decisions
 
 RUBRIC = load_rubric("helpfulness")  # one criterion, 1-5
 

@@ -3,8 +3,8 @@
 import pytest
 
 from llm_engineering.evaluation.config import JudgeConfig
-from llm_engineering.evaluation.stored.figures import Rate
 from llm_engineering.evaluation.report.trust_text import judge_headline
+from llm_engineering.evaluation.stored.figures import Rate
 from llm_engineering.infrastructure.judge_choice import resolve_auto_judge
 from llm_engineering.run_config import EvaluationConfig, parse_evaluation, with_judges_chosen
 

@@ -8,7 +8,12 @@ from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config_base import ConfigError
+from llm_engineering.evaluation.judging.judge import Judge
+from llm_engineering.evaluation.judging.rubric import load_rubric
 from llm_engineering.evaluation.judging.transport import JudgeReply
+from llm_engineering.evaluation.report.html import render_html
+from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
+from llm_engineering.evaluation.report.text import label_rows, trust_lines
 from llm_engineering.evaluation.trust.label_agreement import (
     check_labels_fit,
     nearest_level,
@@ -17,14 +22,9 @@ from llm_engineering.evaluation.trust.label_agreement import (
 )
 from llm_engineering.evaluation.trust.label_check import judge_labels
 from llm_engineering.evaluation.trust.labels import Labels, LabelsError, PairwiseLabel, PointwiseLabel
-from llm_engineering.evaluation.report.html import render_html
-from llm_engineering.evaluation.report.text import label_rows, trust_lines
-from llm_engineering.evaluation.judging.rubric import load_rubric
-from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
 from llm_engineering.preflight import check_labels_fit_rubric
 from llm_engineering.run_config import parse_evaluation
 from llm_engineering.run_overrides import Overrides, apply_overrides
-from llm_engineering.evaluation.judging.judge import Judge
 
 HANDBOOK = load_rubric("handbook")
 

@@ -5,10 +5,11 @@ import logging
 
 import pytest
 
-from llm_engineering.evaluation.generation.checkpoint import AnswerCheckpoint
+from llm_engineering.engine_policy import frees_engine_after
 from llm_engineering.evaluation.config import JudgeConfig, SamplingConfig
 from llm_engineering.evaluation.config_base import ConfigError
 from llm_engineering.evaluation.engine_config import EngineConfig, LoraConfig
+from llm_engineering.evaluation.generation.checkpoint import AnswerCheckpoint
 from llm_engineering.evaluation.models import (
     ModelError,
     adapter_rank,
@@ -19,7 +20,6 @@ from llm_engineering.evaluation.models import (
     split_variant,
 )
 from llm_engineering.infrastructure.publishing import repo_name
-from llm_engineering.engine_policy import frees_engine_after
 from llm_engineering.run_config import EvaluationConfig, parse_evaluation
 
 

@@ -230,8 +230,9 @@ def test_a_full_disk_while_storing_an_artifact_names_the_artifact_store_and_the_
 def test_storing_artifacts_reads_the_installed_packages_metadata_once_per_process(monkeypatch):
     import importlib.metadata
 
-    import steps.materializers  # noqa: F401  (what makes ZenML's package lookup read the metadata once)
     from zenml.utils import source_utils
+
+    import steps.materializers  # noqa: F401  (what makes ZenML's package lookup read the metadata once)
 
     reads = []
     packages_distributions = importlib.metadata.packages_distributions

@@ -6,10 +6,10 @@ import threading
 import pytest
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.generation.checkpoint import AnswerRecord
 from llm_engineering.evaluation.config import SamplingConfig
 from llm_engineering.evaluation.config_base import ConfigError
 from llm_engineering.evaluation.engine_config import EngineConfig, RayConfig
+from llm_engineering.evaluation.generation.checkpoint import AnswerRecord
 from llm_engineering.infrastructure.engines import open_engine
 from llm_engineering.infrastructure.ray_engine import RayEngine, finish_reason, placement_problem, processor_config
 from llm_engineering.infrastructure.vllm_engine import EnginePool

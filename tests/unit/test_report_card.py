@@ -5,16 +5,16 @@ import json
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.trust.tiers import FILTERED_TIERS, corrupted, facts, same_topic, truncated, unfinished
-from llm_engineering.evaluation.trust.rules import RULES, instruction_overlap, longer
-from llm_engineering.evaluation.trust.card import run_judge_check
+from llm_engineering.evaluation.config import JudgeCheckConfig
+from llm_engineering.evaluation.judging.judge import Judge
+from llm_engineering.evaluation.judging.rubric import load_rubric
 from llm_engineering.evaluation.judging.transport import JudgeReply
 from llm_engineering.evaluation.report.card_text import judge_check_rows
 from llm_engineering.evaluation.report.score_tables import table_rows
-from llm_engineering.evaluation.judging.rubric import load_rubric
 from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
-from llm_engineering.evaluation.judging.judge import Judge
-from llm_engineering.evaluation.config import JudgeCheckConfig
+from llm_engineering.evaluation.trust.card import run_judge_check
+from llm_engineering.evaluation.trust.rules import RULES, instruction_overlap, longer
+from llm_engineering.evaluation.trust.tiers import FILTERED_TIERS, corrupted, facts, same_topic, truncated, unfinished
 
 HANDBOOK = load_rubric("handbook")
 

@@ -4,9 +4,9 @@ import pytest
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.report.items import item_views
 from llm_engineering.evaluation.report.comparison import compare_runs
 from llm_engineering.evaluation.report.comparison_text import regression_lines
+from llm_engineering.evaluation.report.items import item_views
 
 
 def rows(model, scores, answers=None, similarity=None):

@@ -5,13 +5,13 @@ import pytest
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.stored.generation import GenerationStats
-from llm_engineering.evaluation.stored.summary import EvaluationSummary
+from llm_engineering.evaluation.judging.judge import Judge
+from llm_engineering.evaluation.judging.rubric import load_rubric
 from llm_engineering.evaluation.report.html import render_html
 from llm_engineering.evaluation.report.score_tables import OPERATIONS_HEADER, operations_rows, table_rows
-from llm_engineering.evaluation.judging.rubric import load_rubric
 from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary, model_scores
-from llm_engineering.evaluation.judging.judge import Judge
+from llm_engineering.evaluation.stored.generation import GenerationStats
+from llm_engineering.evaluation.stored.summary import EvaluationSummary
 
 CASES = json.loads((Path(__file__).parent / "cases" / "aggregation.json").read_text())
 

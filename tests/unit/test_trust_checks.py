@@ -7,8 +7,9 @@ import pytest
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.config import JudgeCheckConfig
 from llm_engineering.evaluation.judging.cache import JudgeCache
-from llm_engineering.evaluation.judging.transport import JudgeReply, ReplySchema, ask_judge
+from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.pairwise import (
     compare_answers,
     orders_disagree,
@@ -16,15 +17,14 @@ from llm_engineering.evaluation.judging.pairwise import (
     points_for_first_model,
     tally,
 )
-from llm_engineering.evaluation.stored.pairwise import PairwiseRow
+from llm_engineering.evaluation.judging.rubric import load_rubric
+from llm_engineering.evaluation.judging.transport import JudgeReply, ReplySchema, ask_judge
+from llm_engineering.evaluation.judging.verdict import first_score_schema
 from llm_engineering.evaluation.rates import derangement, rate, sample_rows, wilson_interval
+from llm_engineering.evaluation.stored.pairwise import PairwiseRow
+from llm_engineering.evaluation.stored.trust import JudgeCheckPair
 from llm_engineering.evaluation.trust.card import run_judge_check
 from llm_engineering.evaluation.trust.judge_check import judge_check_from_pairs
-from llm_engineering.evaluation.stored.trust import JudgeCheckPair
-from llm_engineering.evaluation.judging.rubric import load_rubric
-from llm_engineering.evaluation.judging.verdict import first_score_schema
-from llm_engineering.evaluation.judging.judge import Judge
-from llm_engineering.evaluation.config import JudgeCheckConfig
 
 HANDBOOK = load_rubric("handbook")
 

@@ -8,19 +8,19 @@ from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.config_base import ConfigError
-from llm_engineering.run_config import EvaluationConfig, parse_evaluation
-from llm_engineering.evaluation.models import resolve_model, short_name, split_variant
 from llm_engineering.evaluation.judging.pairwise import tally
-from llm_engineering.evaluation.stored.pairwise import PairwiseReport, PairwiseRow
-from llm_engineering.evaluation.report.results_card import trust_facts
-from llm_engineering.infrastructure.publishing import repo_name
-from llm_engineering.evaluation.trust.judge_check import judge_check_from_pairs
-from llm_engineering.evaluation.stored.trust import JudgeCheckPair, TrustChecks
-from llm_engineering.evaluation.trust.similarity import add_reference_similarity, cosine_similarities
+from llm_engineering.evaluation.models import resolve_model, short_name, split_variant
 from llm_engineering.evaluation.report.html import render_html
+from llm_engineering.evaluation.report.results_card import trust_facts
 from llm_engineering.evaluation.report.score_tables import table_rows
-from llm_engineering.evaluation.report.text import trust_lines
 from llm_engineering.evaluation.report.summary import SummaryInputs, build_summary
+from llm_engineering.evaluation.report.text import trust_lines
+from llm_engineering.evaluation.stored.pairwise import PairwiseReport, PairwiseRow
+from llm_engineering.evaluation.stored.trust import JudgeCheckPair, TrustChecks
+from llm_engineering.evaluation.trust.judge_check import judge_check_from_pairs
+from llm_engineering.evaluation.trust.similarity import add_reference_similarity, cosine_similarities
+from llm_engineering.infrastructure.publishing import repo_name
+from llm_engineering.run_config import EvaluationConfig, parse_evaluation
 
 
 def test_variants_give_one_model_its_own_sampling():

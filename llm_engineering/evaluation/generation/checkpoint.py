@@ -18,12 +18,11 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 from filelock import FileLock, Timeout
-
 from pydantic import BaseModel
 
-from llm_engineering.evaluation.generation.config import SamplingConfig
-from llm_engineering.evaluation.engine_config import EngineConfig
 from llm_engineering.evaluation.disk import naming_a_full_disk
+from llm_engineering.evaluation.engine_config import EngineConfig
+from llm_engineering.evaluation.generation.config import SamplingConfig
 from llm_engineering.evaluation.models import file_label
 
 logger = logging.getLogger(__name__)

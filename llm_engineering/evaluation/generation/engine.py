@@ -14,7 +14,6 @@ from llm_engineering.evaluation.generation.checkpoint import AnswerRecord
 from llm_engineering.evaluation.generation.config import SamplingConfig
 from llm_engineering.evaluation.generation.prompts import ChatTokenizer
 
-
 # A generator rather than any iterator: closing it is how a consumer stops the engine's work early.
 Answers = Generator[tuple[int, AnswerRecord], None, None]
 

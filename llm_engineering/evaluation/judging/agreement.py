@@ -12,10 +12,10 @@ from scipy.stats import spearmanr
 from sklearn.linear_model import LogisticRegression
 
 from llm_engineering.evaluation import columns as col
+from llm_engineering.evaluation.judging.rubric import Rubric
 from llm_engineering.evaluation.preference import compare, longer
 from llm_engineering.evaluation.rates import bootstrap_rows_ci, rate
 from llm_engineering.evaluation.samples import majority
-from llm_engineering.evaluation.judging.rubric import Rubric
 from llm_engineering.evaluation.stored.figures import JuryAgreement, LengthCorrelation, Rate
 
 Scores = list[list[Optional[float]]]  # scores[j][i]: judge j's score for row i, None where it gave none

@@ -25,10 +25,15 @@ from llm_engineering.evaluation.judging.cache import JudgeCache
 from llm_engineering.evaluation.judging.conversation import History
 from llm_engineering.evaluation.judging.rubric import Rubric, judge_messages
 from llm_engineering.evaluation.judging.score_probs import ScoreDistribution, score_distribution
-from llm_engineering.evaluation.judging.verdict import scores_model
 from llm_engineering.evaluation.judging.transport import (
-    JudgeBackend, JudgeReply, ReplySchema, ask_judge, reply_json_schema, unfenced,
+    JudgeBackend,
+    JudgeReply,
+    ReplySchema,
+    ask_judge,
+    reply_json_schema,
+    unfenced,
 )
+from llm_engineering.evaluation.judging.verdict import scores_model
 
 # One answer as the judge reads it: instruction, answer, reference (or None), the conversation before it (or None).
 Asked = tuple[str, str, Optional[str], History]

@@ -33,8 +33,8 @@ from typing import Optional, Sequence
 
 from scipy.stats import poisson_binom
 
-from llm_engineering.evaluation.judging.transport import JudgeReply, ReplySchema, choice_of
 from llm_engineering.evaluation.judging.score_probs import TokenChoices
+from llm_engineering.evaluation.judging.transport import JudgeReply, ReplySchema, choice_of
 
 WRITER_SYSTEM = "You write grading checklists for answers to instructions. Reply with JSON."
 WRITE_FROM_REFERENCE = (

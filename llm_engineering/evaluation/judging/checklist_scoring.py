@@ -24,7 +24,12 @@ from datasets import Dataset
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judging.before_analysis import Asked, probe_scores, written_scores
 from llm_engineering.evaluation.judging.checklist import (
-    YES_NO, ChecklistScore, checklist_score, grade_messages, yes_no_schema, yes_probability,
+    YES_NO,
+    ChecklistScore,
+    checklist_score,
+    grade_messages,
+    yes_no_schema,
+    yes_probability,
 )
 from llm_engineering.evaluation.judging.conversation import conversation_text
 from llm_engineering.evaluation.judging.judge import Judge

@@ -19,8 +19,8 @@ from datasets import Dataset, Features, List, Value
 
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judging.checklist import clean_items, read_items, writer_messages, writer_schema
-from llm_engineering.evaluation.judging.reference_points import reference_points
 from llm_engineering.evaluation.judging.judge import Judge
+from llm_engineering.evaluation.judging.reference_points import reference_points
 from llm_engineering.evaluation.judging.transport import ask_judge
 
 FEATURES = {col.ID: Value("string"), col.CHECKLIST: List(Value("string")), "source": Value("string"),

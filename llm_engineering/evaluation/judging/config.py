@@ -12,7 +12,6 @@ from llm_engineering.evaluation.config_base import Strict
 from llm_engineering.evaluation.judging.judge import MAX_ANALYSIS_CHARS
 from llm_engineering.evaluation.judging.rubric import DEFAULT_RUBRIC, Rubric, load_rubric, shipped_rubrics
 
-
 # Defaults named once: the judge's reply length and its endpoint's patience.
 JUDGE_MAX_TOKENS = 384
 ENDPOINT_CONCURRENCY = 8

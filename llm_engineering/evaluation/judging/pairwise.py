@@ -26,18 +26,18 @@ from datasets import Dataset
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.judging.agreement import length_controlled_win_rate, longer_answer_wins
-from llm_engineering.evaluation.judging.judge import Judge
-from llm_engineering.evaluation.judging.score_probs import value_distribution
 from llm_engineering.evaluation.config_base import validation_problems
-from llm_engineering.evaluation.preference import compare, points
+from llm_engineering.evaluation.judging.agreement import length_controlled_win_rate, longer_answer_wins
+from llm_engineering.evaluation.judging.conversation import turn_pair
+from llm_engineering.evaluation.judging.judge import Judge
+from llm_engineering.evaluation.judging.rubric import REFERENCE_LINE, Rubric
+from llm_engineering.evaluation.judging.score_probs import value_distribution
 from llm_engineering.evaluation.judging.transport import JudgeReply, ReplySchema, ask_judge, reply_json_schema, unfenced
+from llm_engineering.evaluation.preference import compare, points
 from llm_engineering.evaluation.rates import bootstrap_ci, rate
 from llm_engineering.evaluation.samples import answer_key, sample_of
-from llm_engineering.evaluation.judging.conversation import turn_pair
-from llm_engineering.evaluation.judging.rubric import REFERENCE_LINE, Rubric
-from llm_engineering.evaluation.turns import turn_of
 from llm_engineering.evaluation.stored.pairwise import PairwiseComparison, PairwiseRow, Preference
+from llm_engineering.evaluation.turns import turn_of
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from llm_engineering.evaluation.config_base import validation_problems
 from llm_engineering.evaluation.judging.conversation import History, conversation_text
 
-
 DEFAULT_RUBRIC = "task-accuracy"
 PLACEHOLDERS = {
     "instruction": "the instruction",

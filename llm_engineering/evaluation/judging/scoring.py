@@ -24,12 +24,12 @@ from llm_engineering.evaluation.judging.before_analysis import Asked, probe_scor
 from llm_engineering.evaluation.judging.checklist import ChecklistScore
 from llm_engineering.evaluation.judging.checklist_scoring import checklist_readings, row_checklists
 from llm_engineering.evaluation.judging.judge import Judge
-from llm_engineering.evaluation.judging.transport import JudgeBackend, JudgeReply, ReplySchema, ask_judge
 from llm_engineering.evaluation.judging.rubric import Rubric, judge_messages
+from llm_engineering.evaluation.judging.score_probs import ScoreDistribution, score_distribution
+from llm_engineering.evaluation.judging.transport import JudgeBackend, JudgeReply, ReplySchema, ask_judge
 from llm_engineering.evaluation.judging.verdict import ParsedVerdict, first_score_schema, parse_verdict, verdict_checker
 from llm_engineering.evaluation.judging.verdict_record import CriterionRecord, VerdictRecord, with_verdicts
 from llm_engineering.evaluation.stored.judge_id import jury_id
-from llm_engineering.evaluation.judging.score_probs import ScoreDistribution, score_distribution
 
 logger = logging.getLogger(__name__)
 

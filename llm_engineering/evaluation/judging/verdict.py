@@ -11,8 +11,8 @@ from typing import Annotated, Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, create_model
 
-from llm_engineering.evaluation.judging.rubric import Rubric
 from llm_engineering.evaluation.config_base import validation_problems
+from llm_engineering.evaluation.judging.rubric import Rubric
 from llm_engineering.evaluation.judging.transport import reply_json_schema, unfenced
 
 

@@ -3,8 +3,8 @@ one-line reasons of the `--fail-on-regression` gate."""
 
 from __future__ import annotations
 
-from llm_engineering.evaluation.report.comparison import MetricChange, RunComparison
 from llm_engineering.evaluation.rates import fmt
+from llm_engineering.evaluation.report.comparison import MetricChange, RunComparison
 
 METRICS_HEADER = ["model", "metric", "this run", "earlier run", "difference (95% CI)", "p", "detectable (80% power)",
                   "paired rows", "verdict"]

@@ -6,31 +6,15 @@ import base64
 import html
 from typing import Optional
 
+from llm_engineering.evaluation.report import comparison_text as compared
 from llm_engineering.evaluation.report import measures_text as measured
+from llm_engineering.evaluation.report.card_text import JUDGE_CHECK_HEADER, judge_check_rows
 from llm_engineering.evaluation.report.checklist import checklist_lines
+from llm_engineering.evaluation.report.comparison import RunComparison
 from llm_engineering.evaluation.report.failures import FAILURES_HEADER, FAILURES_TITLE, failure_rows
 from llm_engineering.evaluation.report.plots import categories_png, distribution_png, trust_png
-from llm_engineering.evaluation.report.rows import row_browser_html
-from llm_engineering.evaluation.report.comparison import RunComparison
-from llm_engineering.evaluation.report import comparison_text as compared
 from llm_engineering.evaluation.report.ppi_text import PPI_HEADER, PPI_TITLE, ppi_rows
-from llm_engineering.evaluation.report.card_text import JUDGE_CHECK_HEADER, judge_check_rows
-from llm_engineering.evaluation.report.text import (
-    expected_lines,
-    COMPARISON_HEADER,
-    JURY_HEADER,
-    LABELS_HEADER,
-    LENGTH_HEADER,
-    PAIRWISE_HEADER,
-    PAIRWISE_LABELS_HEADER,
-    SAMPLES_HEADER,
-    comparison_rows,
-    jury_rows,
-    label_rows,
-    length_rows,
-    pairwise_rows,
-    sample_rows,
-)
+from llm_engineering.evaluation.report.rows import row_browser_html
 from llm_engineering.evaluation.report.score_tables import (
     OPERATIONS_HEADER,
     OPERATIONS_TITLE,
@@ -39,14 +23,21 @@ from llm_engineering.evaluation.report.score_tables import (
     table_header,
     table_rows,
 )
-from llm_engineering.evaluation.stored.summary import EvaluationSummary
-from llm_engineering.evaluation.report.turns_text import (
-    PAIRWISE_TURNS_HEADER,
-    TURNS_METHOD,
-    TURNS_TITLE,
-    pairwise_turn_rows,
-    turn_header,
-    turn_rows,
+from llm_engineering.evaluation.report.text import (
+    COMPARISON_HEADER,
+    JURY_HEADER,
+    LABELS_HEADER,
+    LENGTH_HEADER,
+    PAIRWISE_HEADER,
+    PAIRWISE_LABELS_HEADER,
+    SAMPLES_HEADER,
+    comparison_rows,
+    expected_lines,
+    jury_rows,
+    label_rows,
+    length_rows,
+    pairwise_rows,
+    sample_rows,
 )
 from llm_engineering.evaluation.report.trust_text import (
     JUDGE_CHECK_METHOD,
@@ -62,6 +53,15 @@ from llm_engineering.evaluation.report.trust_text import (
     note_text,
     similarity_check_finding,
 )
+from llm_engineering.evaluation.report.turns_text import (
+    PAIRWISE_TURNS_HEADER,
+    TURNS_METHOD,
+    TURNS_TITLE,
+    pairwise_turn_rows,
+    turn_header,
+    turn_rows,
+)
+from llm_engineering.evaluation.stored.summary import EvaluationSummary
 
 
 def html_table(header: list[str], rows: list[list[str]]) -> str:

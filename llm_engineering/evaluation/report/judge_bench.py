@@ -6,8 +6,8 @@ import html
 
 from llm_engineering.evaluation.report.failures import BENCH_FAILURES_HEADER, FAILURES_TITLE, bench_failure_rows
 from llm_engineering.evaluation.report.html import html_table
-from llm_engineering.evaluation.trust.judge_bench import WAY_NAMES, JudgeBenchReport
 from llm_engineering.evaluation.stored.figures import Rate
+from llm_engineering.evaluation.trust.judge_bench import WAY_NAMES, JudgeBenchReport
 
 BENCH_HEADER = ["way", "agreement with people (95% CI)", "pairs right in both orders", "shown first chosen", "ties",
                 "failed"]

@@ -10,8 +10,7 @@ import html
 import json
 from importlib import resources
 
-from llm_engineering.evaluation.stored.summary import ItemView
-from llm_engineering.evaluation.stored.summary import EvaluationSummary
+from llm_engineering.evaluation.stored.summary import EvaluationSummary, ItemView
 
 STYLE = (
     "#rows tr:focus{outline:none}#rows tr.current>td{background:#fffbe6}"

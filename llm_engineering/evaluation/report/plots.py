@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 from typing import Any, Optional
 
-from llm_engineering.evaluation.stored.summary import EvaluationSummary
 from llm_engineering.evaluation.report.trust_text import judge_check_title
+from llm_engineering.evaluation.stored.summary import EvaluationSummary
 
 
 def _pyplot() -> Any:

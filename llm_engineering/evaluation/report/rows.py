@@ -10,9 +10,8 @@ from __future__ import annotations
 import html
 from typing import Optional
 
-from llm_engineering.evaluation.stored.summary import AnswerView, ItemView
 from llm_engineering.evaluation.report.labelling import labelling_html
-from llm_engineering.evaluation.stored.summary import EvaluationSummary
+from llm_engineering.evaluation.stored.summary import AnswerView, EvaluationSummary, ItemView
 
 _PREVIEW_CHARS = 160
 

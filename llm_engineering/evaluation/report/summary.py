@@ -16,32 +16,36 @@ from datasets import Dataset
 from llm_engineering.evaluation import columns as col
 from llm_engineering.evaluation.judging.agreement import jury_agreement
 from llm_engineering.evaluation.judging.failures import INCOMPLETE_VERDICT, failure_causes
-from llm_engineering.evaluation.report.checklist import checklist_figures, scored_on, unscored
-from llm_engineering.evaluation.stored.generation import GenerationStats
+from llm_engineering.evaluation.judging.rubric import Rubric
+from llm_engineering.evaluation.rates import bootstrap_ci, mean
 from llm_engineering.evaluation.report.categories import category_scores
+from llm_engineering.evaluation.report.checklist import checklist_figures, scored_on, unscored
 from llm_engineering.evaluation.report.criterion_scores import criterion_scores
 from llm_engineering.evaluation.report.items import item_views
 from llm_engineering.evaluation.report.measures import check_scores, compare_measures, measured_metrics, metric_scores
+from llm_engineering.evaluation.report.trust_text import (
+    EXPECTED_BEFORE_ANALYSIS,
+    REFERENCE_GUIDED_CHECK,
+    judge_headline,
+    reference_notes,
+    self_preference_warnings,
+)
+from llm_engineering.evaluation.samples import sample_of, verdict_means
+from llm_engineering.evaluation.stored.generation import GenerationStats
+from llm_engineering.evaluation.stored.judge_id import JudgeId, members
 from llm_engineering.evaluation.stored.labels import LabelAgreement
 from llm_engineering.evaluation.stored.pairwise import PairwiseReport
-from llm_engineering.evaluation.rates import bootstrap_ci, mean
-from llm_engineering.evaluation.samples import sample_of, verdict_means
-from llm_engineering.evaluation.stored.trust import TrustChecks
-from llm_engineering.evaluation.trust.labels import Labels
-from llm_engineering.evaluation.trust.ppi import ppi_by_criterion, ppi_difference
-from llm_engineering.evaluation.judging.rubric import Rubric
-from llm_engineering.evaluation.report.trust_text import (
-    EXPECTED_BEFORE_ANALYSIS, REFERENCE_GUIDED_CHECK, judge_headline, reference_notes, self_preference_warnings,
-)
-from llm_engineering.evaluation.stored.judge_id import JudgeId, members
 from llm_engineering.evaluation.stored.summary import (
+    RUBRIC_OF_OLD_RUNS,
     EvaluationSummary,
     JudgeUsage,
     ModelComparison,
     ModelScores,
-    RUBRIC_OF_OLD_RUNS,
     TurnScores,
 )
+from llm_engineering.evaluation.stored.trust import TrustChecks
+from llm_engineering.evaluation.trust.labels import Labels
+from llm_engineering.evaluation.trust.ppi import ppi_by_criterion, ppi_difference
 from llm_engineering.evaluation.turns import turn_of
 
 

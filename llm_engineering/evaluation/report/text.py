@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from llm_engineering.evaluation.rates import fmt, rate_with_ci, with_ci
 from llm_engineering.evaluation.report.checklist import checklist_lines
-from llm_engineering.evaluation.stored.summary import CriterionScores, EvaluationSummary
 from llm_engineering.evaluation.report.ppi_text import ppi_lines
 from llm_engineering.evaluation.report.trust_text import (
     LABEL_RATERS,
-    RIGHT_ANSWERS_TEXT,
     PAIRWISE_METHODS,
+    RIGHT_ANSWERS_TEXT,
     agreement_figures,
     judge_check_figures,
     labels_title,
@@ -19,6 +18,7 @@ from llm_engineering.evaluation.report.trust_text import (
     preference_figures,
     similarity_check_finding,
 )
+from llm_engineering.evaluation.stored.summary import CriterionScores, EvaluationSummary
 
 
 def expected_lines(summary: EvaluationSummary) -> list[str]:

@@ -10,17 +10,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
-from llm_engineering.evaluation.stored.judge_id import JudgeId
 from llm_engineering.evaluation.rates import fmt, rate_with_ci
+from llm_engineering.evaluation.stored.judge_id import JudgeId
 
 if TYPE_CHECKING:  # only read attributes of these: the cards need no judge code loaded
-    from llm_engineering.evaluation.stored.trust import JudgeCheck
-    from llm_engineering.evaluation.stored.labels import LabelAgreement, PreferenceAgreement
-    from llm_engineering.evaluation.stored.labels import PointwiseAgreement
-    from llm_engineering.evaluation.stored.labels import PairwiseAgreement
+    from llm_engineering.evaluation.stored.labels import (
+        LabelAgreement,
+        PairwiseAgreement,
+        PointwiseAgreement,
+        PreferenceAgreement,
+    )
     from llm_engineering.evaluation.stored.pairwise import PairwiseComparison
     from llm_engineering.evaluation.stored.summary import ModelScores
-    from llm_engineering.evaluation.stored.trust import SimilarityCheck
+    from llm_engineering.evaluation.stored.trust import JudgeCheck, SimilarityCheck
 
 
 SCORES_METHOD = ("Means are over scored rows, with 95% bootstrap intervals; rows whose verdict failed are counted "

@@ -16,15 +16,15 @@ from typing import Any, Callable, Optional
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.trust.config import JudgeCheckConfig
 from llm_engineering.evaluation.judging.before_analysis import Asked
-from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.checklist_scoring import row_checklists
+from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.scoring import judge_readings
 from llm_engineering.evaluation.rates import sample_rows
-from llm_engineering.evaluation.trust import tiers as check_tiers
-from llm_engineering.evaluation.trust.judge_check import judge_check_from_pairs
 from llm_engineering.evaluation.stored.trust import JudgeCheck, JudgeCheckPair
+from llm_engineering.evaluation.trust import tiers as check_tiers
+from llm_engineering.evaluation.trust.config import JudgeCheckConfig
+from llm_engineering.evaluation.trust.judge_check import judge_check_from_pairs
 from llm_engineering.evaluation.trust.minimal_pairs import negations, relation_swaps
 from llm_engineering.evaluation.trust.rewording import reworded_references
 from llm_engineering.evaluation.trust.rules import rule_orders

@@ -29,19 +29,19 @@ from datasets import Dataset
 from pydantic import BaseModel, Field
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.metrics.names import REFERENCE_METRICS
-from llm_engineering.evaluation.metrics.reference import reference_metric
-from llm_engineering.evaluation.trust.human_pairs import HumanPair
+from llm_engineering.evaluation.judging.checklist_writing import write_checklists
+from llm_engineering.evaluation.judging.failures import failure_causes
 from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.pairwise import ask_both_orders, ask_preferences, both_orders_preference
+from llm_engineering.evaluation.judging.scoring import calls_per_answer, score_answers
+from llm_engineering.evaluation.metrics.names import REFERENCE_METRICS
+from llm_engineering.evaluation.metrics.reference import reference_metric
 from llm_engineering.evaluation.preference import compare, longer, swapped
 from llm_engineering.evaluation.rates import rate
-from llm_engineering.evaluation.stored.pairwise import Preference
-from llm_engineering.evaluation.trust.selective import SelectiveFigures
 from llm_engineering.evaluation.stored.figures import FailureCause, Rate
-from llm_engineering.evaluation.judging.failures import failure_causes
-from llm_engineering.evaluation.judging.checklist_writing import write_checklists
-from llm_engineering.evaluation.judging.scoring import calls_per_answer, score_answers
+from llm_engineering.evaluation.stored.pairwise import Preference
+from llm_engineering.evaluation.trust.human_pairs import HumanPair
+from llm_engineering.evaluation.trust.selective import SelectiveFigures
 
 WAYS = ("pairwise", "preference", "preference_averaged", "pointwise_expected", "pointwise_integer", "pointwise_rating")
 BASELINES = ("longer", "first_shown")

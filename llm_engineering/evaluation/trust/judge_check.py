@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-
 from llm_engineering.evaluation.rates import bootstrap_ci, mean, rate
-from llm_engineering.evaluation.trust.paired import paired_test
-from llm_engineering.evaluation.trust.rules import RULE_NAMES
 from llm_engineering.evaluation.stored.figures import Rate
 from llm_engineering.evaluation.stored.trust import JudgeCheck, JudgeCheckPair
+from llm_engineering.evaluation.trust.paired import paired_test
+from llm_engineering.evaluation.trust.rules import RULE_NAMES
 
 WORSE_ANSWER = {
     "mismatch": "an answer to another question",

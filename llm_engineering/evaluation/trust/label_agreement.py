@@ -12,7 +12,12 @@ from __future__ import annotations
 import math
 from typing import Optional, Sequence
 
-
+from llm_engineering.evaluation.judging.pairwise import orders_disagree, points_for_first_model
+from llm_engineering.evaluation.judging.rubric import Rubric
+from llm_engineering.evaluation.preference import compare
+from llm_engineering.evaluation.rates import BOOTSTRAP_SAMPLES, rate, rate_with_ci
+from llm_engineering.evaluation.stored.labels import CriterionAgreement, LabelAgreement, LabelledVerdict, PreferenceAgreement
+from llm_engineering.evaluation.stored.pairwise import Preference
 from llm_engineering.evaluation.trust.labels import (
     Labels,
     LabelsError,
@@ -22,12 +27,6 @@ from llm_engineering.evaluation.trust.labels import (
     valid_against_baseline,
 )
 from llm_engineering.evaluation.trust.preference_agreement import longer_preferred, majority_preference, pairwise_agreement
-from llm_engineering.evaluation.judging.pairwise import orders_disagree, points_for_first_model
-from llm_engineering.evaluation.preference import compare
-from llm_engineering.evaluation.rates import BOOTSTRAP_SAMPLES, rate, rate_with_ci
-from llm_engineering.evaluation.judging.rubric import Rubric
-from llm_engineering.evaluation.stored.labels import CriterionAgreement, LabelAgreement, LabelledVerdict, PreferenceAgreement
-from llm_engineering.evaluation.stored.pairwise import Preference
 
 
 def label_verdict(figure: str, value: Optional[float], ci: Optional[list[float]], *, baselines: dict[str, Optional[float]],

@@ -11,20 +11,19 @@ repeated run asks nothing. The report itself is `label_agreement`'s.
 from __future__ import annotations
 
 import logging
-
 from collections.abc import Sequence
 from dataclasses import replace
 
 from datasets import Dataset
 
 from llm_engineering.evaluation import columns as col
-from llm_engineering.evaluation.judging.judge import Judge
-from llm_engineering.evaluation.trust.label_agreement import check_labels_fit, pairwise_report, pointwise_report
-from llm_engineering.evaluation.stored.labels import LabelAgreement
-from llm_engineering.evaluation.trust.labels import Labels, LabelsError
 from llm_engineering.evaluation.judging.conversation import History, turn_pair
+from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.pairwise import ask_both_orders
 from llm_engineering.evaluation.judging.scoring import calls_per_answer, score_answers
+from llm_engineering.evaluation.stored.labels import LabelAgreement
+from llm_engineering.evaluation.trust.label_agreement import check_labels_fit, pairwise_report, pointwise_report
+from llm_engineering.evaluation.trust.labels import Labels, LabelsError
 
 logger = logging.getLogger(__name__)
 LABELLED = "labels"  # the model id of the labelled answers, as the scoring step sees them

@@ -15,7 +15,8 @@ from typing import Optional, Sequence
 
 from llm_engineering.evaluation.judging.judge import Judge
 from llm_engineering.evaluation.judging.transport import ReplySchema, ask_judge
-from llm_engineering.evaluation.metrics.words import facts, word_share as reference_word_share
+from llm_engineering.evaluation.metrics.words import facts
+from llm_engineering.evaluation.metrics.words import word_share as reference_word_share
 
 # A rewording holds at least this share of the reference's content words. A weak writer's "rewording" can be a summary
 # that keeps every name ("This text discusses ... MongoDB ...": 11% of the words); judged lower, it is no right answer.

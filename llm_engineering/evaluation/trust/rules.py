@@ -22,10 +22,10 @@ import re
 from typing import Any, Callable, Optional
 
 from llm_engineering.evaluation import preference
-from llm_engineering.evaluation.preference import compare
 from llm_engineering.evaluation.metrics.names import MetricName
 from llm_engineering.evaluation.metrics.reference import reference_metric
 from llm_engineering.evaluation.metrics.words import content_words, facts
+from llm_engineering.evaluation.preference import compare
 
 _ORDER = {"A": 1, "tie": 0, "B": -1}  # the right answer (shown as A) above, a tie, the wrong one above
 

@@ -30,8 +30,8 @@ import random
 import re
 from typing import Literal, Optional, Sequence
 
-from llm_engineering.evaluation.rates import derangement
 from llm_engineering.evaluation.metrics.words import FACT, NUMBER, content_words, facts
+from llm_engineering.evaluation.rates import derangement
 
 Tier = Literal["mismatch", "same_topic", "truncated", "corrupted", "relation_swap", "negation"]
 TIERS: tuple[Tier, ...] = ("mismatch", "same_topic", "truncated", "corrupted", "relation_swap", "negation")
