@@ -88,7 +88,7 @@ def _build(tier: str, candidates: dict[int, list[Candidate]], orders: Callable[.
     for i, found in candidates.items():
         ordered_by: set[str] = set()
         for candidate in found[:MAX_CANDIDATES]:
-            order = orders(i, candidate[0], True)
+            order = orders(i, candidate[0], until_one_orders=True)
             above = {name for name, value in order.items() if value == 1}
             if not above:
                 kept[i] = (candidate, order)
