@@ -126,6 +126,11 @@ def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(r
     ray_temp = Path(tempfile.mkdtemp(prefix="ray-", dir="/tmp"))
     monkeypatch.setenv("RAY_TMPDIR", str(ray_temp))
     monkeypatch.setenv("HUGGINGFACE_ACCESS_TOKEN", CANARY)
+    # Processes that retitle themselves (vLLM's "VLLM::EngineCore", Ray's "ray::...") through `setproctitle` may
+    # write the title over their initial environment, which /proc/<pid>/environ shows, depending on how the
+    # environment was laid out (seen in CI, not here). SPT_NOENV keeps the title within argv, so the environment a
+    # process was started with stays readable; it changes nothing of what the processes inherit.
+    monkeypatch.setenv("SPT_NOENV", "1")
     shipped = yaml.safe_load((repo_root / "configs" / "evaluating_ray.yaml").read_text())
     engine = {**shipped["parameters"]["engine"], "cpu_kvcache_space_gib": 1}
     # One replica on both cores: two of one core each start their engines side by side on this 2-core machine,
