@@ -110,20 +110,27 @@ def pytest_collection_modifyitems(items):
     items.sort(key=_builds_its_own_engine)
 
 
-def pytest_terminal_summary(terminalreporter):
+_KEEP_SESSION_DIR: list[bool] = []
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus):
     """What the session paid for: every engine started (any process), this process's builds in order with their
-    start seconds, and the pipeline runs (tests/support/costs.py)."""
+    start seconds, and the pipeline runs (tests/support/costs.py); where the session's folder is kept, and why."""
     _ENGINES.__exit__(None, None, None)
     for line in _ENGINES.lines():
         terminalreporter.write_line(line)
     for line in pipeline_run_lines(_SESSION_DIR / "zenml"):
         terminalreporter.write_line(line)
+    if exitstatus != pytest.ExitCode.OK and not in_memory(_SESSION_DIR):
+        _KEEP_SESSION_DIR.append(True)
+        terminalreporter.write_line(f"The session's ZenML store, caches and outputs, kept for a look after the failure: "
+                                    f"{_SESSION_DIR} (remove it when done)")
 
 
 def pytest_unconfigure():
-    """The session's folder, where it lies in memory, is removed once the summary has read it (on a disk it stays,
-    for a look after a failure)."""
-    if in_memory(_SESSION_DIR):
+    """The session's folder is removed once the summary has read it (a few hundred MB each session), except on a disk
+    after a failure: it stays there for a look, and the summary says where."""
+    if not _KEEP_SESSION_DIR:
         shutil.rmtree(_SESSION_DIR, ignore_errors=True)
 
 
