@@ -2,6 +2,9 @@
 miss, the shares of the reference's words and facts counted by hand, math answers, and the columns the evaluations
 store (None without a reference, never 0)."""
 
+import subprocess
+import sys
+
 import pytest
 from datasets import Dataset
 
@@ -92,3 +95,24 @@ def test_the_evaluations_get_a_typed_column_per_metric_none_without_a_reference_
     # Measured again with fewer metrics (rescoring a previous evaluations artifact): the others' columns go.
     again = measure_answers(measured, ["chrf"])
     assert [n for n in again.column_names if n.startswith("metric_")] == [col.metric("chrf")]
+
+
+def test_rouge_l_leaves_open_the_stream_it_was_first_used_under_when_logging_is_configured_again(repo_root):
+    """rouge-score imports absl, whose (unattached) log handler takes the sys.stderr of that moment and closes it when
+    a `logging.config.dictConfig` call shuts handlers down (vLLM's, as an engine starts) unless it is then still
+    sys.stderr: a test runner's capture or the CLI's console stream, rebound meanwhile, was closed under its owner
+    (CI, seed 3029490951: pytest's own capture file, then every later report lost). A fresh process, so that absl is
+    imported here for the first time."""
+    script = (
+        "import io, logging.config, sys\n"
+        "captured = io.StringIO()\n"
+        "sys.stderr = captured\n"  # as a capture or the CLI's console rebinds it
+        "from llm_engineering.evaluation.metrics.reference import rouge_l\n"
+        "assert rouge_l('the cat sat', 'the cat sat') == 1.0\n"
+        "sys.stderr = sys.__stderr__\n"
+        "logging.config.dictConfig({'version': 1})\n"  # as vLLM configures logging when an engine starts
+        "print('closed' if captured.closed else 'open')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], cwd=repo_root, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "open"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import string
+import sys
 from collections import Counter
 from functools import lru_cache
 from typing import Any, Callable, Optional
@@ -56,8 +57,15 @@ def token_f1(answer: str, reference: str) -> float:
 
 @lru_cache(maxsize=1)
 def _rouge_scorer() -> Any:
+    from absl import logging as absl_logging
     from rouge_score.rouge_scorer import RougeScorer
 
+    # rouge-score imports absl, whose log handler (attached to no logger) takes the sys.stderr of that moment and closes
+    # it when a `logging.config.dictConfig` call shuts every handler down (vLLM's, as an engine starts), unless it is
+    # still sys.stderr then: a stream rebound meanwhile (the CLI's quiet console, a test runner's capture) would be
+    # closed under its owner. The process's own stderr is never closed by it.
+    if sys.__stderr__ is not None:
+        absl_logging.get_absl_handler().python_handler.stream = sys.__stderr__
     return RougeScorer(["rougeL"], use_stemmer=True)
 
 
