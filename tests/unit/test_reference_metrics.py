@@ -101,8 +101,8 @@ def test_rouge_l_leaves_open_the_stream_it_was_first_used_under_when_logging_is_
     """rouge-score imports absl, whose (unattached) log handler takes the sys.stderr of that moment and closes it when
     a `logging.config.dictConfig` call shuts handlers down (vLLM's, as an engine starts) unless it is then still
     sys.stderr: a test runner's capture or the CLI's console stream, rebound meanwhile, was closed under its owner
-    (CI, seed 3029490951: pytest's own capture file, then every later report lost). A fresh process, so that absl is
-    imported here for the first time."""
+    (a fresh clone's `make test`, seed 3029490951: pytest's own capture file, then every later report lost). A fresh
+    process, so that absl is imported here for the first time."""
     script = (
         "import io, logging.config, sys\n"
         "captured = io.StringIO()\n"
