@@ -103,6 +103,22 @@ def _holds_canary(process):
         return False
 
 
+def _environments(processes):
+    """Per process, for a failure's message: its name, its parent's pid, how many bytes of its initial environment
+    /proc shows, and whether HF_TOKEN is among them with the canary (never the value itself)."""
+    found = []
+    for process in processes:
+        try:
+            entries = Path(f"/proc/{process.pid}/environ").read_bytes().split(b"\0")
+            token = [entry for entry in entries if entry.startswith(b"HF_TOKEN=")]
+            found.append((process.pid, process.ppid(), process.name(), sum(map(len, entries)),
+                          "HF_TOKEN: canary" if f"HF_TOKEN={CANARY}".encode() in token else
+                          "HF_TOKEN: another value" if token else "no HF_TOKEN"))
+        except (OSError, psutil.Error) as error:
+            found.append((process.pid, type(error).__name__))
+    return found
+
+
 def _files_holding(text, places):
     """The files under `places` whose bytes hold `text`."""
     return [str(path) for place in places for path in Path(str(place)).rglob("*")
@@ -167,10 +183,11 @@ def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(r
             names = _names(cluster)  # before the kill: a process that has ended has no name to read
             # The token reached the replica's engine (where a gated model's download would read it).
             engines_with_token = [p for p in cluster if (_names([p]) or [""])[0].startswith("VLLM::") and _holds_canary(p)]
+            seen = _environments(cluster) if not engines_with_token else []  # what the failure message shows
             os.kill(killed.pid, signal.SIGKILL)
             killed.wait()
         assert "raylet" in names and any(name.startswith("VLLM::") for name in names), names
-        assert engines_with_token, "the replica's engine runs without the Hub token"
+        assert engines_with_token, f"the replica's engine runs without the Hub token; the cluster's processes: {seen}"
         # On CPU the replica's engine core runs its worker itself (`vllm_setup.replica_cpu_environment`): no worker process.
         assert not any(name.startswith("VLLM::Worker") for name in names), names
         assert not _still_running(cluster, timeout=10), "alive 10 s after the run was killed"
