@@ -103,6 +103,20 @@ def _holds_canary(process):
         return False
 
 
+def _watch(root, names, engines_with_token):
+    """Adds the names of `root`'s descendants running now to `names`, and the pids of those that are vLLM engines
+    holding the canary token in their environment (where a gated model's download reads it) to `engines_with_token`."""
+    try:
+        processes = psutil.Process(root).children(recursive=True)
+    except psutil.Error:
+        return
+    for process in processes:
+        for name in _names([process]):
+            names.add(name)
+            if name.startswith("VLLM::") and _holds_canary(process):
+                engines_with_token.add(process.pid)
+
+
 def _environments(processes):
     """Per process, for a failure's message: its name, its parent's pid, how many bytes of its initial environment
     /proc shows, and whether HF_TOKEN is among them with the canary (never the value itself)."""
@@ -176,13 +190,15 @@ def test_ray_config_generates_through_the_step_and_resumes_from_the_checkpoint(r
         # of its local cluster (GCS, raylet, agents, workers, the replica's engine) is left 10 s later.
         with open(tmp_path / "killed.log", "w") as log:
             killed = start_cli(repo_root, command, log)
+            # Watched while the run goes: a turn's replica engine may have ended by the time the turn's answer is
+            # saved (each turn builds its replicas), so the names and the token are read as each process is seen.
+            names, engines_with_token = set(), set()
             while "colour/turn-1" not in {line["id"] for line in saved_answers([checkpoint.path])}:
                 assert killed.poll() is None, (tmp_path / "killed.log").read_text()[-3000:]
+                _watch(killed.pid, names, engines_with_token)
                 time.sleep(0.1)
             cluster = psutil.Process(killed.pid).children(recursive=True)
-            names = _names(cluster)  # before the kill: a process that has ended has no name to read
-            # The token reached the replica's engine (where a gated model's download would read it).
-            engines_with_token = [p for p in cluster if (_names([p]) or [""])[0].startswith("VLLM::") and _holds_canary(p)]
+            names.update(_names(cluster))
             seen = _environments(cluster) if not engines_with_token else []  # what the failure message shows
             os.kill(killed.pid, signal.SIGKILL)
             killed.wait()
