@@ -60,8 +60,11 @@ smoke: install
 rescore: install
 	$(PY) tools/run.py rescore
 
+# Two pytest-xdist workers, each test file on one, each worker on its own cores (tests/support/workers.py); replay
+# a failure in one process with `.venv/bin/python -m pytest -p no:xdist --randomly-seed=N FILE`.
+TEST_WORKERS ?= 2
 test: install browser
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The dashboard test drives Debian's Chromium (Playwright's own browser download is not reachable).
 browser:
@@ -81,7 +84,7 @@ dashboard-stop: install
 	$(VENV)/bin/zenml logout --local
 
 test-fast: install
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest -m "not slow" -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 bench: install
 	$(PY) -m benchmarks.performance.generation

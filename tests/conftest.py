@@ -1,3 +1,4 @@
+import json
 import os
 import shutil
 import tempfile
@@ -5,15 +6,26 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.costs import EngineCensus, pipeline_run_lines
+from tests.support.costs import EngineCensus, pipeline_run_lines, pipeline_runs
 from tests.support.hub_stub import HubStub
 from tests.support.session_dir import in_memory, session_root
 from tests.support.session_engine import auto_dtype
+from tests.support.workers import WORKER_STACK, pin_this_worker, worker
 
+# Under pytest-xdist (`make test`: two workers) this worker keeps to its own cores from here on, torch not yet
+# imported (tests/support/workers.py).
+pin_this_worker()
 # Set before anything imports ZenML or reads settings: no test reaches the internet, and every
 # session gets its own ZenML store, output folder and caches (the real local stack, on SQLite), in memory where the
-# machine has room (tests/support/session_dir.py).
-_SESSION_DIR = Path(tempfile.mkdtemp(prefix="llm-eval-tests-", dir=session_root()))
+# machine has room (tests/support/session_dir.py). Each xdist worker is a session of its own, in a folder inside its
+# controller's (whose summary reads them all, and which removes them all).
+_PARENT_SESSION = "LLM_EVAL_TEST_SESSION_DIR"
+if worker() and os.environ.get(_PARENT_SESSION):
+    _SESSION_DIR = Path(os.environ[_PARENT_SESSION]) / str(worker())
+    _SESSION_DIR.mkdir(exist_ok=True)  # a worker xdist starts again after a crash takes a new name
+else:
+    _SESSION_DIR = Path(tempfile.mkdtemp(prefix="llm-eval-tests-", dir=session_root()))
+    os.environ[_PARENT_SESSION] = str(_SESSION_DIR)
 
 # Settings come from this file alone: no developer's `.env` (LLM_EVAL_ENV_FILE empty), no stray
 # environment (a CI's DATASET_HUGGINGFACE_WORKSPACE or OPIK_URL_OVERRIDE would change outcomes), no
@@ -44,9 +56,14 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # call gets the stub's answer at once instead of reaching out. The `hub` fixture empties it per test.
 _HUB = HubStub(_SESSION_DIR / "hub-stub").__enter__()
 os.environ["HF_ENDPOINT"] = _HUB.endpoint
-# Every engine the session starts, in any process: the summary's last lines (tests/support/costs.py).
-_ENGINES = EngineCensus(_SESSION_DIR / "engines.jsonl").__enter__()
-os.environ[ENGINE_LEDGER] = str(_ENGINES.ledger)
+# Every engine the session starts, in any process: the summary's last lines (tests/support/costs.py). The controller
+# of xdist workers watches for them all; the workers write into its ledger, and say which processes are theirs.
+if worker() and os.environ.get(ENGINE_LEDGER):
+    _ENGINES = None
+    (_SESSION_DIR / "pid").write_text(str(os.getpid()))
+else:
+    _ENGINES = EngineCensus(_SESSION_DIR / "engines.jsonl").__enter__()
+    os.environ[ENGINE_LEDGER] = str(_ENGINES.ledger)
 
 
 @pytest.fixture(scope="session")
@@ -83,6 +100,20 @@ def _keep_the_repository_zenml_config(repo_root):
 
 
 @pytest.fixture(scope="session", autouse=True)
+def _own_stack_per_worker():
+    """Each xdist worker has its own store, while the repository's `.zen/config.yaml` names one store's stack and
+    project for every process run from the repository: each worker names its own in the environment, which ZenML
+    reads first (and which the CLI subprocesses it starts inherit)."""
+    if worker():
+        from zenml.config.global_config import GlobalConfiguration
+
+        config = GlobalConfiguration()
+        os.environ.update(dict(zip(WORKER_STACK, (str(config.get_active_project().id),
+                                                  str(config.get_active_stack_id())))))
+    yield
+
+
+@pytest.fixture(scope="session", autouse=True)
 def _free_engines_at_session_end():
     """Shut down the shared vLLM engine (the steps' pool) while pytest's output streams are still open."""
     yield
@@ -101,25 +132,51 @@ def _builds_its_own_engine(item) -> bool:
     return not marker.kwargs.get("where_auto_is_bf16") or auto_dtype() == "bfloat16"
 
 
+def _declared_timeout(item) -> float:
+    marker = item.get_closest_marker("timeout")
+    return float(marker.args[0]) if marker and marker.args else 0.0
+
+
+def _order(item) -> tuple:
+    if worker():
+        return (not _builds_its_own_engine(item), -_declared_timeout(item))
+    return (_builds_its_own_engine(item),)
+
+
 @pytest.hookimpl(trylast=True)  # on the items selected (`-m`), after pytest-randomly's shuffle
 def pytest_collection_modifyitems(items):
-    """Tests that build an engine of their own run after the others, in the order pytest-randomly gave them: the
-    process holds one engine, and each of these builds another (the judge, float32, LoRA), which the next test on the
-    session's default engine would have to rebuild (a stable sort on top of the shuffle, as pytest-randomly provides
-    for)."""
-    items.sort(key=_builds_its_own_engine)
+    """A stable sort on top of pytest-randomly's shuffle (as it provides for). In one process, tests that build an
+    engine of their own run after the others: the process holds one engine, and each of these builds another (the
+    judge, float32, LoRA), which the next test on the session's default engine would have to rebuild. Under xdist
+    (`make test`, each test file on one worker) those files go first instead, then the files with the longest
+    declared timeouts: a worker left alone with one of them at the end would keep the other waiting (a minute or two
+    here), against a few seconds to build the session's engine again once on each worker."""
+    items.sort(key=_order)
 
 
 _KEEP_SESSION_DIR: list[bool] = []
 
 
+def pytest_sessionfinish(session):
+    """An xdist worker leaves its pipeline runs for its controller's summary."""
+    if worker():
+        (_SESSION_DIR / "pipeline-runs.json").write_text(json.dumps(pipeline_runs(_SESSION_DIR / "zenml")))
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus):
-    """What the session paid for: every engine started (any process), this process's builds in order with their
-    start seconds, and the pipeline runs (tests/support/costs.py); where the session's folder is kept, and why."""
+    """What the session paid for: every engine started (any process), the test processes' builds in order with their
+    start seconds, and the pipeline runs (tests/support/costs.py), its xdist workers' included; where the session's
+    folder is kept, and why."""
+    if _ENGINES is None:
+        return
     _ENGINES.__exit__(None, None, None)
-    for line in _ENGINES.lines():
+    workers = {int(path.read_text()) for path in _SESSION_DIR.glob("gw*/pid")}
+    for line in _ENGINES.lines(test_processes=workers or {os.getpid()}):
         terminalreporter.write_line(line)
-    for line in pipeline_run_lines(_SESSION_DIR / "zenml"):
+    left = sorted(_SESSION_DIR.glob("gw*/pipeline-runs.json"))
+    runs = [run for path in left for run in json.loads(path.read_text())] if left else \
+        pipeline_runs(_SESSION_DIR / "zenml")
+    for line in pipeline_run_lines(runs):
         terminalreporter.write_line(line)
     if exitstatus != pytest.ExitCode.OK and not in_memory(_SESSION_DIR):
         _KEEP_SESSION_DIR.append(True)
@@ -130,7 +187,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus):
 def pytest_unconfigure():
     """The session's folder is removed once the summary has read it (a few hundred MB each session), except on a disk
     after a failure: it stays there for a look, and the summary says where."""
-    if not _KEEP_SESSION_DIR:
+    if not _KEEP_SESSION_DIR and not worker():  # the controller removes its workers' folders with its own
         shutil.rmtree(_SESSION_DIR, ignore_errors=True)
 
 

@@ -116,7 +116,8 @@ class EngineConfig(Strict):
     )
     cpu_kvcache_space_gib: PositiveInt = 2
     cpu_threads: Optional[str] = Field(
-        None, description="VLLM_CPU_OMP_THREADS_BIND value; None binds every core (nobind for Ray replicas)."
+        None, description="VLLM_CPU_OMP_THREADS_BIND value; None binds every core this process may run on (its affinity: "
+        "taskset, a cpuset); nobind for Ray replicas."
     )
     cpu_preload: bool = Field(
         True, description="CPU: preload tcmalloc and Intel OpenMP in the engine processes, as vLLM's CPU guide "

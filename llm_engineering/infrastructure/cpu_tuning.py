@@ -110,8 +110,10 @@ def resolved_dtype(engine: EngineConfig) -> tuple[str, str]:
 
 
 def cpu_environment(engine: EngineConfig) -> dict[str, str]:
-    """vLLM's CPU variables for `engine`; callers only set them as defaults (an exported value wins)."""
-    cores = f"0-{(os.cpu_count() or 1) - 1}"
+    """vLLM's CPU variables for `engine`; callers only set them as defaults (an exported value wins). The engine's
+    threads bind to the cores this process may run on (all of them, unless `taskset`, a cpuset or a parent kept it
+    to some), not to core 0 up to the machine's count."""
+    cores = ",".join(map(str, sorted(os.sched_getaffinity(0))))
     return {
         "VLLM_CPU_KVCACHE_SPACE": str(engine.cpu_kvcache_space_gib),
         "VLLM_CPU_OMP_THREADS_BIND": engine.cpu_threads or cores,

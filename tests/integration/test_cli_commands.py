@@ -16,6 +16,7 @@ from llm_engineering.infrastructure.zenml_runs import step_output
 from tests.support.cli_output import reported_run
 from tests.support.hub_stub import TOKEN
 from tests.support.openai_stub import OpenAIStub
+from tests.support.workers import WORKER_STACK
 
 ROWS = 2
 WORKSPACE = "cli-commands"
@@ -136,7 +137,8 @@ def test_with_nothing_stored_yet_rescore_and_publish_say_to_evaluate_first(repo_
     from tools.execution import ensure_zenml_repository
 
     ensure_zenml_repository()  # exists already, so the CLI below does not write the new store's ids into it
-    env = {**os.environ, "ZENML_CONFIG_PATH": str(empty_store / "zenml")}
+    env = {name: value for name, value in os.environ.items() if name not in WORKER_STACK}  # the session store's ids
+    env["ZENML_CONFIG_PATH"] = str(empty_store / "zenml")
     result = subprocess.run([sys.executable, str(repo_root / "tools" / "run.py"), command, *flags], cwd=empty_store,
                             env=env, capture_output=True, text=True, timeout=240)
     assert result.returncode == 1, result.stderr[-2000:]

@@ -72,11 +72,12 @@ class EngineCensus:
                     self.engines[pid] = [_starter(parent) if parent else "another process", now, now, parent]
             self._stop.wait(self.interval)
 
-    def lines(self) -> list[str]:
+    def lines(self, test_processes: set[int]) -> list[str]:
+        """The summary's lines; `test_processes`: the pids that ran the tests (this one, or its xdist workers)."""
         builds = [json.loads(line) for line in self.ledger.read_text().splitlines()] if self.ledger.exists() else []
         by_whom: dict[str, list[float]] = defaultdict(list)
         for build in builds:
-            where = "this process" if build["pid"] == os.getpid() else "a CLI subprocess"
+            where = "the test process" if build["pid"] in test_processes else "a CLI subprocess"
             by_whom[f"{where}, {'in process' if build['in_process'] else 'its own processes'}"].append(build["seconds"])
         seen: dict[str, list[float]] = defaultdict(list)
         pool_builders = {build["pid"] for build in builds}
@@ -91,25 +92,34 @@ class EngineCensus:
         parts += [f"{starter} {len(s)} ({sum(s):.0f} s alive)" for starter, s in sorted(seen.items())]
         lines = [f"vLLM engines started in this session, any process: {total}" + (": " + "; ".join(parts) if parts else "")]
         # In order: a test that needs another engine than the one held makes the next test that needs the first rebuild it.
-        own = [build for build in builds if build["pid"] == os.getpid()]
-        if own:
-            lines.append("Built in this process, in order: " + ", ".join(f"{b['model']} {b['seconds']:.0f} s" for b in own))
+        for pid in sorted(test_processes):
+            own = [build for build in builds if build["pid"] == pid]
+            if own:
+                lines.append(f"Built in the test process {pid}, in order: "
+                             + ", ".join(f"{b['model']} {b['seconds']:.0f} s" for b in own))
         return lines
 
 
-def pipeline_run_lines(zenml_config: Path) -> list[str]:
-    """The pipeline runs in the session's ZenML store, with their seconds (runs in stores of a test's own not counted)."""
+def pipeline_runs(zenml_config: Path) -> list[tuple[str, Optional[float]]]:
+    """The pipeline runs in the store under `zenml_config` (the session's), each as its pipeline's name and its
+    seconds (None for a run that did not end); runs in stores of a test's own are not counted."""
     if not any(zenml_config.rglob("*.db")):
-        return ["Pipeline runs in the session's store: none"]
+        return []
     from zenml.client import Client
 
-    runs = Client().list_pipeline_runs(size=1000, hydrate=True).items
+    return [(run.pipeline.name if run.pipeline else "?",
+             (run.end_time - run.start_time).total_seconds() if run.start_time and run.end_time else None)
+            for run in Client().list_pipeline_runs(size=1000, hydrate=True).items]
+
+
+def pipeline_run_lines(runs: list[tuple[str, Optional[float]]]) -> list[str]:
+    """The summary's line of `runs` (`pipeline_runs`, an xdist worker's each): how many, their seconds, per pipeline."""
+    if not runs:
+        return ["Pipeline runs in the session's store: none"]
     by_pipeline: dict[str, list[Optional[float]]] = defaultdict(list)
-    for run in runs:
-        start, end = run.start_time, run.end_time
-        by_pipeline[run.pipeline.name if run.pipeline else "?"].append(
-            (end - start).total_seconds() if start and end else None)
-    seconds = [s for lives in by_pipeline.values() for s in lives if s is not None]
-    return [f"Pipeline runs in the session's store: {len(runs)}, {sum(seconds):.0f} s: "
+    for name, seconds in runs:
+        by_pipeline[name].append(seconds)
+    total = sum(s for _, s in runs if s is not None)
+    return [f"Pipeline runs in the session's store: {len(runs)}, {total:.0f} s: "
             + ", ".join(f"{name} {len(lives)}, {sum(s for s in lives if s is not None):.0f} s"
                         for name, lives in sorted(by_pipeline.items()))]

@@ -53,3 +53,29 @@ def test_the_engine_preload_adds_tcmalloc_and_intel_openmp_once_after_what_is_th
     monkeypatch.setattr(cpu_tuning.ctypes.util, "find_library", lambda name: None)
     monkeypatch.setattr(cpu_tuning.sys, "prefix", str(tmp_path / "elsewhere"))
     assert cpu_tuning.preloaded_libraries("/opt/libx.so") == "/opt/libx.so"
+
+
+def test_the_engine_threads_bind_to_the_cores_this_process_may_run_on():
+    """Kept to one core (`taskset`, a cpuset, a parent's affinity: `make test`'s workers), the engine binds its
+    threads to that core alone, not to core 0 up to the machine's count (a fresh process: this one keeps its cores)."""
+    import subprocess
+    import sys
+
+    code = ("import os; os.sched_setaffinity(0, {max(os.sched_getaffinity(0))}); "
+            "from llm_engineering.evaluation.engine_config import EngineConfig; "
+            "from llm_engineering.infrastructure.cpu_tuning import cpu_environment; "
+            "print(cpu_environment(EngineConfig())['VLLM_CPU_OMP_THREADS_BIND'], max(os.sched_getaffinity(0)))")
+    bound, core = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                 timeout=120).stdout.split()
+    assert bound == core
+
+
+@pytest.mark.parametrize(("workers", "cores", "shares"), [
+    (2, [0, 1], [[0], [1]]),  # this project's 2-core machines
+    (2, [0, 1, 2, 3, 4], [[0, 1], [2, 3, 4]]),  # the last share takes what is left
+    (3, [0, 1], [[0], [1], [0]]),  # more workers than cores: one core each, round robin
+])
+def test_each_test_worker_keeps_to_its_own_share_of_the_cores(workers, cores, shares):
+    from tests.support.workers import worker_cores
+
+    assert [worker_cores(f"gw{index}", workers, cores) for index in range(workers)] == shares

@@ -1,0 +1,41 @@
+"""`make test` runs the suite in two pytest-xdist workers, each pinned to its own share of the CPU cores.
+
+Most of a session's time is one thread's (imports, ZenML, subprocesses starting); a vLLM engine on CPU computes on
+every core it is bound to, and two engines bound to the same cores spin against each other. So each worker, and
+every process it starts (affinity is inherited), keeps to its own cores, where its engines bind their threads
+(`cpu_tuning.cpu_environment` binds to the cores a process may run on). Without xdist nothing here applies.
+"""
+
+import os
+from typing import Optional
+
+# The variables through which each worker names its own store's stack and project: ZenML reads them before the
+# repository's `.zen/config.yaml`, which names one store's for every process that runs from the repository.
+WORKER_STACK = ("ZENML_ACTIVE_PROJECT_ID", "ZENML_ACTIVE_STACK_ID")
+
+
+def worker() -> Optional[str]:
+    """This process's xdist worker name ("gw0", "gw1"...), or None outside xdist."""
+    return os.environ.get("PYTEST_XDIST_WORKER")
+
+
+def worker_cores(name: str, workers: int, cores: list[int]) -> list[int]:
+    """The cores worker `name` keeps to: `cores` split into `workers` contiguous shares (the last takes what is left);
+    with more workers than cores, each worker one core, round robin."""
+    index = int(name.removeprefix("gw"))
+    if workers >= len(cores):
+        return [cores[index % len(cores)]]
+    share = len(cores) // workers
+    return cores[index * share:] if index == workers - 1 else cores[index * share:(index + 1) * share]
+
+
+def pin_this_worker() -> Optional[list[int]]:
+    """Under xdist: this process kept to its cores; returns them (None outside xdist). Called before anything
+    imports torch, whose thread count follows the affinity."""
+    name = worker()
+    if name is None:
+        return None
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    cores = worker_cores(name, workers, sorted(os.sched_getaffinity(0)))
+    os.sched_setaffinity(0, cores)
+    return cores
