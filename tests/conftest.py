@@ -22,7 +22,7 @@ pin_this_worker()
 _PARENT_SESSION = "LLM_EVAL_TEST_SESSION_DIR"
 if worker() and os.environ.get(_PARENT_SESSION):
     _SESSION_DIR = Path(os.environ[_PARENT_SESSION]) / str(worker())
-    _SESSION_DIR.mkdir(exist_ok=True)  # a worker xdist starts again after a crash takes a new name
+    _SESSION_DIR.mkdir(exist_ok=True)
 else:
     _SESSION_DIR = Path(tempfile.mkdtemp(prefix="llm-eval-tests-", dir=session_root()))
     os.environ[_PARENT_SESSION] = str(_SESSION_DIR)
@@ -56,6 +56,17 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # call gets the stub's answer at once instead of reaching out. The `hub` fixture empties it per test.
 _HUB = HubStub(_SESSION_DIR / "hub-stub").__enter__()
 os.environ["HF_ENDPOINT"] = _HUB.endpoint
+# The repository's `.zen` marks the source root ZenML resolves the steps against: made here, before any test (an xdist
+# worker's main module has no file for ZenML to fall back on, and two workers would race to make it). The CLI runs in
+# tests write the session store's project and stack ids into `.zen/config.yaml`: what was there is put back when the
+# session ends (`pytest_unconfigure`; under xdist by the controller, once every worker is done), so a developer's
+# active stack survives `make test`.
+_ZEN = Path(__file__).resolve().parents[1] / ".zen"
+if not worker():
+    _ZEN_BEFORE = (_ZEN / "config.yaml").read_bytes() if (_ZEN / "config.yaml").exists() else None
+    _ZEN_MADE = not _ZEN.is_dir()
+    _ZEN.mkdir(exist_ok=True)
+
 # Every engine the session starts, in any process: the summary's last lines (tests/support/costs.py). The controller
 # of xdist workers watches for them all; the workers write into its ledger, and say which processes are theirs.
 if worker() and os.environ.get(ENGINE_LEDGER):
@@ -84,19 +95,6 @@ def _fresh_settings():
     get_settings.cache_clear()
     yield
     get_settings.cache_clear()
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _keep_the_repository_zenml_config(repo_root):
-    """The CLI runs in tests write the session store's project and stack ids into the repository's
-    `.zen/config.yaml`; put back what was there, so a developer's active stack survives `make test`."""
-    config = repo_root / ".zen" / "config.yaml"
-    before = config.read_bytes() if config.exists() else None
-    yield
-    if before is not None:
-        config.write_bytes(before)
-    else:
-        shutil.rmtree(repo_root / ".zen", ignore_errors=True)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -185,9 +183,18 @@ def pytest_terminal_summary(terminalreporter, exitstatus):
 
 
 def pytest_unconfigure():
-    """The session's folder is removed once the summary has read it (a few hundred MB each session), except on a disk
-    after a failure: it stays there for a look, and the summary says where."""
-    if not _KEEP_SESSION_DIR and not worker():  # the controller removes its workers' folders with its own
+    """The repository's `.zen` is put back as it was; the session's folder is removed once the summary has read it (a
+    few hundred MB each session), except on a disk after a failure: it stays there for a look, and the summary says
+    where."""
+    if worker():
+        return  # the controller removes its workers' folders with its own, and puts `.zen` back once they are done
+    if _ZEN_BEFORE is not None:
+        (_ZEN / "config.yaml").write_bytes(_ZEN_BEFORE)
+    elif _ZEN_MADE:
+        shutil.rmtree(_ZEN, ignore_errors=True)
+    else:
+        (_ZEN / "config.yaml").unlink(missing_ok=True)
+    if not _KEEP_SESSION_DIR:
         shutil.rmtree(_SESSION_DIR, ignore_errors=True)
 
 
