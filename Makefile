@@ -63,8 +63,9 @@ rescore: install
 # Two pytest-xdist workers, each test file on one, each worker on its own cores (tests/support/workers.py); replay
 # a failure in one process with `.venv/bin/python -m pytest -p no:xdist --randomly-seed=N FILE`.
 TEST_WORKERS ?= 2
+IN_WORKERS = -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 test: install browser
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	$(PY) -m pytest $(IN_WORKERS)
 
 # The dashboard test drives Debian's Chromium (Playwright's own browser download is not reachable).
 browser:
@@ -84,7 +85,7 @@ dashboard-stop: install
 	$(VENV)/bin/zenml logout --local
 
 test-fast: install
-	$(PY) -m pytest -m "not slow" -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	$(PY) -m pytest -m "not slow" $(IN_WORKERS)
 
 bench: install
 	$(PY) -m benchmarks.performance.generation
