@@ -1,9 +1,9 @@
 """The embedded in-process judge on the real engine: a score-first check's scores alone are those of whole
 verdicts, and nearly every verdict on the embedded split is valid.
 
-Where `dtype: auto` runs float32 (a CPU without fast bf16), both run on the session's engine: the float32 SmolLM2 the
-first asks for, and the judge `auto` picks there (SmolLM2); elsewhere each builds an engine of its own (SmolLM2 in
-float32, the 1.5B judge in bf16) and runs after the tests on the session's engine."""
+The first asks for SmolLM2 in float32: the session's engine where `dtype: auto` runs float32 (a CPU without fast
+bf16), an engine of its own elsewhere. The second builds the judge `auto` picks (the 1.5B: its int8 copy on a CPU
+with fast bf16 and VNNI, float32 on an AVX2-only CPU) everywhere."""
 
 
 import pytest
@@ -57,11 +57,12 @@ def test_a_score_first_judge_check_asking_for_scores_alone_gets_the_scores_of_wh
         assert pair.reference_expected == pytest.approx(row[col.expected("accuracy")], abs=0.01)  # batch-dependent float noise
 
 
+@pytest.mark.own_engine  # the 1.5B judge on every CPU
 def test_the_default_judge_returns_a_valid_verdict_for_nearly_every_row_of_the_embedded_split():
-    """Under the default rubric and judge settings, on every fourth row of the shipped split (its reference
-    answers as the answers judged: 12 verdicts, for a quarter of the time of all 48), at least 90% of the verdicts
-    parse and validate: one failure at most. (`make evaluate` judges all 48: benchmarks/README.md records its failed
-    verdicts, 0 of 48 in the last runs.)"""
+    """Under the default rubric and judge settings, on every sixth row of the shipped split (its reference answers as
+    the answers judged: 8 verdicts, a sixth of the time of all 48: on a core held to AVX2 the float32 judge computes
+    some 20 prompt tokens a second), every verdict but one at most parses and validates. (`make evaluate` judges all
+    48: benchmarks/README.md records its failed verdicts, 0 of 48 in the last runs.)"""
     from llm_engineering.evaluation.config import DatasetConfig, JudgeConfig
     from llm_engineering.evaluation.engine_config import EngineConfig
     from llm_engineering.evaluation.generation.dataset import read_test_split
@@ -70,11 +71,11 @@ def test_the_default_judge_returns_a_valid_verdict_for_nearly_every_row_of_the_e
     from llm_engineering.settings import get_settings
 
     split = read_test_split(DatasetConfig())
-    split = split.select(range(0, len(split), 4))
+    split = split.select(range(0, len(split), 6))
     rows = split.add_column(col.ANSWER, split[col.REFERENCE]).add_column(col.MODEL_ID, ["reference"] * len(split))
     settings, config = get_settings(), JudgeConfig()
     with open_judge([config], EngineConfig(), settings=settings, pool=ENGINE_POOL) as judge:
         evaluations = score_answers(rows, judge)
     valid = sum(error is None for error in evaluations[col.JUDGE_ERROR])
     print(f"valid verdicts under the default rubric: {valid}/{len(rows)}")
-    assert len(rows) == 12 and valid / len(rows) >= 0.9, [e for e in evaluations[col.JUDGE_ERROR] if e]
+    assert len(rows) == 8 and valid >= len(rows) - 1, [e for e in evaluations[col.JUDGE_ERROR] if e]
