@@ -167,6 +167,22 @@ def kv_cache_bytes_per_token(model_path: str, dtype_bytes: int) -> Optional[int]
     return 2 * layers * config.get("num_key_value_heads", heads) * head_dim * dtype_bytes
 
 
+_DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2}
+
+
+def loaded_weight_bytes(folder: Path, dtype: str) -> int:
+    """The weights' bytes in memory once loaded in `dtype`: their files' size, doubled where a 16-bit checkpoint is
+    upcast to float32 (the 1.5B judge on an AVX2-only CPU: 3.3 GiB of files, 6.6 in memory), halved the other way;
+    a quantized checkpoint's as stored."""
+    size = sum(f.stat().st_size for f in folder.iterdir() if f.suffix in _WEIGHTS) if folder.is_dir() else 0
+    config_file = folder / "config.json"
+    config = json.loads(config_file.read_text()) if config_file.is_file() else {}
+    stored = _DTYPE_BYTES.get(str(config.get("torch_dtype") or config.get("dtype")))
+    if not size or stored is None or "quantization_config" in config or dtype not in _DTYPE_BYTES:
+        return size
+    return size * _DTYPE_BYTES[dtype] // stored
+
+
 def check_cpu_kv_cache(model: str, model_path: str, engine: EngineConfig, *, dtype: str, available: int) -> None:
     """vLLM on a CPU reserves the KV cache (`engine.cpu_kvcache_space_gib`) after loading the weights, and stops a
     minute into its start, with its reason deep in the log, when memory is short or one sequence of
@@ -175,10 +191,9 @@ def check_cpu_kv_cache(model: str, model_path: str, engine: EngineConfig, *, dty
     setting = "VLLM_CPU_KVCACHE_SPACE" if exported else "engine.cpu_kvcache_space_gib"
     named = f"{setting} (exported: it wins over engine.cpu_kvcache_space_gib)" if exported else setting
     space = int(exported) * GIB if exported else engine.cpu_kvcache_space_gib * GIB
-    folder = Path(model_path)
-    weights = sum(f.stat().st_size for f in folder.iterdir() if f.suffix in _WEIGHTS) if folder.is_dir() else 0
+    weights = loaded_weight_bytes(Path(model_path), dtype)
     if space + weights > available:
-        beside = f" beside {model}'s weights ({weights / GIB:.1f} GiB)" if weights else ""
+        beside = f" beside {model}'s weights ({weights / GIB:.1f} GiB in {dtype})" if weights else ""
         fits = math.floor((available - weights) / GIB)
         fix = (f"lower {setting} to {fits}, or stop what else uses memory here" if fits >= 1
                else "stop what else uses memory here, or run on a larger machine")

@@ -1,5 +1,7 @@
 """The settings checks run before any work: each names what is missing and how to add it."""
 
+from pathlib import Path
+
 import pytest
 
 from llm_engineering.evaluation.config import JudgeConfig, PublishConfig
@@ -174,7 +176,7 @@ def test_a_cpu_kv_cache_beyond_the_free_memory_stops_naming_the_setting_that_win
     folder = _model_folder(tmp_path / "eight-b", weights_bytes=3 * GIB)
     engine = EngineConfig(cpu_kvcache_space_gib=4)
     with pytest.raises(ConfigError, match=r"^engine.cpu_kvcache_space_gib = 4 GiB of KV cache beside eight-b's weights "
-                                          r"\(3.0 GiB\) is more than the 6.5 GiB of memory available now: lower "
+                                          r"\(3.0 GiB in bfloat16\) is more than the 6.5 GiB of memory available now: lower "
                                           r"engine.cpu_kvcache_space_gib to 3, or stop"):
         check_cpu_kv_cache("eight-b", folder, engine, dtype="bfloat16", available=int(6.5 * GIB))
     check_cpu_kv_cache("eight-b", folder, engine, dtype="bfloat16", available=7 * GIB)  # 4 + 3 fit in 7
@@ -186,3 +188,23 @@ def test_a_cpu_kv_cache_beyond_the_free_memory_stops_naming_the_setting_that_win
                                           r"run on a larger machine.$"):
         # not even 1 GiB beside the weights
         check_cpu_kv_cache("eight-b", folder, engine, dtype="bfloat16", available=int(3.5 * GIB))
+
+
+def test_a_16_bit_checkpoint_upcast_to_float32_counts_its_weights_twice(tmp_path, monkeypatch):
+    """The 1.5B judge on an AVX2-only CPU runs in float32 from bf16 files: in memory its weights take twice their
+    files' size, and a KV cache that fits beside the files but not beside the upcast weights stops here, not a minute
+    into vLLM's start. A quantized checkpoint keeps its stored size; a float32 one loaded in bf16 takes half."""
+    from llm_engineering.evaluation.engine_config import EngineConfig
+    from llm_engineering.preflight import check_cpu_kv_cache, loaded_weight_bytes
+
+    monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
+    engine = EngineConfig(cpu_kvcache_space_gib=2, max_model_len=2048)
+    bf16 = _model_folder(tmp_path / "bf16", weights_bytes=3 * GIB, torch_dtype="bfloat16")
+    check_cpu_kv_cache("bf16", bf16, engine, dtype="bfloat16", available=6 * GIB)  # 3 + 2 fit in 6
+    with pytest.raises(ConfigError, match=r"beside bf16's weights \(6.0 GiB in float32\) is more than the 6.0 GiB"):
+        check_cpu_kv_cache("bf16", bf16, engine, dtype="float32", available=6 * GIB)
+    quantized = _model_folder(tmp_path / "int8", weights_bytes=3 * GIB, dtype="bfloat16", quantization_config={})
+    assert loaded_weight_bytes(Path(quantized), "float32") == 3 * GIB
+    fp32 = _model_folder(tmp_path / "fp32", weights_bytes=2 * GIB, dtype="float32")
+    assert loaded_weight_bytes(Path(fp32), "bfloat16") == 1 * GIB
+    assert loaded_weight_bytes(tmp_path / "no-such-folder", "float32") == 0
