@@ -158,12 +158,14 @@ def _execute(request: Request, run_log: Any = None) -> None:
             for line in choices:
                 click.echo(line)
         ensure_zenml_repository()
+        # Before this run exists, and before the checks of this machine's state (its free memory): a run named
+        # wrong is the user's to fix whatever the machine has free.
+        earlier = run_to_compare(request.compare_to) if request.compare_to else None
+        if request.compare_to and earlier is None:
+            click.echo("--compare-to previous: no earlier run with evaluations yet; nothing to compare with.", err=True)
         check_run(config, run_config.zenml_options.get("secrets") or [],
                   generate=request.mode in ("evaluate", "snapshot"), judge=request.mode != "publish")
         options = run_config.pipeline_options(no_cache=request.no_cache)
-        earlier = run_to_compare(request.compare_to) if request.compare_to else None  # before this run exists
-        if request.compare_to and earlier is None:
-            click.echo("--compare-to previous: no earlier run with evaluations yet; nothing to compare with.", err=True)
         if request.mode == "snapshot":
             from pipelines.evaluating import evaluating
 

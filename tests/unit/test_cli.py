@@ -64,10 +64,14 @@ def test_bad_labels_stop_before_any_work_with_the_file_and_the_line(run_cli, tmp
     assert "Traceback" not in result.stderr and "Initiating a new run" not in result.stdout + result.stderr
 
 
-def test_compare_to_an_unknown_run_stops_before_any_work(run_cli):
-    result = run_cli("evaluate", "--compare-to", "no-such-run-anywhere", "--limit", "2")
+def test_compare_to_an_unknown_run_stops_before_any_work(run_cli, tmp_path):
+    """Named before the checks of this machine's state: here a KV cache no machine has, which would stop it too."""
+    config = tmp_path / "run.yaml"
+    config.write_text("parameters:\n  engine: {cpu_kvcache_space_gib: 100000}\n")
+    result = run_cli("evaluate", "--config", config, "--compare-to", "no-such-run-anywhere", "--limit", "2")
     assert result.exit_code == 1
     assert "--compare-to no-such-run-anywhere: no such run in the ZenML store" in result.stderr
+    assert "cpu_kvcache_space_gib" not in result.stderr
     assert "Initiating a new run" not in result.stdout + result.stderr
 
 
@@ -76,6 +80,12 @@ def test_unknown_model_stops_before_any_work(run_cli):
     assert result.exit_code == 1
     assert "Unknown model 'no such model'" in result.stderr
 
+
+
+# For a test of a message that comes after the checks of this machine's free memory: the small judge, so that the
+# default judge's weights (6.6 GiB in float32 on an AVX2-only CPU) beside the other test worker's engines do not stop
+# the run first.
+SMALL_JUDGE = ("--judge", "smollm2-135m")
 
 
 def _pipeline_runs() -> int:
@@ -118,7 +128,7 @@ def test_a_failure_in_load_test_split_does_not_advise_rescore(run_cli, tmp_path,
     monkeypatch.setattr(llm_engineering.preflight, "check_test_split", lambda *args: None)
     data = tmp_path / "rows.jsonl"
     data.write_text(BAD_ROWS)
-    result = run_cli("--run-evaluation", "--dataset", data)
+    result = run_cli("--run-evaluation", "--dataset", data, *SMALL_JUDGE)
     assert result.exit_code == 1
     assert "Step load_test_split failed: The test split has 1 bad row(s)" in result.stderr
     assert "row 1 (id b): empty or non-text 'instruction'" in result.stderr
@@ -276,7 +286,7 @@ def test_a_store_locked_past_zenmls_wait_is_named_with_the_fix(run_cli, monkeypa
         raise OperationalError("INSERT INTO pipeline_run ...", {}, Exception("database is locked"))
 
     monkeypatch.setattr(tools.execution, "launch", locked)
-    result = run_cli("evaluate", "--limit", "2")
+    result = run_cli("evaluate", "--limit", "2", *SMALL_JUDGE)
     assert result.exit_code == 1
     assert "The ZenML store is locked by another process" in result.stderr
     assert "run the same command again once it is free" in result.stderr and "Store: sqlite:///" in result.stderr
