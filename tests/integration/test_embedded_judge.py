@@ -74,7 +74,9 @@ def test_the_default_judge_returns_a_valid_verdict_for_nearly_every_row_of_the_e
     split = split.select(range(0, len(split), 6))
     rows = split.add_column(col.ANSWER, split[col.REFERENCE]).add_column(col.MODEL_ID, ["reference"] * len(split))
     settings, config = get_settings(), JudgeConfig()
-    with open_judge([config], EngineConfig(), settings=settings, pool=ENGINE_POOL) as judge:
+    # A KV cache of 1 GiB (the default 2): 8 prompts of some 700 tokens need a fifth of it, and the 1.5B in float32
+    # (6.6 GiB of weights on an AVX2-only CPU) leaves the other test worker that much more memory.
+    with open_judge([config], EngineConfig(cpu_kvcache_space_gib=1), settings=settings, pool=ENGINE_POOL) as judge:
         evaluations = score_answers(rows, judge)
     valid = sum(error is None for error in evaluations[col.JUDGE_ERROR])
     print(f"valid verdicts under the default rubric: {valid}/{len(rows)}")
