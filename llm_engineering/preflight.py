@@ -150,13 +150,21 @@ GIB = 1 << 30
 _WEIGHTS = (".safetensors", ".bin", ".pt", ".pth")
 
 
+_DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+
+def _local_config(folder: Path) -> Optional[dict[str, Any]]:
+    """A local model folder's config.json; None for a Hub id or a folder without one."""
+    config_file = folder / "config.json"
+    return json.loads(config_file.read_text()) if config_file.is_file() else None
+
+
 def kv_cache_bytes_per_token(model_path: str, dtype_bytes: int) -> Optional[int]:
     """Keys and values of every layer for one token, from a local model folder's config.json (None: a Hub id,
     or attention this formula does not describe: sliding windows, compressed latents)."""
-    config_file = Path(model_path) / "config.json"
-    if not config_file.is_file():
+    config = _local_config(Path(model_path))
+    if config is None:
         return None
-    config = json.loads(config_file.read_text())
     config = config.get("text_config", config)
     if config.get("sliding_window") or config.get("kv_lora_rank"):
         return None
@@ -167,16 +175,12 @@ def kv_cache_bytes_per_token(model_path: str, dtype_bytes: int) -> Optional[int]
     return 2 * layers * config.get("num_key_value_heads", heads) * head_dim * dtype_bytes
 
 
-_DTYPE_BYTES = {"float32": 4, "float": 4, "bfloat16": 2, "float16": 2, "half": 2}
-
-
 def loaded_weight_bytes(folder: Path, dtype: str) -> int:
     """The weights' bytes in memory once loaded in `dtype`: their files' size, doubled where a 16-bit checkpoint is
     upcast to float32 (the 1.5B judge on an AVX2-only CPU: 3.3 GiB of files, 6.6 in memory), halved the other way;
     a quantized checkpoint's as stored."""
     size = sum(f.stat().st_size for f in folder.iterdir() if f.suffix in _WEIGHTS) if folder.is_dir() else 0
-    config_file = folder / "config.json"
-    config = json.loads(config_file.read_text()) if config_file.is_file() else {}
+    config = _local_config(folder) or {}
     stored = _DTYPE_BYTES.get(str(config.get("torch_dtype") or config.get("dtype")))
     if not size or stored is None or "quantization_config" in config or dtype not in _DTYPE_BYTES:
         return size
@@ -199,7 +203,7 @@ def check_cpu_kv_cache(model: str, model_path: str, engine: EngineConfig, *, dty
                else "stop what else uses memory here, or run on a larger machine")
         raise ConfigError(f"{named} = {space // GIB} GiB of KV cache{beside} is more than the {available / GIB:.1f} "
                           f"GiB of memory available now: {fix}.")
-    per_token = kv_cache_bytes_per_token(model_path, 4 if dtype == "float32" else 2)
+    per_token = kv_cache_bytes_per_token(model_path, _DTYPE_BYTES.get(dtype, 2))
     if per_token and per_token * engine.max_model_len > space:
         raise ConfigError(
             f"One sequence of engine.max_model_len {engine.max_model_len} tokens of {model} needs "

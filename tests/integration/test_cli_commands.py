@@ -16,6 +16,7 @@ from llm_engineering.infrastructure.zenml_runs import step_output
 from tests.support.cli_output import reported_run
 from tests.support.hub_stub import TOKEN
 from tests.support.openai_stub import OpenAIStub
+from tests.support.small_run import SMALL_JUDGE
 from tests.support.workers import WORKER_STACK
 
 ROWS = 2
@@ -130,9 +131,8 @@ def empty_store(tmp_path_factory):
 
 
 @pytest.mark.slow  # two CLI processes and a new ZenML store
-# rescore names the small judge: what is under test is the empty store, not whether this machine has the default
-# judge's memory free beside the other test worker's engines (6.6 GiB of weights in float32 on an AVX2-only CPU).
-@pytest.mark.parametrize("command, flags", [("rescore", ["--only-failed", "--judge", "smollm2-135m"]), ("publish", [])])
+# rescore names the small judge: what is under test is the empty store, not this machine's free memory.
+@pytest.mark.parametrize("command, flags", [("rescore", ["--only-failed", *SMALL_JUDGE]), ("publish", [])])
 def test_with_nothing_stored_yet_rescore_and_publish_say_to_evaluate_first(repo_root, empty_store, command, flags):
     """The CLI used from outside the repository (so the repository's `.zen`, which names the session store's stack,
     is not read): nothing to rescore or publish."""

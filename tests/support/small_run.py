@@ -14,6 +14,10 @@ SMALL = {
 
 # The judge check and reference similarity cost a run seconds (the check's verdicts, the embedder): off where no
 # assertion reads them. `first_run` keeps both, and its test reads them.
+# On the command line, for a test of a message that comes after the checks of this machine's free memory: the small
+# judge, so that the default judge's weights (6.6 GiB in float32 on an AVX2-only CPU) beside the other test worker's
+# engines do not stop the run first.
+SMALL_JUDGE = ("--judge", "smollm2-135m")
 UNREAD_CHECKS_OFF = {"judge_check": {"rows": 0}, "similarity": {"enabled": False}}
 
 

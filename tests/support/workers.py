@@ -29,13 +29,10 @@ def worker_cores(name: str, workers: int, cores: list[int]) -> list[int]:
     return cores[index * share:] if index == workers - 1 else cores[index * share:(index + 1) * share]
 
 
-def pin_this_worker() -> Optional[list[int]]:
-    """Under xdist: this process kept to its cores; returns them (None outside xdist). Called before anything
-    imports torch, whose thread count follows the affinity."""
+def pin_this_worker() -> None:
+    """Under xdist: this process kept to its cores (nothing outside xdist). Called before anything imports torch,
+    whose thread count follows the affinity."""
     name = worker()
-    if name is None:
-        return None
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    cores = worker_cores(name, workers, sorted(os.sched_getaffinity(0)))
-    os.sched_setaffinity(0, cores)
-    return cores
+    if name is not None:
+        workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+        os.sched_setaffinity(0, worker_cores(name, workers, sorted(os.sched_getaffinity(0))))

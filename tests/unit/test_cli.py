@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.support.small_run import SMALL_JUDGE
+
 
 def test_help_shows_examples_without_importing_heavy_libraries(repo_root):
     result = subprocess.run([sys.executable, str(repo_root / "tools" / "run.py"), "--help"],
@@ -80,12 +82,6 @@ def test_unknown_model_stops_before_any_work(run_cli):
     assert result.exit_code == 1
     assert "Unknown model 'no such model'" in result.stderr
 
-
-
-# For a test of a message that comes after the checks of this machine's free memory: the small judge, so that the
-# default judge's weights (6.6 GiB in float32 on an AVX2-only CPU) beside the other test worker's engines do not stop
-# the run first.
-SMALL_JUDGE = ("--judge", "smollm2-135m")
 
 
 def _pipeline_runs() -> int:
