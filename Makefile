@@ -60,8 +60,9 @@ smoke: install
 rescore: install
 	$(PY) tools/run.py rescore
 
-# Two pytest-xdist workers, each test file on one, each worker on its own cores (tests/support/workers.py); replay
-# a failure in one process with `.venv/bin/python -m pytest -p no:xdist --randomly-seed=N FILE`.
+# Two pytest-xdist workers, each test file on one (the files that read `first_run` on one together: tests/conftest.py),
+# each worker on its own cores (tests/support/workers.py); replay a failure in one process with
+# `.venv/bin/python -m pytest -p no:xdist --randomly-seed=N FILE`.
 TEST_WORKERS ?= 2
 IN_WORKERS = -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 test: install browser

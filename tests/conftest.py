@@ -10,7 +10,8 @@ from tests.support.costs import EngineCensus, pipeline_run_lines, pipeline_runs
 from tests.support.hub_stub import HubStub
 from tests.support.session_dir import in_memory, session_root
 from tests.support.session_engine import auto_dtype
-from tests.support.workers import WORKER_STACK, pin_this_worker, worker
+from tests.support.small_run import FIRST_RUN_FILES
+from tests.support.workers import WORKER_STACK, files_and_first_run, pin_this_worker, worker
 
 # Under pytest-xdist (`make test`: two workers) this worker keeps to its own cores from here on, torch not yet
 # imported (tests/support/workers.py).
@@ -139,6 +140,18 @@ def _order(item) -> tuple:
     if worker():
         return (not _builds_its_own_engine(item), -_declared_timeout(item))
     return (_builds_its_own_engine(item),)
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: absent with `-p no:xdist`
+def pytest_xdist_make_scheduler(config, log):
+    """`make test`'s `--dist loadfile`, with the files that read `first_run` one unit of work together."""
+    return files_and_first_run(config, log) if config.getvalue("dist") == "loadfile" else None
+
+
+def pytest_itemcollected(item):
+    if "first_run" in item.fixturenames and item.nodeid.split("::")[0] not in FIRST_RUN_FILES:
+        raise pytest.UsageError(f"{item.nodeid} reads first_run: add its file to FIRST_RUN_FILES "
+                                "(tests/support/small_run.py), so that one worker alone makes that run")
 
 
 @pytest.hookimpl(trylast=True)  # on the items selected (`-m`), after pytest-randomly's shuffle

@@ -1,5 +1,5 @@
 """The embedded in-process judge on the real engine: a score-first check's scores alone are those of whole
-verdicts, and nearly every verdict on the embedded split is valid.
+verdicts, and every verdict on a sample of the embedded split is valid.
 
 The first asks for SmolLM2 in float32: the session's engine where `dtype: auto` runs float32 (a CPU without fast
 bf16), an engine of its own elsewhere. The second builds the judge `auto` picks (the 1.5B: its int8 copy on a CPU
@@ -58,11 +58,13 @@ def test_a_score_first_judge_check_asking_for_scores_alone_gets_the_scores_of_wh
 
 
 @pytest.mark.own_engine  # the 1.5B judge on every CPU
-def test_the_default_judge_returns_a_valid_verdict_for_nearly_every_row_of_the_embedded_split():
-    """Under the default rubric and judge settings, on every sixth row of the shipped split (its reference answers as
-    the answers judged: 8 verdicts, a sixth of the time of all 48: on a core held to AVX2 the float32 judge computes
-    some 20 prompt tokens a second), every verdict but one at most parses and validates. (`make evaluate` judges all
-    48: benchmarks/README.md records its failed verdicts, 0 of 48 in the last runs.)"""
+def test_the_default_judge_returns_a_valid_verdict_for_every_row_of_a_sample_of_the_embedded_split():
+    """Under the default rubric and judge settings, on every twelfth row of the shipped split (its reference answers
+    as the answers judged), every verdict parses and validates. Four verdicts, all valid, catch a judge that fails a
+    row in four or in ten more often than eight with one failure allowed did (0.32 against 0.37 and 0.66 against 0.81
+    chance of missing it), at half the time: on a core held to AVX2 the float32 judge reads some 20 prompt tokens a
+    second. (`make evaluate` judges all 48: benchmarks/README.md records its failed verdicts, 0 of 48 in the last
+    runs.)"""
     from llm_engineering.evaluation.config import DatasetConfig, JudgeConfig
     from llm_engineering.evaluation.engine_config import EngineConfig
     from llm_engineering.evaluation.generation.dataset import read_test_split
@@ -71,13 +73,13 @@ def test_the_default_judge_returns_a_valid_verdict_for_nearly_every_row_of_the_e
     from llm_engineering.settings import get_settings
 
     split = read_test_split(DatasetConfig())
-    split = split.select(range(0, len(split), 6))
+    split = split.select(range(0, len(split), 12))
     rows = split.add_column(col.ANSWER, split[col.REFERENCE]).add_column(col.MODEL_ID, ["reference"] * len(split))
     settings, config = get_settings(), JudgeConfig()
-    # A KV cache of 1 GiB (the default 2): 8 prompts of some 700 tokens need a fifth of it, and the 1.5B in float32
-    # (6.6 GiB of weights on an AVX2-only CPU) leaves the other test worker that much more memory.
+    # A KV cache of 1 GiB (the default 2): 4 prompts of some 660 tokens and their replies need a fifth of it in float32,
+    # and the 1.5B in float32 (6.6 GiB of weights on an AVX2-only CPU) leaves the other test worker that much more memory.
     with open_judge([config], EngineConfig(cpu_kvcache_space_gib=1), settings=settings, pool=ENGINE_POOL) as judge:
         evaluations = score_answers(rows, judge)
-    valid = sum(error is None for error in evaluations[col.JUDGE_ERROR])
-    print(f"valid verdicts under the default rubric: {valid}/{len(rows)}")
-    assert len(rows) == 8 and valid >= len(rows) - 1, [e for e in evaluations[col.JUDGE_ERROR] if e]
+    errors = [error for error in evaluations[col.JUDGE_ERROR] if error]
+    print(f"valid verdicts under the default rubric: {len(rows) - len(errors)}/{len(rows)}")
+    assert len(rows) == 4 and not errors, errors

@@ -9,6 +9,8 @@ every process it starts (affinity is inherited), keeps to its own cores, where i
 import os
 from typing import Optional
 
+from tests.support.small_run import FIRST_RUN_FILES
+
 # The variables through which each worker names its own store's stack and project: ZenML reads them before the
 # repository's `.zen/config.yaml`, which names one store's for every process that runs from the repository.
 WORKER_STACK = ("ZENML_ACTIVE_PROJECT_ID", "ZENML_ACTIVE_STACK_ID")
@@ -36,3 +38,22 @@ def pin_this_worker() -> None:
     if name is not None:
         workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
         os.sched_setaffinity(0, worker_cores(name, workers, sorted(os.sched_getaffinity(0))))
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit of work of a test under `make test` (one worker runs a unit's tests, so a file's module fixtures are
+    built once): its file, or "first_run" for the files that read it, so that one worker alone makes the session's
+    first small evaluation (half a minute to a minute)."""
+    path = nodeid.split("::", 1)[0]
+    return "first_run" if path in FIRST_RUN_FILES else path
+
+
+def files_and_first_run(config, log):
+    """xdist's scheduler for `--dist loadfile`, its units of work `work_unit`'s."""
+    from xdist.scheduler import LoadFileScheduling
+
+    class FilesAndFirstRun(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return FilesAndFirstRun(config, log)

@@ -2,6 +2,8 @@
 
 import pytest
 
+from tests.support.small_run import FIRST_RUN_FILES
+
 
 @pytest.mark.parametrize(("requested", "on_cpu", "flags", "speedup", "dtype"), [
     ("auto", True, ["avx512_bf16"], 2.8, "bfloat16"),  # AVX-512 BF16 that pays (AMD Zen 4 measured 2.8x)
@@ -79,3 +81,12 @@ def test_each_test_worker_keeps_to_its_own_share_of_the_cores(workers, cores, sh
     from tests.support.workers import worker_cores
 
     assert [worker_cores(f"gw{index}", workers, cores) for index in range(workers)] == shares
+
+
+def test_under_xdist_each_file_is_one_unit_of_work_and_the_files_that_read_first_run_one_together():
+    from tests.support.workers import work_unit
+
+    assert {work_unit(f"{path}::test_one") for path in FIRST_RUN_FILES} == {"first_run"}
+    assert work_unit("tests/unit/test_cli.py::test_one[a::b]") == work_unit("tests/unit/test_cli.py::test_two")
+    units = {work_unit(f"tests/{path}::test_one") for path in ("unit/test_cli.py", "integration/test_resume.py")}
+    assert len(units) == 2 and "first_run" not in units
