@@ -1,6 +1,7 @@
 import json
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -10,8 +11,7 @@ from tests.support.costs import EngineCensus, pipeline_run_lines, pipeline_runs
 from tests.support.hub_stub import HubStub
 from tests.support.session_dir import in_memory, session_root
 from tests.support.session_engine import auto_dtype
-from tests.support.small_run import FIRST_RUN_FILES
-from tests.support.workers import WORKER_STACK, files_and_first_run, pin_this_worker, worker
+from tests.support.workers import FIRST_RUN_FILES, WORKER_STACK, files_and_first_run, pin_this_worker, worker
 
 # Under pytest-xdist (`make test`: two workers) this worker keeps to its own cores from here on, torch not yet
 # imported (tests/support/workers.py).
@@ -55,6 +55,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # The Hub is a stub (tests/support/hub_stub.py), serving on its own loopback port for the whole
 # session (huggingface_hub reads HF_ENDPOINT once, at import): the port stays ours, and a stray Hub
 # call gets the stub's answer at once instead of reaching out. The `hub` fixture empties it per test.
+if "huggingface_hub" in sys.modules:  # under xdist it would keep the controller's stub, whose repos are not the worker's
+    raise pytest.UsageError("huggingface_hub was imported before the session's HF_ENDPOINT is set: import it (or "
+                            "what imports it: datasets, llm_engineering's modules) below this line of tests/conftest.py")
 _HUB = HubStub(_SESSION_DIR / "hub-stub").__enter__()
 os.environ["HF_ENDPOINT"] = _HUB.endpoint
 # The repository's `.zen` marks the source root ZenML resolves the steps against: made here, before any test (an xdist
@@ -151,7 +154,7 @@ def pytest_xdist_make_scheduler(config, log):
 def pytest_itemcollected(item):
     if "first_run" in item.fixturenames and item.nodeid.split("::")[0] not in FIRST_RUN_FILES:
         raise pytest.UsageError(f"{item.nodeid} reads first_run: add its file to FIRST_RUN_FILES "
-                                "(tests/support/small_run.py), so that one worker alone makes that run")
+                                "(tests/support/workers.py), so that one worker alone makes that run")
 
 
 @pytest.hookimpl(trylast=True)  # on the items selected (`-m`), after pytest-randomly's shuffle

@@ -31,12 +31,6 @@ def step_status(run, step):
     return str(run.steps[step].status.value).lower()
 
 
-# The test files that read `first_run` (tests/integration/conftest.py): under xdist one unit of work together, so that
-# one worker alone pays for the session's first small evaluation (tests/support/workers.py); the collection checks
-# that no other file reads it (tests/conftest.py).
-FIRST_RUN_FILES = frozenset(f"tests/integration/{name}.py" for name in
-                            ("test_dashboard", "test_pipeline", "test_rescore_and_republish"))
-
 # What first_run published in the local results repo, read right after it ran: later runs of the same
 # model (other tests, any order) publish to the same folder.
 FIRST_RUN_PUBLISHED = {}

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.support.small_run import FIRST_RUN_FILES
+from tests.support.workers import FIRST_RUN_FILES
 
 
 @pytest.mark.parametrize(("requested", "on_cpu", "flags", "speedup", "dtype"), [
