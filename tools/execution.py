@@ -144,6 +144,7 @@ def _execute(request: Request, run_log: Any = None) -> None:
         failed_steps_message,
         latest_run_has_answers,
         run_to_compare,
+        stored_inputs,
     )
     from llm_engineering.preflight import check_run
     from llm_engineering.run_config import load_run_config, with_judges_chosen
@@ -159,10 +160,11 @@ def _execute(request: Request, run_log: Any = None) -> None:
                 click.echo(line)
         ensure_zenml_repository()
         # Before this run exists, and before the checks of this machine's state (its free memory): a run named
-        # wrong is the user's to fix whatever the machine has free.
+        # wrong, or nothing stored to rescore or publish, is the user's to fix whatever the machine has free.
         earlier = run_to_compare(request.compare_to) if request.compare_to else None
         if request.compare_to and earlier is None:
             click.echo("--compare-to previous: no earlier run with evaluations yet; nothing to compare with.", err=True)
+        inputs = None if request.from_hub else stored_inputs(request.mode, request.only_failed)
         check_run(config, run_config.zenml_options.get("secrets") or [],
                   generate=request.mode in ("evaluate", "snapshot"), judge=request.mode != "publish")
         options = run_config.pipeline_options(no_cache=request.no_cache)
@@ -175,7 +177,7 @@ def _execute(request: Request, run_log: Any = None) -> None:
             click.echo(f"Created snapshot '{stored.name}' ({stored.id}) of pipeline 'evaluating'. Run it from the "
                        f"dashboard or with `zenml pipeline snapshot run {stored.id}` (needs a remote stack).")
             return
-        run = launch(config, options, request)
+        run = launch(config, options, request, inputs)
         if run_log is not None:
             run_log.name_after(run.name)
     except (ConfigError, DatasetError, ModelError, NoStoredResults, SimilarityError) as error:
@@ -245,27 +247,25 @@ def check_gates(summary: Any, gates: tuple[str, ...], comparison: Any = None, ma
         click.echo(passed)
 
 
-def launch(config: Any, options: dict[str, Any], request: Request) -> Any:
-    """Run the pipeline of the request's mode on its stored inputs."""
-    from llm_engineering.infrastructure.zenml_runs import latest_answers_to_rescore, latest_results_to_publish
+def launch(config: Any, options: dict[str, Any], request: Request, inputs: Optional[tuple[dict[str, Any], str]]) -> Any:
+    """Run the pipeline of the request's mode; a rescore or a publish on the stored `inputs` and their run's name."""
     from pipelines.evaluating import evaluating, publishing, rescoring
 
-    if request.mode == "publish":
-        stored, source_run = latest_results_to_publish()
-        click.echo(f"Publishing {len(stored['results_ids'])} stored artifact(s) of run {source_run}")
-        return publishing.with_options(**options)(config=config, **stored)
     if request.from_hub:
         click.echo(f"Scoring answers published in {', '.join(request.from_hub)}")
         return rescoring.with_options(**options)(config=config, generation_stats=[], hub_repos=list(request.from_hub))
-    if request.mode == "rescore":
-        stored, source_run = latest_answers_to_rescore(request.only_failed)
-        click.echo(f"Re-scoring {len(stored['answers_ids'])} stored artifact(s) of run {source_run}")
-        labelled_on = config.labels.run if config.labels is not None else None
-        if labelled_on is not None and labelled_on != source_run:
-            click.echo(f"The labels were written on the report of run {labelled_on}, not of {source_run}: the answers "
-                       f"they hold are judged as written, against the instructions of {source_run}'s rows")
-        return rescoring.with_options(**options)(config=config, **stored)
-    return evaluating.with_options(**options)(config=config)
+    if inputs is None:
+        return evaluating.with_options(**options)(config=config)
+    stored, source_run = inputs
+    if request.mode == "publish":
+        click.echo(f"Publishing {len(stored['results_ids'])} stored artifact(s) of run {source_run}")
+        return publishing.with_options(**options)(config=config, **stored)
+    click.echo(f"Re-scoring {len(stored['answers_ids'])} stored artifact(s) of run {source_run}")
+    labelled_on = config.labels.run if config.labels is not None else None
+    if labelled_on is not None and labelled_on != source_run:
+        click.echo(f"The labels were written on the report of run {labelled_on}, not of {source_run}: the answers "
+                   f"they hold are judged as written, against the instructions of {source_run}'s rows")
+    return rescoring.with_options(**options)(config=config, **stored)
 
 
 def export_settings() -> None:

@@ -102,6 +102,14 @@ def latest_results_to_publish() -> tuple[dict[str, Any], str]:
     return results_to_publish(run), run.name
 
 
+def stored_inputs(mode: str, only_failed: bool = False) -> Optional[tuple[dict[str, Any], str]]:
+    """The stored artifacts a `rescore` or `publish` runs on, and their run's name (NoStoredResults where there are
+    none); None for a mode that makes its own."""
+    if mode == "publish":
+        return latest_results_to_publish()
+    return latest_answers_to_rescore(only_failed) if mode == "rescore" else None
+
+
 def results_to_publish(run: Any) -> dict[str, Any]:
     """A finished run's evaluations (else generations), scoring checks, pairwise comparisons and summary (the cards'
     scores), as `publishing` pipeline arguments."""

@@ -16,7 +16,6 @@ from llm_engineering.infrastructure.zenml_runs import step_output
 from tests.support.cli_output import reported_run
 from tests.support.hub_stub import TOKEN
 from tests.support.openai_stub import OpenAIStub
-from tests.support.small_run import SMALL_JUDGE
 from tests.support.workers import WORKER_STACK
 
 ROWS = 2
@@ -131,17 +130,20 @@ def empty_store(tmp_path_factory):
 
 
 @pytest.mark.slow  # two CLI processes and a new ZenML store
-# rescore names the small judge: what is under test is the empty store, not this machine's free memory.
-@pytest.mark.parametrize("command, flags", [("rescore", ["--only-failed", *SMALL_JUDGE]), ("publish", [])])
+@pytest.mark.parametrize("command, flags", [("rescore", ["--only-failed"]), ("publish", [])])
 def test_with_nothing_stored_yet_rescore_and_publish_say_to_evaluate_first(repo_root, empty_store, command, flags):
     """The CLI used from outside the repository (so the repository's `.zen`, which names the session store's stack,
-    is not read): nothing to rescore or publish."""
+    is not read): nothing to rescore or publish, said before the checks of this machine's state (here a KV cache
+    beside the default judge that no machine has, which would stop the rescore too)."""
     from tools.execution import ensure_zenml_repository
 
     ensure_zenml_repository()  # exists already, so the CLI below does not write the new store's ids into it
     env = {name: value for name, value in os.environ.items() if name not in WORKER_STACK}  # the session store's ids
     env["ZENML_CONFIG_PATH"] = str(empty_store / "zenml")
-    result = subprocess.run([sys.executable, str(repo_root / "tools" / "run.py"), command, *flags], cwd=empty_store,
-                            env=env, capture_output=True, text=True, timeout=240)
+    config = empty_store / f"{command}.yaml"
+    config.write_text("parameters:\n  engine: {cpu_kvcache_space_gib: 100000}\n")
+    result = subprocess.run([sys.executable, str(repo_root / "tools" / "run.py"), command, *flags, "--config", config],
+                            cwd=empty_store, env=env, capture_output=True, text=True, timeout=240)
     assert result.returncode == 1, result.stderr[-2000:]
     assert "run `python tools/run.py --run-evaluation` first" in result.stderr
+    assert "cpu_kvcache_space_gib" not in result.stderr
