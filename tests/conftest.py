@@ -11,7 +11,7 @@ from tests.support.costs import EngineCensus, pipeline_run_lines, pipeline_runs
 from tests.support.hub_stub import HubStub
 from tests.support.session_dir import in_memory, session_root
 from tests.support.session_engine import auto_dtype
-from tests.support.workers import FIRST_RUN_FILES, WORKER_STACK, files_and_first_run, pin_this_worker, worker
+from tests.support.workers import WORKER_STACK, files_and_first_run, pin_this_worker, work_unit, worker
 
 # Under pytest-xdist (`make test`: two workers) this worker keeps to its own cores from here on, torch not yet
 # imported (tests/support/workers.py).
@@ -152,7 +152,7 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_itemcollected(item):
-    if "first_run" in item.fixturenames and item.nodeid.split("::")[0] not in FIRST_RUN_FILES:
+    if "first_run" in item.fixturenames and work_unit(item.nodeid) != "first_run":
         raise pytest.UsageError(f"{item.nodeid} reads first_run: add its file to FIRST_RUN_FILES "
                                 "(tests/support/workers.py), so that one worker alone makes that run")
 
